@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what dplace needs to build and test, from Debian 12 packages only.
+# Idempotent: installs nothing when everything is present, and runs
+# `apt-get update` at most once, only when something is missing.
+set -euo pipefail
+
+packages=(
+  # Toolchain: a minimal Debian has neither a compiler nor CMake.
+  g++ make cmake pkg-config
+  # Libraries of the core.
+  nlohmann-json3-dev libcli11-dev
+  # Tests and benchmarks.
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    sudo="sudo"
+  else
+    echo "install-deps: missing packages (${missing[*]}) and not root; install them or run as root" >&2
+    exit 1
+  fi
+fi
+
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

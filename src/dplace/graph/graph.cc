@@ -1,0 +1,336 @@
+#include "dplace/graph/graph.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <queue>
+
+namespace dplace {
+namespace {
+
+constexpr std::string_view kPhaseNames[] = {"forward", "backward", "update"};
+
+struct DataTypeEntry {
+  std::string_view name;
+  int size;
+};
+constexpr DataTypeEntry kDataTypes[] = {
+    {"float32", 4}, {"float16", 2}, {"bfloat16", 2}, {"float64", 8},
+    {"int8", 1},    {"int32", 4},   {"int64", 8},    {"bool", 1},
+};
+
+// 64-bit FNV-1a: stable across runs and platforms, unlike std::hash.
+class Fnv1a {
+ public:
+  void Add(const void* data, size_t size) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < size; ++i) {
+      state_ = (state_ ^ bytes[i]) * 0x100000001b3ULL;
+    }
+  }
+  void AddString(std::string_view s) {
+    Add(s.data(), s.size());
+    Add(static_cast<uint64_t>(s.size()));
+  }
+  template <typename T>
+  void Add(T value) {
+    static_assert(std::is_arithmetic_v<T>);
+    Add(&value, sizeof(value));
+  }
+  std::string Hex() const {
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%016llx",
+                  static_cast<unsigned long long>(state_));
+    return buf;
+  }
+
+ private:
+  uint64_t state_ = 0xcbf29ce484222325ULL;
+};
+
+std::string HashGraph(const Graph& g) {
+  Fnv1a h;
+  h.Add(static_cast<int64_t>(g.num_ops()));
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    h.AddString(g.op_name(op));
+    h.AddString(g.op_type(op));
+    h.Add(static_cast<int>(g.phase(op)));
+    h.Add(g.flops(op));
+    h.Add(g.bytes_accessed(op));
+    h.Add(g.persistent_bytes(op));
+    h.Add(g.temporary_bytes(op));
+    h.AddString(g.colocation_group(op));
+    h.Add(g.allowed_devices(op).bits());
+    for (int i = 0; i < g.num_outputs(op); ++i) {
+      h.Add(g.tensor_bytes(g.output(op, i)));
+    }
+  }
+  for (EdgeId e = 0; e < g.num_edges(); ++e) {
+    h.Add(g.edge_src(e));
+    h.Add(g.edge_dst(e));
+    h.Add(g.edge_tensor(e));
+  }
+  return h.Hex();
+}
+
+// Builds CSR offsets and ids from per-edge keys (the op each edge hangs on).
+void BuildCsr(int num_ops, const std::vector<OpId>& key,
+              std::vector<int32_t>* offsets, std::vector<EdgeId>* ids) {
+  offsets->assign(num_ops + 1, 0);
+  for (OpId k : key) ++(*offsets)[k + 1];
+  for (int i = 0; i < num_ops; ++i) (*offsets)[i + 1] += (*offsets)[i];
+  ids->resize(key.size());
+  std::vector<int32_t> next(offsets->begin(), offsets->end() - 1);
+  for (EdgeId e = 0; e < static_cast<EdgeId>(key.size()); ++e) {
+    (*ids)[next[key[e]]++] = e;
+  }
+}
+
+}  // namespace
+
+std::string_view PhaseName(Phase phase) {
+  return kPhaseNames[static_cast<int>(phase)];
+}
+
+std::optional<Phase> ParsePhase(std::string_view name) {
+  for (int i = 0; i < 3; ++i) {
+    if (kPhaseNames[i] == name) return static_cast<Phase>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view DataTypeName(DataType type) {
+  return kDataTypes[static_cast<int>(type)].name;
+}
+
+std::optional<DataType> ParseDataType(std::string_view name) {
+  for (size_t i = 0; i < std::size(kDataTypes); ++i) {
+    if (kDataTypes[i].name == name) return static_cast<DataType>(i);
+  }
+  return std::nullopt;
+}
+
+int DataTypeSize(DataType type) {
+  return kDataTypes[static_cast<int>(type)].size;
+}
+
+int64_t ShapeBytes(const std::vector<int64_t>& shape, DataType dtype) {
+  int64_t elements = 1;
+  for (int64_t d : shape) elements *= d;
+  return elements * DataTypeSize(dtype);
+}
+
+std::optional<OpId> Graph::FindOp(std::string_view name) const {
+  auto it = op_index_.find(std::string(name));
+  if (it == op_index_.end()) return std::nullopt;
+  return it->second;
+}
+
+double Graph::total_flops() const {
+  double total = 0;
+  for (double f : flops_) total += f;
+  return total;
+}
+
+int64_t Graph::total_persistent_bytes() const {
+  int64_t total = 0;
+  for (int64_t b : persistent_bytes_) total += b;
+  return total;
+}
+
+int64_t Graph::total_output_bytes() const {
+  int64_t total = 0;
+  for (const TensorInfo& t : tensors_) total += t.bytes;
+  return total;
+}
+
+GraphBuilder::GraphBuilder(std::string graph_name)
+    : name_(std::move(graph_name)) {}
+
+OpId GraphBuilder::AddOp(OpSpec spec) {
+  const OpId id = static_cast<OpId>(specs_.size());
+  if (!index_.emplace(spec.name, id).second) {
+    duplicate_names_.push_back(spec.name);
+  }
+  for (TensorInfo& t : spec.outputs) {
+    if (t.bytes == 0 && !t.shape.empty()) t.bytes = ShapeBytes(t.shape, t.dtype);
+  }
+  specs_.push_back(std::move(spec));
+  return id;
+}
+
+void GraphBuilder::AddEdge(OpId src, int output, OpId dst) {
+  edges_.push_back({src, output, dst});
+}
+
+void GraphBuilder::AddControlEdge(OpId src, OpId dst) {
+  edges_.push_back({src, -1, dst});
+}
+
+std::optional<OpId> GraphBuilder::FindOp(std::string_view name) const {
+  auto it = index_.find(std::string(name));
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
+}
+
+Status GraphBuilder::ValidateOps() const {
+  if (!duplicate_names_.empty()) {
+    return InvalidArgumentError("duplicate op name \"" + duplicate_names_[0] +
+                                "\"");
+  }
+  for (const OpSpec& s : specs_) {
+    const std::string where = "op \"" + s.name + "\"";
+    if (s.name.empty()) return InvalidArgumentError("an op has an empty name");
+    if (s.type.empty()) return InvalidArgumentError(where + ": empty type");
+    if (!(s.flops >= 0)) {
+      return InvalidArgumentError(where + ": flops must be >= 0");
+    }
+    if (s.bytes_accessed < 0 || s.persistent_bytes < 0 ||
+        s.temporary_bytes < 0) {
+      return InvalidArgumentError(where + ": byte counts must be >= 0");
+    }
+    if (s.allowed_devices.empty()) {
+      return InvalidArgumentError(where + ": no allowed device kind");
+    }
+    for (size_t i = 0; i < s.outputs.size(); ++i) {
+      const TensorInfo& t = s.outputs[i];
+      const std::string out = where + " output " + std::to_string(i);
+      if (t.bytes < 0) return InvalidArgumentError(out + ": negative bytes");
+      for (int64_t d : t.shape) {
+        if (d < 0) return InvalidArgumentError(out + ": negative dimension");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status GraphBuilder::ValidateEdges() const {
+  const int n = num_ops();
+  for (const PendingEdge& e : edges_) {
+    if (e.src < 0 || e.src >= n || e.dst < 0 || e.dst >= n) {
+      return InvalidArgumentError("edge " + std::to_string(e.src) + " -> " +
+                                  std::to_string(e.dst) +
+                                  " names an op that does not exist");
+    }
+    if (e.output >= static_cast<int>(specs_[e.src].outputs.size())) {
+      return InvalidArgumentError(
+          "edge \"" + specs_[e.src].name + "\" -> \"" + specs_[e.dst].name +
+          "\" uses output " + std::to_string(e.output) + " but the op has " +
+          std::to_string(specs_[e.src].outputs.size()) + " outputs");
+    }
+    if (e.src == e.dst) {
+      return InvalidArgumentError("cycle: \"" + specs_[e.src].name +
+                                  "\" -> \"" + specs_[e.src].name + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Kahn's algorithm; on a cycle, returns an error listing the ops of one.
+Status TopologicalOrder(const Graph& g, const std::vector<std::string>& names,
+                        std::vector<OpId>* order) {
+  const int n = static_cast<int>(names.size());
+  std::vector<int32_t> indegree(n);
+  for (OpId op = 0; op < n; ++op) {
+    indegree[op] = static_cast<int32_t>(g.in_edges(op).size());
+  }
+  // A min-heap keeps ties by id, so the order is deterministic and close to
+  // the order ops were added.
+  std::priority_queue<OpId, std::vector<OpId>, std::greater<OpId>> ready;
+  for (OpId op = 0; op < n; ++op) {
+    if (indegree[op] == 0) ready.push(op);
+  }
+  order->clear();
+  order->reserve(n);
+  while (!ready.empty()) {
+    const OpId op = ready.top();
+    ready.pop();
+    order->push_back(op);
+    for (EdgeId e : g.out_edges(op)) {
+      if (--indegree[g.edge_dst(e)] == 0) ready.push(g.edge_dst(e));
+    }
+  }
+  if (static_cast<int>(order->size()) == n) return Status::Ok();
+
+  // Every op left has an unfinished predecessor that is also left: walk
+  // backwards until an op repeats, which closes a cycle.
+  OpId start = 0;
+  while (indegree[start] == 0) ++start;
+  std::vector<int> seen_at(n, -1);
+  std::vector<OpId> walk;
+  OpId op = start;
+  while (seen_at[op] < 0) {
+    seen_at[op] = static_cast<int>(walk.size());
+    walk.push_back(op);
+    for (EdgeId e : g.in_edges(op)) {
+      if (indegree[g.edge_src(e)] > 0) {
+        op = g.edge_src(e);
+        break;
+      }
+    }
+  }
+  std::vector<OpId> cycle(walk.begin() + seen_at[op], walk.end());
+  std::reverse(cycle.begin(), cycle.end());
+  std::string message = "cycle: ";
+  constexpr size_t kMaxShown = 12;
+  for (size_t i = 0; i < cycle.size() && i < kMaxShown; ++i) {
+    message += "\"" + names[cycle[i]] + "\" -> ";
+  }
+  if (cycle.size() > kMaxShown) {
+    message += "... (" + std::to_string(cycle.size()) + " ops) -> ";
+  }
+  message += "\"" + names[cycle[0]] + "\"";
+  return InvalidArgumentError(message);
+}
+
+}  // namespace
+
+StatusOr<Graph> GraphBuilder::Build() && {
+  DPLACE_RETURN_IF_ERROR(ValidateOps());
+  DPLACE_RETURN_IF_ERROR(ValidateEdges());
+
+  Graph g;
+  g.name_ = std::move(name_);
+  const int n = num_ops();
+  std::unordered_map<std::string, int32_t> type_index;
+  g.op_names_.reserve(n);
+  g.output_offsets_.assign(1, 0);
+  for (OpSpec& s : specs_) {
+    auto [it, inserted] =
+        type_index.emplace(s.type, static_cast<int32_t>(g.types_.size()));
+    if (inserted) g.types_.push_back(s.type);
+    g.type_ids_.push_back(it->second);
+    const OpId op = static_cast<OpId>(g.op_names_.size());
+    for (TensorInfo& t : s.outputs) {
+      g.tensors_.push_back(std::move(t));
+      g.tensor_producers_.push_back(op);
+    }
+    g.output_offsets_.push_back(static_cast<int32_t>(g.tensors_.size()));
+    g.op_names_.push_back(std::move(s.name));
+    g.phases_.push_back(s.phase);
+    g.scopes_.push_back(std::move(s.scope));
+    g.flops_.push_back(s.flops);
+    g.bytes_accessed_.push_back(s.bytes_accessed);
+    g.persistent_bytes_.push_back(s.persistent_bytes);
+    g.temporary_bytes_.push_back(s.temporary_bytes);
+    g.colocation_groups_.push_back(std::move(s.colocation_group));
+    g.allowed_.push_back(s.allowed_devices);
+  }
+  g.op_index_ = std::move(index_);
+
+  for (const PendingEdge& e : edges_) {
+    g.edge_src_.push_back(e.src);
+    g.edge_dst_.push_back(e.dst);
+    g.edge_tensor_.push_back(e.output < 0 ? kControlEdge
+                                          : g.output_offsets_[e.src] + e.output);
+  }
+  BuildCsr(n, g.edge_dst_, &g.in_offsets_, &g.in_edges_);
+  BuildCsr(n, g.edge_src_, &g.out_offsets_, &g.out_edges_);
+  DPLACE_RETURN_IF_ERROR(TopologicalOrder(g, g.op_names_, &g.topo_order_));
+  g.hash_ = HashGraph(g);
+  return g;
+}
+
+}  // namespace dplace

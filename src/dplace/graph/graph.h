@@ -1,0 +1,211 @@
+// The graph IR: a frozen computation graph of one training step.
+//
+// Ops, tensors and edges are dense integer ids; attributes live in side
+// arrays; adjacency is CSR. A Graph is built once by GraphBuilder, validated
+// (acyclic, no dangling edges, unique names, non-negative sizes), and then
+// only read, so it is safe to share between threads.
+#ifndef DPLACE_GRAPH_GRAPH_H_
+#define DPLACE_GRAPH_GRAPH_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "dplace/cluster/device_kind.h"
+#include "dplace/util/span.h"
+#include "dplace/util/status.h"
+
+namespace dplace {
+
+using OpId = int32_t;
+using TensorId = int32_t;  // An output of an op; global over the graph.
+using EdgeId = int32_t;
+constexpr TensorId kControlEdge = -1;  // edge_tensor() of a control edge.
+
+enum class Phase : uint8_t { kForward = 0, kBackward = 1, kUpdate = 2 };
+std::string_view PhaseName(Phase phase);  // "forward", "backward", "update".
+std::optional<Phase> ParsePhase(std::string_view name);
+
+enum class DataType : uint8_t {
+  kFloat32,
+  kFloat16,
+  kBFloat16,
+  kFloat64,
+  kInt8,
+  kInt32,
+  kInt64,
+  kBool,
+};
+std::string_view DataTypeName(DataType type);  // "float32", ...
+std::optional<DataType> ParseDataType(std::string_view name);
+int DataTypeSize(DataType type);  // Bytes per element.
+
+struct TensorInfo {
+  std::vector<int64_t> shape;
+  DataType dtype = DataType::kFloat32;
+  int64_t bytes = 0;
+};
+
+// Bytes of a dense tensor of `shape` and `dtype` (1 element for a scalar).
+int64_t ShapeBytes(const std::vector<int64_t>& shape, DataType dtype);
+
+// Everything GraphBuilder needs to know about one op.
+struct OpSpec {
+  std::string name;  // Unique in the graph.
+  std::string type;  // "MatMul", "Conv2D", "ApplyAdam", ...
+  Phase phase = Phase::kForward;
+  std::string scope;  // Scope path, e.g. "encoder/layer_2/lstm".
+  std::vector<TensorInfo> outputs;
+  double flops = 0;              // Floating-point operations of one run.
+  int64_t bytes_accessed = 0;    // Bytes read plus written by one run.
+  int64_t persistent_bytes = 0;  // Weights, optimizer slots: whole step.
+  int64_t temporary_bytes = 0;   // Scratch memory while the op runs.
+  std::string colocation_group;  // Empty: none.
+  DeviceKindSet allowed_devices = DeviceKindSet::All();
+};
+
+class Graph {
+ public:
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
+
+  const std::string& name() const { return name_; }
+  int num_ops() const { return static_cast<int>(op_names_.size()); }
+  int num_edges() const { return static_cast<int>(edge_src_.size()); }
+  int num_tensors() const { return static_cast<int>(tensors_.size()); }
+
+  // Op attributes. REQUIRES: 0 <= op < num_ops().
+  const std::string& op_name(OpId op) const { return op_names_[op]; }
+  const std::string& op_type(OpId op) const { return types_[type_ids_[op]]; }
+  // Dense id of the op's type, for per-type tables; < num_op_types().
+  int op_type_id(OpId op) const { return type_ids_[op]; }
+  Phase phase(OpId op) const { return phases_[op]; }
+  const std::string& scope(OpId op) const { return scopes_[op]; }
+  double flops(OpId op) const { return flops_[op]; }
+  int64_t bytes_accessed(OpId op) const { return bytes_accessed_[op]; }
+  int64_t persistent_bytes(OpId op) const { return persistent_bytes_[op]; }
+  int64_t temporary_bytes(OpId op) const { return temporary_bytes_[op]; }
+  const std::string& colocation_group(OpId op) const {
+    return colocation_groups_[op];
+  }
+  DeviceKindSet allowed_devices(OpId op) const { return allowed_[op]; }
+  std::optional<OpId> FindOp(std::string_view name) const;
+
+  // Distinct op types; op_type_id() indexes this.
+  const std::vector<std::string>& op_types() const { return types_; }
+
+  // Outputs: op `op` produces tensors output_begin(op) .. output_end(op)-1.
+  int num_outputs(OpId op) const {
+    return output_offsets_[op + 1] - output_offsets_[op];
+  }
+  TensorId output(OpId op, int index) const {
+    return output_offsets_[op] + index;
+  }
+  const TensorInfo& tensor(TensorId t) const { return tensors_[t]; }
+  int64_t tensor_bytes(TensorId t) const { return tensors_[t].bytes; }
+  OpId producer(TensorId t) const { return tensor_producers_[t]; }
+
+  // Edges. A data edge carries a tensor; a control edge only orders.
+  OpId edge_src(EdgeId e) const { return edge_src_[e]; }
+  OpId edge_dst(EdgeId e) const { return edge_dst_[e]; }
+  TensorId edge_tensor(EdgeId e) const { return edge_tensor_[e]; }
+  bool is_control(EdgeId e) const { return edge_tensor_[e] == kControlEdge; }
+  Span<EdgeId> in_edges(OpId op) const {
+    return {in_edges_.data() + in_offsets_[op],
+            static_cast<size_t>(in_offsets_[op + 1] - in_offsets_[op])};
+  }
+  Span<EdgeId> out_edges(OpId op) const {
+    return {out_edges_.data() + out_offsets_[op],
+            static_cast<size_t>(out_offsets_[op + 1] - out_offsets_[op])};
+  }
+
+  // A topological order of all ops (sources first, ties by id).
+  const std::vector<OpId>& topological_order() const { return topo_order_; }
+
+  // A stable 64-bit hash of everything that affects simulation (names,
+  // types, sizes, edges), as 16 hex digits. Placements embed it.
+  const std::string& hash() const { return hash_; }
+
+  // Totals, for reports.
+  double total_flops() const;
+  int64_t total_persistent_bytes() const;
+  int64_t total_output_bytes() const;
+
+ private:
+  friend class GraphBuilder;
+  Graph() = default;
+
+  std::string name_;
+  std::vector<std::string> op_names_;
+  std::unordered_map<std::string, OpId> op_index_;
+  std::vector<std::string> types_;
+  std::vector<int32_t> type_ids_;
+  std::vector<Phase> phases_;
+  std::vector<std::string> scopes_;
+  std::vector<double> flops_;
+  std::vector<int64_t> bytes_accessed_;
+  std::vector<int64_t> persistent_bytes_;
+  std::vector<int64_t> temporary_bytes_;
+  std::vector<std::string> colocation_groups_;
+  std::vector<DeviceKindSet> allowed_;
+
+  std::vector<int32_t> output_offsets_;  // num_ops + 1.
+  std::vector<TensorInfo> tensors_;
+  std::vector<OpId> tensor_producers_;
+
+  std::vector<OpId> edge_src_;
+  std::vector<OpId> edge_dst_;
+  std::vector<TensorId> edge_tensor_;
+  std::vector<int32_t> in_offsets_, out_offsets_;  // num_ops + 1 each.
+  std::vector<EdgeId> in_edges_, out_edges_;
+
+  std::vector<OpId> topo_order_;
+  std::string hash_;
+};
+
+// Builds a Graph. Errors found while adding (duplicate names, bad ids) are
+// kept and reported by Build(), so callers check one Status.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(std::string graph_name = "");
+
+  // Returns the new op's id. Tensor bytes of 0 with a non-empty shape are
+  // filled in from the shape.
+  OpId AddOp(OpSpec spec);
+  // A data edge: `dst` consumes output `output` of `src`.
+  void AddEdge(OpId src, int output, OpId dst);
+  // A control edge: `dst` starts only after `src` finished.
+  void AddControlEdge(OpId src, OpId dst);
+
+  std::optional<OpId> FindOp(std::string_view name) const;
+  int num_ops() const { return static_cast<int>(specs_.size()); }
+
+  // Validates and freezes. Errors name the offending ops: duplicate or empty
+  // names, negative sizes, dangling edges, and cycles (listing the ops on
+  // one cycle).
+  StatusOr<Graph> Build() &&;
+
+ private:
+  struct PendingEdge {
+    OpId src;
+    int output;  // -1: control.
+    OpId dst;
+  };
+  Status ValidateOps() const;
+  Status ValidateEdges() const;
+
+  std::string name_;
+  std::vector<OpSpec> specs_;
+  std::unordered_map<std::string, OpId> index_;
+  std::vector<PendingEdge> edges_;
+  std::vector<std::string> duplicate_names_;
+};
+
+}  // namespace dplace
+
+#endif  // DPLACE_GRAPH_GRAPH_H_

@@ -1,0 +1,114 @@
+// The machines a graph is placed on: devices, directed links, routes.
+//
+// A Cluster is built once by ClusterBuilder and then only read. Every link
+// is a directed, serial channel (a bidirectional link is two of them). A
+// route between two devices is the sequence of links a tensor crosses; each
+// hop is paid in full (store and forward), which is how TensorFlow's
+// send/recv pairs move tensors through a host between devices without a
+// direct path.
+#ifndef DPLACE_CLUSTER_CLUSTER_H_
+#define DPLACE_CLUSTER_CLUSTER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dplace/cluster/device_kind.h"
+#include "dplace/util/span.h"
+#include "dplace/util/status.h"
+
+namespace dplace {
+
+using DeviceId = int32_t;
+using LinkId = int32_t;
+
+struct Device {
+  std::string name;   // Unique, e.g. "gpu:0" or "h1/gpu:3".
+  DeviceKind kind = DeviceKind::kGpu;
+  std::string host;   // Devices on one host share its host-level links.
+  std::string model;  // Informational, e.g. "Tesla K80".
+  double peak_flops = 0;        // FLOP/s of the whole device (fp32).
+  double memory_bandwidth = 0;  // Bytes/s of the device's own memory.
+  int64_t memory_bytes = 0;     // Capacity available to the step.
+  double launch_overhead = 0;   // Seconds added to every op run here.
+  // Ops that run at once. Each slot gets 1/compute_slots of the device's
+  // FLOP/s and bandwidth, so the device never exceeds its peak.
+  // Default: 1 (GPUs); CPUs usually have several.
+  int compute_slots = 1;
+};
+
+// A directed channel between two devices.
+struct Link {
+  DeviceId from = 0;
+  DeviceId to = 0;
+  double bandwidth = 0;  // Bytes/s.
+  double latency = 0;    // Seconds per transfer.
+};
+
+class Cluster {
+ public:
+  const std::string& name() const { return name_; }
+  int num_devices() const { return static_cast<int>(devices_.size()); }
+  const Device& device(DeviceId d) const { return devices_[d]; }
+  const std::vector<Device>& devices() const { return devices_; }
+  std::optional<DeviceId> FindDevice(std::string_view name) const;
+  std::vector<DeviceId> DevicesOfKind(DeviceKind kind) const;
+  int total_compute_slots() const;
+
+  int num_links() const { return static_cast<int>(links_.size()); }
+  const Link& link(LinkId l) const { return links_[l]; }
+
+  // The links from `from` to `to`, in order; empty when from == to.
+  // Every pair of distinct devices has a route (Build() checks).
+  Span<LinkId> route(DeviceId from, DeviceId to) const {
+    const size_t k = static_cast<size_t>(from) * devices_.size() + to;
+    return {route_links_.data() + route_offsets_[k],
+            static_cast<size_t>(route_offsets_[k + 1] - route_offsets_[k])};
+  }
+
+ private:
+  friend class ClusterBuilder;
+  std::string name_;
+  std::vector<Device> devices_;
+  std::vector<Link> links_;
+  std::vector<int32_t> route_offsets_;  // num_devices^2 + 1.
+  std::vector<LinkId> route_links_;
+};
+
+class ClusterBuilder {
+ public:
+  explicit ClusterBuilder(std::string name);
+
+  DeviceId AddDevice(Device device);
+  // Adds a channel from -> to, and one to -> from when `bidirectional`.
+  // Devices are named; unknown names are reported by Build().
+  void AddLink(std::string_view from, std::string_view to, double bandwidth,
+               double latency, bool bidirectional = true);
+
+  // Validates (unique names, positive figures, known link ends, every device
+  // reachable from every other) and computes routes: the path of least
+  // time for a 1 MiB tensor, fewest hops on ties.
+  StatusOr<Cluster> Build() &&;
+
+ private:
+  struct PendingLink {
+    std::string from, to;
+    double bandwidth, latency;
+  };
+  std::string name_;
+  std::vector<Device> devices_;
+  std::vector<PendingLink> links_;
+};
+
+// Names of the built-in presets, in a stable order.
+std::vector<std::string> ClusterPresetNames();
+// A one-line description of a preset, for `dplace cluster list`.
+std::string ClusterPresetDescription(std::string_view name);
+// REQUIRES: nothing; unknown names give NotFound listing the presets.
+StatusOr<Cluster> MakeClusterPreset(std::string_view name);
+
+}  // namespace dplace
+
+#endif  // DPLACE_CLUSTER_CLUSTER_H_

@@ -1,0 +1,115 @@
+// The event-driven simulator of one training step.
+//
+// Semantics (DESIGN.md, "Simulator"):
+// - Each device is a set of serial compute slots fed by one FIFO of ready
+//   ops; an op is ready when all its inputs are on its device.
+// - Each directed link is a serial channel with a FIFO of transfers. A tensor
+//   needed on another device is sent once per destination device; every
+//   consumer there uses that copy. A route of several hops is store and
+//   forward: each hop is paid in full. A control edge across devices pays
+//   the route's latency and occupies no channel.
+// - Memory per device: persistent bytes for the whole step; an op's outputs
+//   from its start until the last local consumer and every outgoing first hop
+//   finished; a received copy from the start of its last hop until its last
+//   consumer finished; temporary bytes while the op runs. Peak over capacity
+//   makes the placement infeasible (the simulation still runs to the end).
+// - Deterministic: ties are broken by event order, which depends only on the
+//   inputs.
+#ifndef DPLACE_SIM_SIMULATOR_H_
+#define DPLACE_SIM_SIMULATOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dplace/cost/cost_model.h"
+#include "dplace/sim/placement.h"
+
+namespace dplace {
+
+// Times the step can never beat. Each is a valid lower bound on the
+// simulated step time of any placement (the first two) or of the simulated
+// placement (the others).
+struct LowerBounds {
+  // Longest dependency path with every op on its fastest allowed device and
+  // free communication.
+  double critical_path = 0;
+  // Sum of every op's fastest time over the cluster's compute slots.
+  double total_work = 0;
+  // Placement: the most loaded device's op time over its slots.
+  double device_load = 0;
+  // Placement: the busiest link's transfer time.
+  double link_volume = 0;
+  // Placement: longest path with ops on their devices and transfers
+  // uncontended.
+  double placed_critical_path = 0;
+
+  double Max() const;
+  const char* MaxName() const;  // Which bound is the largest.
+};
+
+struct TimelineEvent {
+  enum class Kind : uint8_t { kCompute, kTransfer };
+  Kind kind;
+  int32_t id;       // OpId (compute) or TensorId (transfer).
+  int32_t lane;     // Compute slot (compute) or LinkId (transfer).
+  DeviceId device;  // Where it ran; for a transfer, the link's source.
+  double start;
+  double end;
+};
+
+struct SimResult {
+  double step_time = 0;  // Seconds until the last op finished.
+  bool feasible = true;
+  DeviceId oom_device = -1;  // When infeasible: first device over capacity.
+  std::vector<double> device_busy_seconds;  // Summed op time per device.
+  std::vector<int32_t> device_op_count;
+  std::vector<int64_t> device_peak_bytes;
+  std::vector<int64_t> link_bytes;  // Bytes moved over each directed link.
+  LowerBounds bounds;
+  std::vector<TimelineEvent> timeline;  // When SimOptions asks for it.
+};
+
+struct SimOptions {
+  // Record every compute and transfer interval. Default: false.
+  bool record_timeline = false;
+  // Compute the placement's lower bounds. Default: true.
+  bool compute_bounds = true;
+};
+
+// One line saying why a result is infeasible, e.g. "out of memory on gpu:0:
+// peak 13.2 GB > capacity 12.0 GB"; empty when feasible.
+std::string DescribeInfeasibility(const Cluster& cluster,
+                                  const SimResult& result);
+
+// Simulates placements of one graph on one cluster.
+// Thread safety: Simulate() reuses scratch buffers, so use one Simulator per
+// thread; the CostModel may be shared.
+class Simulator {
+ public:
+  // REQUIRES: `cost` outlives the simulator.
+  explicit Simulator(const CostModel& cost);
+  ~Simulator();
+  Simulator(Simulator&&) noexcept;
+
+  // Errors only for an invalid placement (see ValidatePlacement).
+  StatusOr<SimResult> Simulate(const Placement& placement,
+                               const SimOptions& options = {});
+
+  // Placement-independent bounds (also in every SimResult).
+  double critical_path_bound() const;
+  double total_work_bound() const;
+
+ private:
+  class Run;
+  const CostModel* cost_;
+  double critical_path_ = 0;
+  double total_work_ = 0;
+  struct Scratch;
+  std::unique_ptr<Scratch> scratch_;
+};
+
+}  // namespace dplace
+
+#endif  // DPLACE_SIM_SIMULATOR_H_

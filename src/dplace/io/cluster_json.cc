@@ -1,0 +1,133 @@
+#include "dplace/io/cluster_json.h"
+
+#include "dplace/io/file.h"
+#include "dplace/io/json_fields.h"
+
+namespace dplace {
+namespace {
+
+using io_internal::FieldReader;
+using io_internal::json;
+
+constexpr char kFormat[] = "dplace.cluster";
+
+std::string Index(const char* key, size_t i) {
+  return std::string(key) + "[" + std::to_string(i) + "]";
+}
+
+Status ReadDevice(const json& value, const std::string& path,
+                  ClusterBuilder& builder) {
+  FieldReader f(value, path);
+  Device d;
+  d.name = f.String("name");
+  const std::string kind = f.String("kind");
+  if (auto parsed = ParseDeviceKind(kind)) {
+    d.kind = *parsed;
+  } else if (f.status().ok()) {
+    f.Fail(f.PathOf("kind") + ": expected \"cpu\" or \"gpu\", got \"" + kind +
+           "\"");
+  }
+  d.host = f.String("host", "host0");
+  d.model = f.String("model", "");
+  d.peak_flops = f.Number("peak_flops", 1.0);
+  d.memory_bandwidth = f.Number("memory_bandwidth", 1.0);
+  d.memory_bytes = f.Int("memory_bytes", 1);
+  d.launch_overhead = f.Number("launch_overhead", 0.0, 0.0);
+  d.compute_slots = static_cast<int>(f.Int("compute_slots", 1, 1));
+  DPLACE_RETURN_IF_ERROR(f.Finish());
+  builder.AddDevice(std::move(d));
+  return Status::Ok();
+}
+
+Status ReadLink(const json& value, const std::string& path,
+                ClusterBuilder& builder) {
+  FieldReader f(value, path);
+  const std::string from = f.String("from");
+  const std::string to = f.String("to");
+  const double bandwidth = f.Number("bandwidth", 1.0);
+  const double latency = f.Number("latency", 0.0, 0.0);
+  const bool bidirectional = f.Bool("bidirectional", true);
+  DPLACE_RETURN_IF_ERROR(f.Finish());
+  builder.AddLink(from, to, bandwidth, latency, bidirectional);
+  return Status::Ok();
+}
+
+StatusOr<Cluster> ParseCluster(const json& root) {
+  FieldReader f(root, "");
+  io_internal::CheckFormat(f, kFormat);
+  ClusterBuilder builder(f.String("name"));
+  const json* devices = f.Array("devices", true);
+  const json* links = f.Array("links", false);
+  DPLACE_RETURN_IF_ERROR(f.Finish());
+  for (size_t i = 0; i < devices->size(); ++i) {
+    DPLACE_RETURN_IF_ERROR(
+        ReadDevice((*devices)[i], Index("devices", i), builder));
+  }
+  for (size_t i = 0; links && i < links->size(); ++i) {
+    DPLACE_RETURN_IF_ERROR(ReadLink((*links)[i], Index("links", i), builder));
+  }
+  return std::move(builder).Build();
+}
+
+}  // namespace
+
+StatusOr<Cluster> ParseClusterJson(const std::string& text,
+                                   const std::string& source) {
+  DPLACE_ASSIGN_OR_RETURN(json root, io_internal::ParseJson(text, source));
+  StatusOr<Cluster> cluster = ParseCluster(root);
+  if (!cluster.ok()) return cluster.status().WithPrefix(source);
+  return cluster;
+}
+
+StatusOr<Cluster> ReadClusterJson(const std::string& path) {
+  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return ParseClusterJson(text, path);
+}
+
+std::string ClusterToJson(const Cluster& c) {
+  json devices = json::array();
+  for (const Device& d : c.devices()) {
+    devices.push_back({{"name", d.name},
+                       {"kind", DeviceKindName(d.kind)},
+                       {"host", d.host},
+                       {"model", d.model},
+                       {"peak_flops", d.peak_flops},
+                       {"memory_bandwidth", d.memory_bandwidth},
+                       {"memory_bytes", d.memory_bytes},
+                       {"launch_overhead", d.launch_overhead},
+                       {"compute_slots", d.compute_slots}});
+  }
+  // A pair of opposite channels with the same figures is written once.
+  json links = json::array();
+  std::vector<bool> written(c.num_links(), false);
+  for (LinkId l = 0; l < c.num_links(); ++l) {
+    if (written[l]) continue;
+    const Link& a = c.link(l);
+    bool both = false;
+    for (LinkId m = l + 1; m < c.num_links() && !both; ++m) {
+      const Link& b = c.link(m);
+      if (!written[m] && b.from == a.to && b.to == a.from &&
+          b.bandwidth == a.bandwidth && b.latency == a.latency) {
+        written[m] = both = true;
+      }
+    }
+    links.push_back({{"from", c.device(a.from).name},
+                     {"to", c.device(a.to).name},
+                     {"bandwidth", a.bandwidth},
+                     {"latency", a.latency},
+                     {"bidirectional", both}});
+  }
+  json root = {{"format", kFormat}, {"version", 1}, {"name", c.name()},
+               {"devices", devices}, {"links", links}};
+  return root.dump(2) + "\n";
+}
+
+StatusOr<Cluster> LoadCluster(const std::string& name_or_path) {
+  const bool is_file =
+      name_or_path.size() > 5 &&
+      name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0;
+  if (is_file) return ReadClusterJson(name_or_path);
+  return MakeClusterPreset(name_or_path);
+}
+
+}  // namespace dplace

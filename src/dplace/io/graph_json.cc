@@ -1,0 +1,227 @@
+#include "dplace/io/graph_json.h"
+
+#include <cstdlib>
+
+#include "dplace/io/file.h"
+#include "dplace/io/json_fields.h"
+
+namespace dplace {
+namespace {
+
+using io_internal::DescribeJson;
+using io_internal::FieldReader;
+using io_internal::json;
+
+constexpr char kFormat[] = "dplace.graph";
+
+std::string Index(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+void ReadTensor(const json& value, const std::string& path, TensorInfo* t,
+                FieldReader& parent) {
+  FieldReader f(value, path);
+  const std::string dtype = f.String("dtype", "float32");
+  if (auto parsed = ParseDataType(dtype)) {
+    t->dtype = *parsed;
+  } else if (f.status().ok()) {
+    f.Fail(f.PathOf("dtype") + ": unknown data type \"" + dtype + "\"");
+  }
+  if (const json* shape = f.Array("shape", false)) {
+    for (size_t i = 0; i < shape->size(); ++i) {
+      const json& d = (*shape)[i];
+      if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+        f.Fail(Index(f.PathOf("shape"), i) +
+               ": expected an integer >= 0, got " + DescribeJson(d));
+        break;
+      }
+      t->shape.push_back(d.get<int64_t>());
+    }
+  }
+  t->bytes = f.Int("bytes", t->shape.empty() ? 0 : ShapeBytes(t->shape, t->dtype),
+                   0);
+  if (!f.Finish().ok()) parent.Fail(f.status().message());
+}
+
+Status ReadOp(const json& value, const std::string& path, OpSpec* op) {
+  FieldReader f(value, path);
+  op->name = f.String("name");
+  op->type = f.String("type");
+  const std::string phase = f.String("phase", "forward");
+  if (auto parsed = ParsePhase(phase)) {
+    op->phase = *parsed;
+  } else if (f.status().ok()) {
+    f.Fail(f.PathOf("phase") +
+           ": expected \"forward\", \"backward\" or \"update\", got \"" +
+           phase + "\"");
+  }
+  op->scope = f.String("scope", "");
+  op->flops = f.Number("flops", 0.0, 0.0);
+  op->bytes_accessed = f.Int("bytes_accessed", 0, 0);
+  op->persistent_bytes = f.Int("persistent_bytes", 0, 0);
+  op->temporary_bytes = f.Int("temporary_bytes", 0, 0);
+  op->colocation_group = f.String("colocation_group", "");
+  if (const json* devices = f.Array("devices", false)) {
+    op->allowed_devices = DeviceKindSet();
+    for (size_t i = 0; i < devices->size(); ++i) {
+      const json& d = (*devices)[i];
+      auto kind = d.is_string() ? ParseDeviceKind(d.get<std::string>())
+                                : std::nullopt;
+      if (!kind) {
+        f.Fail(Index(f.PathOf("devices"), i) +
+               ": expected \"cpu\" or \"gpu\", got " + DescribeJson(d));
+        break;
+      }
+      op->allowed_devices.Add(*kind);
+    }
+  }
+  if (const json* outputs = f.Array("outputs", false)) {
+    op->outputs.resize(outputs->size());
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      ReadTensor((*outputs)[i], Index(f.PathOf("outputs"), i), &op->outputs[i],
+                 f);
+    }
+  }
+  f.Array("inputs", false);  // Read in a second pass, once all ops exist.
+  return f.Finish();
+}
+
+// Adds the edges of op `dst` from its "inputs": "a" (output 0 of a), "a:1"
+// (output 1), "^a" (control edge).
+Status ReadInputs(const json& op, const std::string& path, OpId dst,
+                  GraphBuilder& builder) {
+  auto it = op.find("inputs");
+  if (it == op.end()) return Status::Ok();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const std::string where = Index(path + ".inputs", i);
+    const json& input = (*it)[i];
+    if (!input.is_string()) {
+      return InvalidArgumentError(where + ": expected a string like \"op\", "
+                                  "\"op:1\" or \"^op\", got " +
+                                  DescribeJson(input));
+    }
+    std::string name = input.get<std::string>();
+    const bool control = !name.empty() && name[0] == '^';
+    if (control) name.erase(0, 1);
+    int output = 0;
+    const size_t colon = name.rfind(':');
+    if (!control && colon != std::string::npos) {
+      const std::string index = name.substr(colon + 1);
+      char* end = nullptr;
+      const long parsed = std::strtol(index.c_str(), &end, 10);
+      if (!index.empty() && *end == '\0' && parsed >= 0) {
+        output = static_cast<int>(parsed);
+        name.erase(colon);
+      }
+    }
+    const std::optional<OpId> src = builder.FindOp(name);
+    if (!src) {
+      return InvalidArgumentError(where + ": unknown op \"" + name + "\"");
+    }
+    if (control) {
+      builder.AddControlEdge(*src, dst);
+    } else {
+      builder.AddEdge(*src, output, dst);
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<Graph> ParseGraph(const json& root) {
+  FieldReader f(root, "");
+  io_internal::CheckFormat(f, kFormat);
+  GraphBuilder builder(f.String("name", ""));
+  const json* ops = f.Array("ops", true);
+  DPLACE_RETURN_IF_ERROR(f.Finish());
+  for (size_t i = 0; i < ops->size(); ++i) {
+    OpSpec spec;
+    DPLACE_RETURN_IF_ERROR(ReadOp((*ops)[i], Index("ops", i), &spec));
+    if (builder.FindOp(spec.name)) {
+      return InvalidArgumentError(Index("ops", i) +
+                                  ".name: duplicate op name \"" + spec.name +
+                                  "\"");
+    }
+    builder.AddOp(std::move(spec));
+  }
+  for (size_t i = 0; i < ops->size(); ++i) {
+    DPLACE_RETURN_IF_ERROR(
+        ReadInputs((*ops)[i], Index("ops", i), static_cast<OpId>(i), builder));
+  }
+  return std::move(builder).Build();
+}
+
+}  // namespace
+
+StatusOr<Graph> ParseGraphJson(const std::string& text,
+                               const std::string& source) {
+  DPLACE_ASSIGN_OR_RETURN(json root, io_internal::ParseJson(text, source));
+  StatusOr<Graph> graph = ParseGraph(root);
+  if (!graph.ok()) return graph.status().WithPrefix(source);
+  return graph;
+}
+
+StatusOr<Graph> ReadGraphJson(const std::string& path) {
+  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return ParseGraphJson(text, path);
+}
+
+std::string GraphToJson(const Graph& g) {
+  json ops = json::array();
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    json o;
+    o["name"] = g.op_name(op);
+    o["type"] = g.op_type(op);
+    if (g.phase(op) != Phase::kForward) o["phase"] = PhaseName(g.phase(op));
+    if (!g.scope(op).empty()) o["scope"] = g.scope(op);
+    if (g.flops(op) != 0) o["flops"] = g.flops(op);
+    if (g.bytes_accessed(op) != 0) o["bytes_accessed"] = g.bytes_accessed(op);
+    if (g.persistent_bytes(op) != 0) {
+      o["persistent_bytes"] = g.persistent_bytes(op);
+    }
+    if (g.temporary_bytes(op) != 0) o["temporary_bytes"] = g.temporary_bytes(op);
+    if (!g.colocation_group(op).empty()) {
+      o["colocation_group"] = g.colocation_group(op);
+    }
+    if (!(g.allowed_devices(op) == DeviceKindSet::All())) {
+      json kinds = json::array();
+      for (DeviceKind k : {DeviceKind::kCpu, DeviceKind::kGpu}) {
+        if (g.allowed_devices(op).Contains(k)) kinds.push_back(DeviceKindName(k));
+      }
+      o["devices"] = kinds;
+    }
+    json outputs = json::array();
+    for (int i = 0; i < g.num_outputs(op); ++i) {
+      const TensorInfo& t = g.tensor(g.output(op, i));
+      json out;
+      if (!t.shape.empty()) out["shape"] = t.shape;
+      if (t.dtype != DataType::kFloat32) out["dtype"] = DataTypeName(t.dtype);
+      out["bytes"] = t.bytes;
+      outputs.push_back(out);
+    }
+    if (!outputs.empty()) o["outputs"] = outputs;
+    json inputs = json::array();
+    for (EdgeId e : g.in_edges(op)) {
+      const std::string& src = g.op_name(g.edge_src(e));
+      if (g.is_control(e)) {
+        inputs.push_back("^" + src);
+      } else {
+        const int index = g.edge_tensor(e) - g.output(g.edge_src(e), 0);
+        inputs.push_back(index == 0 ? src : src + ":" + std::to_string(index));
+      }
+    }
+    if (!inputs.empty()) o["inputs"] = inputs;
+    ops.push_back(std::move(o));
+  }
+  json root;
+  root["format"] = kFormat;
+  root["version"] = 1;
+  root["name"] = g.name();
+  root["ops"] = std::move(ops);
+  return root.dump(1) + "\n";
+}
+
+Status WriteGraphJson(const Graph& graph, const std::string& path) {
+  return WriteTextFile(path, GraphToJson(graph));
+}
+
+}  // namespace dplace

@@ -1,0 +1,22 @@
+// The graph JSON format (docs/formats.md): read and write.
+#ifndef DPLACE_IO_GRAPH_JSON_H_
+#define DPLACE_IO_GRAPH_JSON_H_
+
+#include <string>
+
+#include "dplace/graph/graph.h"
+
+namespace dplace {
+
+// Errors name `source` and the JSON path of the bad field, e.g.
+// "g.json: ops[3].outputs[0].bytes: expected an integer >= 0, got -5".
+StatusOr<Graph> ParseGraphJson(const std::string& text,
+                               const std::string& source);
+StatusOr<Graph> ReadGraphJson(const std::string& path);
+
+std::string GraphToJson(const Graph& graph);
+Status WriteGraphJson(const Graph& graph, const std::string& path);
+
+}  // namespace dplace
+
+#endif  // DPLACE_IO_GRAPH_JSON_H_

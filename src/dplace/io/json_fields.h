@@ -1,0 +1,69 @@
+// Internal to io: typed reads of JSON fields that report the JSON path of a
+// bad field ("ops[3].outputs[0].bytes: expected an integer >= 0, got -5"),
+// and reject fields the format does not define, so typos do not pass
+// silently.
+#ifndef DPLACE_IO_JSON_FIELDS_H_
+#define DPLACE_IO_JSON_FIELDS_H_
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dplace/util/status.h"
+
+namespace dplace {
+namespace io_internal {
+
+using nlohmann::json;
+
+// Parses `text`; a syntax error names `source`, the line and the column.
+StatusOr<json> ParseJson(const std::string& text, const std::string& source);
+
+// Describes a JSON value for error messages: `"abc"`, `-5`, `an object`.
+std::string DescribeJson(const json& value);
+
+// Reads the fields of one JSON object. The first error sticks; later reads
+// return defaults, so callers read everything and check status() once.
+class FieldReader {
+ public:
+  FieldReader(const json& value, std::string path);
+
+  std::string String(const char* key);  // Required.
+  std::string String(const char* key, const std::string& fallback);
+  double Number(const char* key, double min);  // Required, >= min.
+  double Number(const char* key, double fallback, double min);
+  int64_t Int(const char* key, int64_t min);  // Required, >= min.
+  int64_t Int(const char* key, int64_t fallback, int64_t min);
+  bool Bool(const char* key, bool fallback);
+  // The array or object under `key`, or null when absent (or on error).
+  const json* Array(const char* key, bool required);
+  const json* Object(const char* key, bool required);
+
+  // "path.key", for errors found by the caller.
+  std::string PathOf(const char* key) const;
+  void Fail(const std::string& message);  // Keeps the first error.
+
+  // OK when every read succeeded and the object has no unknown fields.
+  Status Finish();
+  const Status& status() const { return status_; }
+
+ private:
+  const json* Get(const char* key, bool required);
+
+  const json& value_;
+  std::string path_;
+  std::set<std::string> read_;
+  Status status_;
+};
+
+// Checks the `format` and `version` fields every dplace file starts with.
+void CheckFormat(FieldReader& fields, const std::string& format);
+
+}  // namespace io_internal
+}  // namespace dplace
+
+#endif  // DPLACE_IO_JSON_FIELDS_H_

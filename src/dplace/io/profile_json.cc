@@ -1,0 +1,54 @@
+#include "dplace/io/profile_json.h"
+
+#include "dplace/io/file.h"
+#include "dplace/io/json_fields.h"
+
+namespace dplace {
+namespace {
+
+using io_internal::FieldReader;
+using io_internal::json;
+
+using TimeTable =
+    std::unordered_map<std::string, std::unordered_map<DeviceKind, double>>;
+
+// {"MatMul": {"gpu": 1.2e-4, "cpu": 3e-3}, ...}
+Status ReadTimes(const json* object, const std::string& path,
+                 TimeTable* table) {
+  if (!object) return Status::Ok();
+  for (auto it = object->begin(); it != object->end(); ++it) {
+    FieldReader f(*it, path + "[\"" + it.key() + "\"]");
+    for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kGpu}) {
+      const std::string key(DeviceKindName(kind));
+      if (it->is_object() && it->contains(key)) {
+        (*table)[it.key()][kind] = f.Number(key.c_str(), 0.0);
+      }
+    }
+    DPLACE_RETURN_IF_ERROR(f.Finish());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ProfileTable> ParseProfileJson(const std::string& text,
+                                        const std::string& source) {
+  DPLACE_ASSIGN_OR_RETURN(json root, io_internal::ParseJson(text, source));
+  FieldReader f(root, "");
+  io_internal::CheckFormat(f, "dplace.profile");
+  const json* by_type = f.Object("by_type", false);
+  const json* by_name = f.Object("by_name", false);
+  ProfileTable table;
+  Status s = f.Finish();
+  if (s.ok()) s = ReadTimes(by_type, "by_type", &table.by_type);
+  if (s.ok()) s = ReadTimes(by_name, "by_name", &table.by_name);
+  if (!s.ok()) return s.WithPrefix(source);
+  return table;
+}
+
+StatusOr<ProfileTable> ReadProfileJson(const std::string& path) {
+  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return ParseProfileJson(text, path);
+}
+
+}  // namespace dplace

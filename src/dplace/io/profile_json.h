@@ -1,0 +1,18 @@
+// The profile JSON format (docs/formats.md): measured op times that
+// override the roofline cost model.
+#ifndef DPLACE_IO_PROFILE_JSON_H_
+#define DPLACE_IO_PROFILE_JSON_H_
+
+#include <string>
+
+#include "dplace/cost/cost_model.h"
+
+namespace dplace {
+
+StatusOr<ProfileTable> ParseProfileJson(const std::string& text,
+                                        const std::string& source);
+StatusOr<ProfileTable> ReadProfileJson(const std::string& path);
+
+}  // namespace dplace
+
+#endif  // DPLACE_IO_PROFILE_JSON_H_

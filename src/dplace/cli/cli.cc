@@ -1,0 +1,304 @@
+#include "dplace/cli/cli.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "dplace/cost/cost_model.h"
+#include "dplace/io/chrome_trace.h"
+#include "dplace/io/cluster_json.h"
+#include "dplace/io/graph_json.h"
+#include "dplace/io/placement_json.h"
+#include "dplace/io/profile_json.h"
+#include "dplace/sim/simulator.h"
+
+namespace dplace {
+namespace {
+
+std::string Format(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, value);
+  return buf;
+}
+
+std::string Gigabytes(double bytes) { return Format("%.3f GB", bytes / 1e9); }
+std::string Seconds(double s) { return Format("%.6f s", s); }
+
+std::string PadRight(std::string s, size_t width) {
+  if (s.size() < width) s.resize(width, ' ');
+  return s;
+}
+
+// Loads the graph named by --graph or --model. Until the zoo and the ONNX
+// importer exist, a model is a graph JSON file.
+StatusOr<Graph> LoadGraph(const std::string& spec) {
+  if (spec.rfind("zoo:", 0) == 0 ||
+      (spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".onnx") == 0)) {
+    return InvalidArgumentError(
+        "--model " + spec +
+        ": this build reads graph JSON files only (zoo models and ONNX "
+        "import are not built yet)");
+  }
+  return ReadGraphJson(spec);
+}
+
+struct CommonFlags {
+  std::string graph;
+  std::string cluster;
+  std::string placement;
+  std::string trace;
+  std::string profile;
+};
+
+void AddGraphFlags(CLI::App* cmd, CommonFlags* flags) {
+  auto* graph = cmd->add_option("--graph", flags->graph, "graph JSON file");
+  auto* model = cmd->add_option(
+      "--model", flags->graph,
+      "model: a graph .json file (zoo:NAME and .onnx come with the zoo)");
+  graph->excludes(model);
+  cmd->callback([cmd] {
+    if (cmd->count("--graph") + cmd->count("--model") == 0) {
+      throw CLI::RequiredError("--graph or --model");
+    }
+  });
+}
+
+int Fail(std::ostream& err, const Status& status) {
+  err << "dplace: error: " << status.message() << "\n";
+  return kExitBadInput;
+}
+
+int Inspect(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
+  StatusOr<Graph> graph = LoadGraph(flags.graph);
+  if (!graph.ok()) return Fail(err, graph.status());
+  const Graph& g = *graph;
+  int control = 0;
+  for (EdgeId e = 0; e < g.num_edges(); ++e) control += g.is_control(e);
+  int phase_count[3] = {0, 0, 0};
+  std::map<std::string, int> type_count;
+  int64_t activation_bytes = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    ++phase_count[static_cast<int>(g.phase(op))];
+    ++type_count[g.op_type(op)];
+  }
+  for (TensorId t = 0; t < g.num_tensors(); ++t) {
+    activation_bytes += g.tensor_bytes(t);
+  }
+  out << "graph:            " << g.name() << "\n"
+      << "hash:             " << g.hash() << "\n"
+      << "ops:              " << g.num_ops() << " (forward "
+      << phase_count[0] << ", backward " << phase_count[1] << ", update "
+      << phase_count[2] << ")\n"
+      << "edges:            " << g.num_edges() << " (data "
+      << g.num_edges() - control << ", control " << control << ")\n"
+      << "tensors:          " << g.num_tensors() << "\n"
+      << "total FLOPs:      " << Format("%.4g", g.total_flops()) << "\n"
+      << "parameter bytes:  " << Gigabytes(g.total_persistent_bytes())
+      << " (persistent: weights and optimizer slots)\n"
+      << "activation bytes: " << Gigabytes(activation_bytes)
+      << " (all op outputs)\n";
+  std::vector<std::pair<int, std::string>> types;
+  for (const auto& [type, count] : type_count) types.push_back({-count, type});
+  std::sort(types.begin(), types.end());
+  out << "op types:        ";
+  for (size_t i = 0; i < types.size() && i < 8; ++i) {
+    out << " " << types[i].second << " " << -types[i].first;
+  }
+  if (types.size() > 8) out << " (+" << types.size() - 8 << " more)";
+  out << "\n";
+  return kExitOk;
+}
+
+int ClusterList(std::ostream& out) {
+  for (const std::string& name : ClusterPresetNames()) {
+    out << PadRight(name, 10) << " " << ClusterPresetDescription(name) << "\n";
+  }
+  return kExitOk;
+}
+
+int ClusterShow(const std::string& name, bool as_json, std::ostream& out,
+                std::ostream& err) {
+  StatusOr<Cluster> cluster = LoadCluster(name);
+  if (!cluster.ok()) return Fail(err, cluster.status());
+  const Cluster& c = *cluster;
+  if (as_json) {
+    out << ClusterToJson(c);
+    return kExitOk;
+  }
+  out << "cluster " << c.name() << ": " << c.num_devices() << " devices, "
+      << c.num_links() << " directed links\n";
+  out << PadRight("device", 12) << PadRight("kind", 5) << PadRight("host", 7)
+      << PadRight("TFLOP/s", 9) << PadRight("GB/s", 8) << PadRight("memory", 12)
+      << PadRight("slots", 6) << "model\n";
+  for (const Device& d : c.devices()) {
+    out << PadRight(d.name, 12) << PadRight(std::string(DeviceKindName(d.kind)), 5)
+        << PadRight(d.host, 7) << PadRight(Format("%.2f", d.peak_flops / 1e12), 9)
+        << PadRight(Format("%.0f", d.memory_bandwidth / 1e9), 8)
+        << PadRight(Gigabytes(d.memory_bytes), 12)
+        << PadRight(std::to_string(d.compute_slots), 6) << d.model << "\n";
+  }
+  out << "routes (hops from the first device):\n";
+  for (DeviceId d = 1; d < c.num_devices(); ++d) {
+    out << "  " << c.device(0).name;
+    for (LinkId l : c.route(0, d)) {
+      const Link& link = c.link(l);
+      out << " -> " << c.device(link.to).name << " ("
+          << Format("%.0f GB/s", link.bandwidth / 1e9) << ", "
+          << Format("%.0f us", link.latency * 1e6) << ")";
+    }
+    out << "\n";
+  }
+  return kExitOk;
+}
+
+void PrintSimResult(const Graph& g, const Cluster& c, const SimResult& r,
+                    std::ostream& out) {
+  out << "step time: " << Format("%.6f", r.step_time) << " s\n";
+  if (r.feasible) {
+    out << "feasible: yes\n";
+  } else {
+    out << "infeasible: " << DescribeInfeasibility(c, r) << "\n";
+  }
+  out << PadRight("device", 12) << PadRight("ops", 8) << PadRight("busy", 12)
+      << PadRight("load", 8) << PadRight("peak memory", 14) << "capacity\n";
+  for (DeviceId d = 0; d < c.num_devices(); ++d) {
+    const Device& dev = c.device(d);
+    const double load =
+        r.step_time > 0
+            ? r.device_busy_seconds[d] / dev.compute_slots / r.step_time
+            : 0;
+    std::string peak = Gigabytes(r.device_peak_bytes[d]);
+    if (r.device_peak_bytes[d] > dev.memory_bytes) peak += " OOM";
+    out << PadRight(dev.name, 12)
+        << PadRight(std::to_string(r.device_op_count[d]), 8)
+        << PadRight(Seconds(r.device_busy_seconds[d]), 12)
+        << PadRight(Format("%.1f%%", 100 * load), 8) << PadRight(peak, 14)
+        << Gigabytes(dev.memory_bytes) << "\n";
+  }
+  bool any_link = false;
+  for (LinkId l = 0; l < c.num_links(); ++l) {
+    if (r.link_bytes[l] == 0) continue;
+    if (!any_link) out << "bytes moved:\n";
+    any_link = true;
+    out << "  " << PadRight(c.device(c.link(l).from).name + " -> " +
+                                c.device(c.link(l).to).name,
+                            24)
+        << Gigabytes(r.link_bytes[l]) << "\n";
+  }
+  const LowerBounds& b = r.bounds;
+  out << "lower bound: " << Format("%.6f", b.Max()) << " s (" << b.MaxName()
+      << "); step time is " << Format("%.3f", r.step_time / b.Max())
+      << "x the bound\n"
+      << "  critical path " << Seconds(b.critical_path) << ", total work "
+      << Seconds(b.total_work) << ", device load " << Seconds(b.device_load)
+      << ", link volume " << Seconds(b.link_volume)
+      << ", placed critical path " << Seconds(b.placed_critical_path) << "\n";
+  (void)g;
+}
+
+int Simulate(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
+  StatusOr<Graph> graph = LoadGraph(flags.graph);
+  if (!graph.ok()) return Fail(err, graph.status());
+  StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
+  if (!cluster.ok()) return Fail(err, cluster.status());
+  StatusOr<Placement> placement =
+      ReadPlacementJson(flags.placement, *graph, *cluster);
+  if (!placement.ok()) return Fail(err, placement.status());
+  ProfileTable profile;
+  if (!flags.profile.empty()) {
+    StatusOr<ProfileTable> p = ReadProfileJson(flags.profile);
+    if (!p.ok()) return Fail(err, p.status());
+    profile = std::move(p).value();
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  const CostModel cost(*graph, *cluster, profile);
+  Simulator simulator(cost);
+  SimOptions options;
+  options.record_timeline = !flags.trace.empty();
+  StatusOr<SimResult> result = simulator.Simulate(*placement, options);
+  if (!result.ok()) return Fail(err, result.status());
+  const double elapsed = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+
+  out << "graph " << graph->name() << " (" << graph->num_ops() << " ops, hash "
+      << graph->hash() << ") on cluster " << cluster->name() << " ("
+      << cluster->num_devices() << " devices)\n";
+  PrintSimResult(*graph, *cluster, *result, out);
+  out << "simulated in " << Format("%.3f", elapsed * 1e3) << " ms\n";
+  if (!flags.trace.empty()) {
+    Status s = WriteChromeTrace(*graph, *cluster, *result, flags.trace);
+    if (!s.ok()) return Fail(err, s);
+    out << "trace: " << flags.trace << " (open in Perfetto)\n";
+  }
+  return result->feasible ? kExitOk : kExitInfeasible;
+}
+
+}  // namespace
+
+int RunCli(int argc, const char* const* argv, std::ostream& out,
+           std::ostream& err) {
+  CLI::App app{
+      "dplace: device placement for neural-network training.\n"
+      "Assigns every op of a training graph to a CPU or GPU so that one "
+      "training step is as fast as possible and every device's memory "
+      "holds."};
+  app.name("dplace");
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every command");
+
+  CommonFlags flags;
+  auto* inspect = app.add_subcommand(
+      "inspect", "counts of a graph: ops per phase, edges, FLOPs, bytes, hash");
+  AddGraphFlags(inspect, &flags);
+
+  auto* cluster = app.add_subcommand("cluster", "hardware presets");
+  cluster->require_subcommand(1);
+  cluster->add_subcommand("list", "list the presets");
+  auto* show = cluster->add_subcommand(
+      "show", "devices, figures and routes of a preset or cluster JSON file");
+  std::string show_name;
+  bool show_json = false;
+  show->add_option("name", show_name, "preset name or cluster .json file")
+      ->required();
+  show->add_flag("--json", show_json, "print the cluster as JSON");
+
+  auto* simulate = app.add_subcommand(
+      "simulate",
+      "simulate one training step of a placement: step time, feasibility, "
+      "per-device load and peak memory, lower bounds");
+  AddGraphFlags(simulate, &flags);
+  simulate
+      ->add_option("--cluster", flags.cluster,
+                   "preset name (see `dplace cluster list`) or cluster .json")
+      ->required();
+  simulate->add_option("--placement", flags.placement, "placement JSON file")
+      ->required();
+  simulate->add_option("--trace", flags.trace,
+                       "write a Chrome trace (open in Perfetto)");
+  simulate->add_option("--profile", flags.profile,
+                       "profile JSON of measured op times (overrides the "
+                       "roofline cost model)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    return code == 0 ? kExitOk : kExitBadInput;
+  }
+
+  if (inspect->parsed()) return Inspect(flags, out, err);
+  if (simulate->parsed()) return Simulate(flags, out, err);
+  if (cluster->parsed()) {
+    if (show->parsed()) return ClusterShow(show_name, show_json, out, err);
+    return ClusterList(out);
+  }
+  return kExitBadInput;
+}
+
+}  // namespace dplace

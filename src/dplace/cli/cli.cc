@@ -1,12 +1,11 @@
 #include "dplace/cli/cli.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "dplace/cost/cost_model.h"
 #include "dplace/io/chrome_trace.h"
@@ -90,9 +89,9 @@ int Inspect(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   }
   out << "graph:            " << g.name() << "\n"
       << "hash:             " << g.hash() << "\n"
-      << "ops:              " << g.num_ops() << " (forward "
-      << phase_count[0] << ", backward " << phase_count[1] << ", update "
-      << phase_count[2] << ")\n"
+      << "ops:              " << g.num_ops() << " (forward " << phase_count[0]
+      << ", backward " << phase_count[1] << ", update " << phase_count[2]
+      << ")\n"
       << "edges:            " << g.num_edges() << " (data "
       << g.num_edges() - control << ", control " << control << ")\n"
       << "tensors:          " << g.num_tensors() << "\n"
@@ -135,8 +134,10 @@ int ClusterShow(const std::string& name, bool as_json, std::ostream& out,
       << PadRight("TFLOP/s", 9) << PadRight("GB/s", 8) << PadRight("memory", 12)
       << PadRight("slots", 6) << "model\n";
   for (const Device& d : c.devices()) {
-    out << PadRight(d.name, 12) << PadRight(std::string(DeviceKindName(d.kind)), 5)
-        << PadRight(d.host, 7) << PadRight(Format("%.2f", d.peak_flops / 1e12), 9)
+    out << PadRight(d.name, 12)
+        << PadRight(std::string(DeviceKindName(d.kind)), 5)
+        << PadRight(d.host, 7)
+        << PadRight(Format("%.2f", d.peak_flops / 1e12), 9)
         << PadRight(Format("%.0f", d.memory_bandwidth / 1e9), 8)
         << PadRight(Gigabytes(d.memory_bytes), 12)
         << PadRight(std::to_string(d.compute_slots), 6) << d.model << "\n";
@@ -167,10 +168,9 @@ void PrintSimResult(const Graph& g, const Cluster& c, const SimResult& r,
       << PadRight("load", 8) << PadRight("peak memory", 14) << "capacity\n";
   for (DeviceId d = 0; d < c.num_devices(); ++d) {
     const Device& dev = c.device(d);
-    const double load =
-        r.step_time > 0
-            ? r.device_busy_seconds[d] / dev.compute_slots / r.step_time
-            : 0;
+    const double load = r.step_time > 0 ? r.device_busy_seconds[d] /
+                                              dev.compute_slots / r.step_time
+                                        : 0;
     std::string peak = Gigabytes(r.device_peak_bytes[d]);
     if (r.device_peak_bytes[d] > dev.memory_bytes) peak += " OOM";
     out << PadRight(dev.name, 12)
@@ -184,9 +184,10 @@ void PrintSimResult(const Graph& g, const Cluster& c, const SimResult& r,
     if (r.link_bytes[l] == 0) continue;
     if (!any_link) out << "bytes moved:\n";
     any_link = true;
-    out << "  " << PadRight(c.device(c.link(l).from).name + " -> " +
-                                c.device(c.link(l).to).name,
-                            24)
+    out << "  "
+        << PadRight(c.device(c.link(l).from).name + " -> " +
+                        c.device(c.link(l).to).name,
+                    24)
         << Gigabytes(r.link_bytes[l]) << "\n";
   }
   const LowerBounds& b = r.bounds;
@@ -195,8 +196,8 @@ void PrintSimResult(const Graph& g, const Cluster& c, const SimResult& r,
       << "x the bound\n"
       << "  critical path " << Seconds(b.critical_path) << ", total work "
       << Seconds(b.total_work) << ", device load " << Seconds(b.device_load)
-      << ", link volume " << Seconds(b.link_volume)
-      << ", placed critical path " << Seconds(b.placed_critical_path) << "\n";
+      << ", link volume " << Seconds(b.link_volume) << ", placed critical path "
+      << Seconds(b.placed_critical_path) << "\n";
   (void)g;
 }
 
@@ -222,9 +223,9 @@ int Simulate(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   options.record_timeline = !flags.trace.empty();
   StatusOr<SimResult> result = simulator.Simulate(*placement, options);
   if (!result.ok()) return Fail(err, result.status());
-  const double elapsed = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
 
   out << "graph " << graph->name() << " (" << graph->num_ops() << " ops, hash "
       << graph->hash() << ") on cluster " << cluster->name() << " ("
@@ -288,8 +289,29 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e, out, err);
-    return code == 0 ? kExitOk : kExitBadInput;
+    // --help and --help-all print to `out` and succeed.
+    if (e.get_exit_code() == 0) {
+      app.exit(e, out, err);
+      return kExitOk;
+    }
+    // Every other parse error is one line, like all dplace errors.
+    std::string message = e.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    if (argc > 1 && argv[1][0] != '-') {
+      bool known = false;
+      std::string commands;
+      for (const CLI::App* sub :
+           app.get_subcommands([](const CLI::App*) { return true; })) {
+        known = known || sub->get_name() == argv[1];
+        commands += (commands.empty() ? "" : ", ") + sub->get_name();
+      }
+      if (!known) {
+        message = std::string("unknown command \"") + argv[1] +
+                  "\" (commands: " + commands + ")";
+      }
+    }
+    err << "dplace: error: " << message << " (see dplace --help)\n";
+    return kExitBadInput;
   }
 
   if (inspect->parsed()) return Inspect(flags, out, err);

@@ -73,10 +73,9 @@ Status ValidateDevice(const Device& d) {
 
 // Dijkstra from `source` over links; cost is the time of a 1 MiB transfer,
 // ties broken by hop count, then by link id (deterministic).
-std::vector<LinkId> ShortestPathTree(int num_devices,
-                                     const std::vector<Link>& links,
-                                     const std::vector<std::vector<LinkId>>& out,
-                                     DeviceId source) {
+std::vector<LinkId> ShortestPathTree(
+    int num_devices, const std::vector<Link>& links,
+    const std::vector<std::vector<LinkId>>& out, DeviceId source) {
   constexpr double kProbeBytes = 1 << 20;
   using Key = std::tuple<double, int, DeviceId>;  // time, hops, device.
   std::vector<Key> best(num_devices,
@@ -92,9 +91,9 @@ std::vector<LinkId> ShortestPathTree(int num_devices,
     if (top != best[d]) continue;
     for (LinkId l : out[d]) {
       const Link& link = links[l];
-      const Key next{std::get<0>(top) + link.latency +
-                         kProbeBytes / link.bandwidth,
-                     std::get<1>(top) + 1, link.to};
+      const Key next{
+          std::get<0>(top) + link.latency + kProbeBytes / link.bandwidth,
+          std::get<1>(top) + 1, link.to};
       if (next < best[link.to]) {
         best[link.to] = next;
         via[link.to] = l;

@@ -25,11 +25,11 @@ using DeviceId = int32_t;
 using LinkId = int32_t;
 
 struct Device {
-  std::string name;   // Unique, e.g. "gpu:0" or "h1/gpu:3".
+  std::string name;  // Unique, e.g. "gpu:0" or "h1/gpu:3".
   DeviceKind kind = DeviceKind::kGpu;
-  std::string host;   // Devices on one host share its host-level links.
-  std::string model;  // Informational, e.g. "Tesla K80".
-  double peak_flops = 0;        // FLOP/s of the whole device (fp32).
+  std::string host;       // Devices on one host share its host-level links.
+  std::string model;      // Informational, e.g. "Tesla K80".
+  double peak_flops = 0;  // FLOP/s of the whole device (fp32).
   double memory_bandwidth = 0;  // Bytes/s of the device's own memory.
   int64_t memory_bytes = 0;     // Capacity available to the step.
   double launch_overhead = 0;   // Seconds added to every op run here.

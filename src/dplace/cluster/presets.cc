@@ -35,8 +35,14 @@ constexpr int kCpuSlots = 2;
 // E5-2699 v4, GCE's Broadwell part): 8 cores x 2.2 GHz x 32 fp32 FLOP/cycle
 // (two AVX2 FMA units) = 563 GFLOP/s; 4 channels DDR4-2400 = 76.8 GB/s.
 Device Broadwell8() {
-  return {"cpu:0", DeviceKind::kCpu, "host0", "Intel Broadwell 8-core",
-          8 * 2.2e9 * 32, 76.8 * kGB, 26 * int64_t{1000000000}, kCpuLaunch,
+  return {"cpu:0",
+          DeviceKind::kCpu,
+          "host0",
+          "Intel Broadwell 8-core",
+          8 * 2.2e9 * 32,
+          76.8 * kGB,
+          26 * int64_t{1000000000},
+          kCpuLaunch,
           kCpuSlots};
 }
 
@@ -44,40 +50,67 @@ Device Broadwell8() {
 // Boost and 480 GB/s per board (NVIDIA K80 datasheet), halved per GPU.
 // Memory: Post §5, "each with 11 GB of memory".
 Device K80() {
-  return {"", DeviceKind::kGpu, "host0", "Tesla K80 (one GK210)", 4.37e12,
-          240 * kGB, 11 * kGiB, kGpuLaunch2018, 1};
+  return {"",      DeviceKind::kGpu, "host0",   "Tesla K80 (one GK210)",
+          4.37e12, 240 * kGB,        11 * kGiB, kGpuLaunch2018,
+          1};
 }
 
 // "1 Intel Haswell 2300 CPU" (Hierarchical Planner §4). Assumed Xeon
 // E5-2698 v3: 16 cores x 2.3 GHz x 32 fp32 FLOP/cycle = 1.18 TFLOP/s; 4
 // channels DDR4-2133 = 68 GB/s. Host memory is not given: assumed 64 GB.
 Device Haswell2300() {
-  return {"cpu:0", DeviceKind::kCpu, "host0", "Intel Haswell 2.3 GHz",
-          16 * 2.3e9 * 32, 68 * kGB, 64 * int64_t{1000000000}, kCpuLaunch,
+  return {"cpu:0",
+          DeviceKind::kCpu,
+          "host0",
+          "Intel Haswell 2.3 GHz",
+          16 * 2.3e9 * 32,
+          68 * kGB,
+          64 * int64_t{1000000000},
+          kCpuLaunch,
           kCpuSlots};
 }
 
 // Tesla K40: 4.29 TFLOP/s fp32 peak, 288 GB/s, 12 GB GDDR5 (NVIDIA K40
 // datasheet).
 Device K40() {
-  return {"", DeviceKind::kGpu, "host0", "Tesla K40", 4.29e12, 288 * kGB,
-          12 * int64_t{1000000000}, kGpuLaunch2018, 1};
+  return {"",
+          DeviceKind::kGpu,
+          "host0",
+          "Tesla K40",
+          4.29e12,
+          288 * kGB,
+          12 * int64_t{1000000000},
+          kGpuLaunch2018,
+          1};
 }
 
 // "2 Intel E5-2650 v4 Broadwell @ 2.2GHz CPUs and 125GB memory" (EAGLE
 // §5.1): 2 x 12 cores x 2.2 GHz x 32 = 1.69 TFLOP/s; 2 x 76.8 GB/s. One
 // device with one slot per socket.
 Device TwoE5_2650v4() {
-  return {"cpu:0", DeviceKind::kCpu, "host0", "2x Intel Xeon E5-2650 v4",
-          2 * 12 * 2.2e9 * 32, 2 * 76.8 * kGB, 125 * int64_t{1000000000},
-          kCpuLaunch, kCpuSlots};
+  return {"cpu:0",
+          DeviceKind::kCpu,
+          "host0",
+          "2x Intel Xeon E5-2650 v4",
+          2 * 12 * 2.2e9 * 32,
+          2 * 76.8 * kGB,
+          125 * int64_t{1000000000},
+          kCpuLaunch,
+          kCpuSlots};
 }
 
 // Tesla P100 PCIe 16 GB: 9.3 TFLOP/s fp32, 732 GB/s HBM2 (NVIDIA P100
 // datasheet).
 Device P100() {
-  return {"", DeviceKind::kGpu, "host0", "Tesla P100 PCIe 16GB", 9.3e12,
-          732 * kGB, 16 * int64_t{1000000000}, kGpuLaunch2018, 1};
+  return {"",
+          DeviceKind::kGpu,
+          "host0",
+          "Tesla P100 PCIe 16GB",
+          9.3e12,
+          732 * kGB,
+          16 * int64_t{1000000000},
+          kGpuLaunch2018,
+          1};
 }
 
 // One host: a CPU and `num_gpus` GPUs, each GPU on PCIe 3.0 to the CPU and
@@ -119,9 +152,8 @@ StatusOr<Cluster> DgxH100(const std::string& name, int num_hosts) {
     const std::string prefix = host_name(h);
     const std::string host = "host" + std::to_string(h);
     b.AddDevice({prefix + "cpu:0", DeviceKind::kCpu, host,
-                 "2x Intel Xeon Platinum 8480C", 2 * 56 * 2.0e9 * 64,
-                 614 * kGB, 2000 * int64_t{1000000000}, kCpuLaunch,
-                 kCpuSlots});
+                 "2x Intel Xeon Platinum 8480C", 2 * 56 * 2.0e9 * 64, 614 * kGB,
+                 2000 * int64_t{1000000000}, kCpuLaunch, kCpuSlots});
     for (int i = 0; i < 8; ++i) {
       const std::string gpu = prefix + "gpu:" + std::to_string(i);
       b.AddDevice({gpu, DeviceKind::kGpu, host, "H100 SXM5 80GB", 67e12,
@@ -166,8 +198,9 @@ const std::vector<Preset>& Presets() {
        [] { return SingleHostPcie("p100x4", TwoE5_2650v4(), P100(), 4); }},
       {"h100x8", "DGX H100: 2x Xeon 8480C + 8 H100 SXM5, NVLink",
        [] { return DgxH100("h100x8", 1); }},
-      {"h100x8x2", "2 DGX H100 hosts: 16 H100, NVLink inside, InfiniBand "
-                   "between (rail-optimised)",
+      {"h100x8x2",
+       "2 DGX H100 hosts: 16 H100, NVLink inside, InfiniBand "
+       "between (rail-optimised)",
        [] { return DgxH100("h100x8x2", 2); }},
   };
   return *presets;

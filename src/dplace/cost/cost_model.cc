@@ -24,9 +24,7 @@ const double* FindProfiled(
 CostModel::CostModel(const Graph& graph, const Cluster& cluster,
                      const ProfileTable& profile,
                      const RooflineOptions& options)
-    : graph_(&graph),
-      cluster_(&cluster),
-      num_devices_(cluster.num_devices()) {
+    : graph_(&graph), cluster_(&cluster), num_devices_(cluster.num_devices()) {
   const int num_types = static_cast<int>(graph.op_types().size());
   const std::unordered_set<std::string> dense(options.dense_op_types.begin(),
                                               options.dense_op_types.end());

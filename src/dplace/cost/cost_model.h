@@ -37,10 +37,10 @@ struct RooflineOptions {
   PerKind memory_efficiency{0.6, 0.8};
   // Default: the MatMul and convolution families of TensorFlow and ONNX.
   std::vector<std::string> dense_op_types = {
-      "MatMul",         "BatchMatMul",          "BatchMatMulV2",
-      "Conv2D",         "Conv2DBackpropInput",  "Conv2DBackpropFilter",
-      "Conv",           "ConvTranspose",        "Gemm",
-      "Einsum",         "DepthwiseConv2dNative"};
+      "MatMul", "BatchMatMul",          "BatchMatMulV2",
+      "Conv2D", "Conv2DBackpropInput",  "Conv2DBackpropFilter",
+      "Conv",   "ConvTranspose",        "Gemm",
+      "Einsum", "DepthwiseConv2dNative"};
 };
 
 // Measured op times (seconds, launch overhead included) per device kind,

@@ -22,7 +22,8 @@ class SimulatedEnvironment : public Environment {
  public:
   SimulatedEnvironment(const CostModel& cost, int num_threads)
       : Environment(cost.graph(), cost.cluster()), pool_(num_threads) {
-    for (int w = 0; w < pool_.num_threads(); ++w) simulators_.emplace_back(cost);
+    for (int w = 0; w < pool_.num_threads(); ++w)
+      simulators_.emplace_back(cost);
   }
 
  protected:

@@ -16,7 +16,7 @@ namespace dplace {
 struct Measurement {
   double step_time = 0;  // Seconds per training step.
   bool feasible = true;
-  std::string infeasible_reason;  // Empty when feasible.
+  std::string infeasible_reason;           // Empty when feasible.
   std::vector<int64_t> peak_memory_bytes;  // Per device.
   double wall_seconds = 0;  // What this evaluation cost to obtain.
 };

@@ -153,7 +153,8 @@ OpId GraphBuilder::AddOp(OpSpec spec) {
     duplicate_names_.push_back(spec.name);
   }
   for (TensorInfo& t : spec.outputs) {
-    if (t.bytes == 0 && !t.shape.empty()) t.bytes = ShapeBytes(t.shape, t.dtype);
+    if (t.bytes == 0 && !t.shape.empty())
+      t.bytes = ShapeBytes(t.shape, t.dtype);
   }
   specs_.push_back(std::move(spec));
   return id;
@@ -273,6 +274,9 @@ Status TopologicalOrder(const Graph& g, const std::vector<std::string>& names,
   }
   std::vector<OpId> cycle(walk.begin() + seen_at[op], walk.end());
   std::reverse(cycle.begin(), cycle.end());
+  // Start at the op added first, so the message reads in graph order.
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()),
+              cycle.end());
   std::string message = "cycle: ";
   constexpr size_t kMaxShown = 12;
   for (size_t i = 0; i < cycle.size() && i < kMaxShown; ++i) {
@@ -323,8 +327,8 @@ StatusOr<Graph> GraphBuilder::Build() && {
   for (const PendingEdge& e : edges_) {
     g.edge_src_.push_back(e.src);
     g.edge_dst_.push_back(e.dst);
-    g.edge_tensor_.push_back(e.output < 0 ? kControlEdge
-                                          : g.output_offsets_[e.src] + e.output);
+    g.edge_tensor_.push_back(
+        e.output < 0 ? kControlEdge : g.output_offsets_[e.src] + e.output);
   }
   BuildCsr(n, g.edge_dst_, &g.in_offsets_, &g.in_edges_);
   BuildCsr(n, g.edge_src_, &g.out_offsets_, &g.out_edges_);

@@ -20,7 +20,8 @@ std::string ChromeTraceJson(const Graph& graph, const Cluster& cluster,
   json events = json::array();
   auto metadata = [&](const char* what, int pid, int tid,
                       const std::string& name) {
-    json e = {{"name", what}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", name}}}};
+    json e = {
+        {"name", what}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", name}}}};
     if (tid >= 0) e["tid"] = tid;
     events.push_back(std::move(e));
   };

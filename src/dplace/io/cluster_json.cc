@@ -1,5 +1,7 @@
 #include "dplace/io/cluster_json.h"
 
+#include <set>
+
 #include "dplace/io/file.h"
 #include "dplace/io/json_fields.h"
 
@@ -40,10 +42,17 @@ Status ReadDevice(const json& value, const std::string& path,
 }
 
 Status ReadLink(const json& value, const std::string& path,
+                const std::set<std::string>& device_names,
                 ClusterBuilder& builder) {
   FieldReader f(value, path);
   const std::string from = f.String("from");
   const std::string to = f.String("to");
+  if (f.status().ok() && !device_names.count(from)) {
+    f.Fail(f.PathOf("from") + ": unknown device \"" + from + "\"");
+  }
+  if (f.status().ok() && !device_names.count(to)) {
+    f.Fail(f.PathOf("to") + ": unknown device \"" + to + "\"");
+  }
   const double bandwidth = f.Number("bandwidth", 1.0);
   const double latency = f.Number("latency", 0.0, 0.0);
   const bool bidirectional = f.Bool("bidirectional", true);
@@ -59,12 +68,16 @@ StatusOr<Cluster> ParseCluster(const json& root) {
   const json* devices = f.Array("devices", true);
   const json* links = f.Array("links", false);
   DPLACE_RETURN_IF_ERROR(f.Finish());
+  // Link ends are checked here, where the JSON path is known.
+  std::set<std::string> device_names;
   for (size_t i = 0; i < devices->size(); ++i) {
     DPLACE_RETURN_IF_ERROR(
         ReadDevice((*devices)[i], Index("devices", i), builder));
+    device_names.insert((*devices)[i].at("name").get<std::string>());
   }
   for (size_t i = 0; links && i < links->size(); ++i) {
-    DPLACE_RETURN_IF_ERROR(ReadLink((*links)[i], Index("links", i), builder));
+    DPLACE_RETURN_IF_ERROR(
+        ReadLink((*links)[i], Index("links", i), device_names, builder));
   }
   return std::move(builder).Build();
 }
@@ -117,8 +130,11 @@ std::string ClusterToJson(const Cluster& c) {
                      {"latency", a.latency},
                      {"bidirectional", both}});
   }
-  json root = {{"format", kFormat}, {"version", 1}, {"name", c.name()},
-               {"devices", devices}, {"links", links}};
+  json root = {{"format", kFormat},
+               {"version", 1},
+               {"name", c.name()},
+               {"devices", devices},
+               {"links", links}};
   return root.dump(2) + "\n";
 }
 

@@ -21,8 +21,8 @@ StatusOr<std::string> ReadTextFile(const std::string& path) {
 Status WriteTextFile(const std::string& path, const std::string& contents) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {
-    return InvalidArgumentError(path + ": cannot write: " +
-                                std::strerror(errno));
+    return InvalidArgumentError(path +
+                                ": cannot write: " + std::strerror(errno));
   }
   out << contents;
   out.close();

@@ -38,8 +38,8 @@ void ReadTensor(const json& value, const std::string& path, TensorInfo* t,
       t->shape.push_back(d.get<int64_t>());
     }
   }
-  t->bytes = f.Int("bytes", t->shape.empty() ? 0 : ShapeBytes(t->shape, t->dtype),
-                   0);
+  t->bytes =
+      f.Int("bytes", t->shape.empty() ? 0 : ShapeBytes(t->shape, t->dtype), 0);
   if (!f.Finish().ok()) parent.Fail(f.status().message());
 }
 
@@ -65,8 +65,8 @@ Status ReadOp(const json& value, const std::string& path, OpSpec* op) {
     op->allowed_devices = DeviceKindSet();
     for (size_t i = 0; i < devices->size(); ++i) {
       const json& d = (*devices)[i];
-      auto kind = d.is_string() ? ParseDeviceKind(d.get<std::string>())
-                                : std::nullopt;
+      auto kind =
+          d.is_string() ? ParseDeviceKind(d.get<std::string>()) : std::nullopt;
       if (!kind) {
         f.Fail(Index(f.PathOf("devices"), i) +
                ": expected \"cpu\" or \"gpu\", got " + DescribeJson(d));
@@ -96,7 +96,8 @@ Status ReadInputs(const json& op, const std::string& path, OpId dst,
     const std::string where = Index(path + ".inputs", i);
     const json& input = (*it)[i];
     if (!input.is_string()) {
-      return InvalidArgumentError(where + ": expected a string like \"op\", "
+      return InvalidArgumentError(where +
+                                  ": expected a string like \"op\", "
                                   "\"op:1\" or \"^op\", got " +
                                   DescribeJson(input));
     }
@@ -137,9 +138,8 @@ StatusOr<Graph> ParseGraph(const json& root) {
     OpSpec spec;
     DPLACE_RETURN_IF_ERROR(ReadOp((*ops)[i], Index("ops", i), &spec));
     if (builder.FindOp(spec.name)) {
-      return InvalidArgumentError(Index("ops", i) +
-                                  ".name: duplicate op name \"" + spec.name +
-                                  "\"");
+      return InvalidArgumentError(
+          Index("ops", i) + ".name: duplicate op name \"" + spec.name + "\"");
     }
     builder.AddOp(std::move(spec));
   }
@@ -178,14 +178,16 @@ std::string GraphToJson(const Graph& g) {
     if (g.persistent_bytes(op) != 0) {
       o["persistent_bytes"] = g.persistent_bytes(op);
     }
-    if (g.temporary_bytes(op) != 0) o["temporary_bytes"] = g.temporary_bytes(op);
+    if (g.temporary_bytes(op) != 0)
+      o["temporary_bytes"] = g.temporary_bytes(op);
     if (!g.colocation_group(op).empty()) {
       o["colocation_group"] = g.colocation_group(op);
     }
     if (!(g.allowed_devices(op) == DeviceKindSet::All())) {
       json kinds = json::array();
       for (DeviceKind k : {DeviceKind::kCpu, DeviceKind::kGpu}) {
-        if (g.allowed_devices(op).Contains(k)) kinds.push_back(DeviceKindName(k));
+        if (g.allowed_devices(op).Contains(k))
+          kinds.push_back(DeviceKindName(k));
       }
       o["devices"] = kinds;
     }

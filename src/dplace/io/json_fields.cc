@@ -77,8 +77,8 @@ double FieldReader::Number(const char* key, double min) {
   if (!v) return min;
   if (!v->is_number() || !std::isfinite(v->get<double>()) ||
       v->get<double>() < min) {
-    Fail(PathOf(key) + ": expected a number >= " + json(min).dump() +
-         ", got " + DescribeJson(*v));
+    Fail(PathOf(key) + ": expected a number >= " + json(min).dump() + ", got " +
+         DescribeJson(*v));
     return min;
   }
   return v->get<double>();
@@ -166,7 +166,8 @@ void CheckFormat(FieldReader& fields, const std::string& format) {
   }
   const int64_t version = fields.Int("version", 1);
   if (fields.status().ok() && version != 1) {
-    fields.Fail(fields.PathOf("version") + ": this dplace reads version 1, got " +
+    fields.Fail(fields.PathOf("version") +
+                ": this dplace reads version 1, got " +
                 std::to_string(version));
   }
 }

@@ -6,12 +6,11 @@
 #define DPLACE_IO_JSON_FIELDS_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "dplace/util/status.h"
 

@@ -27,9 +27,9 @@ StatusOr<Placement> ParsePlacement(const json& root, const Graph& graph,
         ", but graph \"" + graph.name() + "\" has hash " + graph.hash());
   }
   if (cluster_name != cluster.name()) {
-    return InvalidArgumentError("cluster: the placement was made for cluster \"" +
-                                cluster_name + "\", not \"" + cluster.name() +
-                                "\"");
+    return InvalidArgumentError(
+        "cluster: the placement was made for cluster \"" + cluster_name +
+        "\", not \"" + cluster.name() + "\"");
   }
   Placement placement(graph.num_ops(), -1);
   for (auto it = devices->begin(); it != devices->end(); ++it) {
@@ -43,7 +43,8 @@ StatusOr<Placement> ParsePlacement(const json& root, const Graph& graph,
       return InvalidArgumentError(path + ": expected a device name, got " +
                                   DescribeJson(*it));
     }
-    const std::optional<DeviceId> d = cluster.FindDevice(it->get<std::string>());
+    const std::optional<DeviceId> d =
+        cluster.FindDevice(it->get<std::string>());
     if (!d) {
       return InvalidArgumentError(path + ": unknown device \"" +
                                   it->get<std::string>() + "\" in cluster \"" +

@@ -7,10 +7,10 @@ namespace dplace {
 Status ValidatePlacement(const Graph& graph, const Cluster& cluster,
                          const Placement& placement) {
   if (static_cast<int>(placement.size()) != graph.num_ops()) {
-    return InvalidArgumentError(
-        "placement has " + std::to_string(placement.size()) +
-        " devices but the graph has " + std::to_string(graph.num_ops()) +
-        " ops");
+    return InvalidArgumentError("placement has " +
+                                std::to_string(placement.size()) +
+                                " devices but the graph has " +
+                                std::to_string(graph.num_ops()) + " ops");
   }
   for (OpId op = 0; op < graph.num_ops(); ++op) {
     const DeviceId d = placement[op];
@@ -21,10 +21,10 @@ Status ValidatePlacement(const Graph& graph, const Cluster& cluster,
     }
     const Device& device = cluster.device(d);
     if (!graph.allowed_devices(op).Contains(device.kind)) {
-      return InvalidArgumentError(
-          "op \"" + graph.op_name(op) + "\" may not run on " +
-          std::string(DeviceKindName(device.kind)) + " device \"" +
-          device.name + "\"");
+      return InvalidArgumentError("op \"" + graph.op_name(op) +
+                                  "\" may not run on " +
+                                  std::string(DeviceKindName(device.kind)) +
+                                  " device \"" + device.name + "\"");
     }
   }
   return Status::Ok();

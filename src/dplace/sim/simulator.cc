@@ -1,23 +1,23 @@
 #include "dplace/sim/simulator.h"
 
 #include <algorithm>
-#include <cinttypes>
 #include <cstdio>
-#include <queue>
 
 namespace dplace {
 namespace {
 
-enum class EventType : uint8_t { kOpDone, kHopDone, kControlArrival };
+enum EventType : uint32_t { kOpDone = 0, kHopDone = 1, kControlArrival = 2 };
 
+// 16 bytes: the time, then insertion order, type and id packed so that
+// comparing `key` breaks ties by insertion order (deterministic).
 struct Event {
   double time;
-  uint64_t seq;  // Insertion order: breaks ties deterministically.
-  int32_t id;    // OpId, transfer index or EdgeId, by type.
-  EventType type;
+  uint64_t key;  // seq << 32 | type << 30 | id.
 
+  EventType type() const { return static_cast<EventType>((key >> 30) & 3); }
+  int32_t id() const { return static_cast<int32_t>(key & 0x3fffffff); }
   bool operator>(const Event& o) const {
-    return time != o.time ? time > o.time : seq > o.seq;
+    return time != o.time ? time > o.time : key > o.key;
   }
 };
 
@@ -31,7 +31,7 @@ struct Transfer {
   int32_t consumer_refs;  // Consumer edges on the destination not yet done.
 };
 
-// A serial resource fed by a FIFO: a link channel or a device's ready queue.
+// A FIFO of ids: a link channel's queue or a device's ready queue.
 struct Fifo {
   std::vector<int32_t> items;
   size_t head = 0;
@@ -75,33 +75,101 @@ std::string DescribeInfeasibility(const Cluster& cluster,
          FormatGigabytes(cluster.device(d).memory_bytes);
 }
 
+// The graph's adjacency flattened for the event loop: arcs carry their
+// tensor inline, so a finishing op touches contiguous memory only.
+struct Simulator::Topology {
+  struct Arc {
+    OpId op;          // Consumer (out arcs) or producer (in arcs).
+    TensorId tensor;  // kControlEdge for a control edge.
+    int32_t in_arc;   // Out arcs: index of the same edge among in arcs.
+  };
+  std::vector<int32_t> out_begin, in_begin;  // num_ops + 1 each.
+  std::vector<Arc> out_arcs, in_arcs;
+  std::vector<int32_t> output_begin;  // num_ops + 1: tensors of each op.
+  std::vector<int64_t> tensor_bytes;
+  std::vector<OpId> producer;
+  std::vector<int64_t> start_bytes;  // Outputs plus scratch, at op start.
+  std::vector<int64_t> temporary_bytes;
+  std::vector<int64_t> persistent_bytes;
+  // Per (from, to) device pair: the route's summed latency and seconds per
+  // byte, for control edges and the placed critical path.
+  std::vector<double> route_latency, route_seconds_per_byte;
+  int num_devices;
+
+  Topology(const Graph& g, const Cluster& c) : num_devices(c.num_devices()) {
+    const int n = g.num_ops();
+    std::vector<int32_t> in_arc_of_edge(g.num_edges());
+    in_begin.push_back(0);
+    for (OpId op = 0; op < n; ++op) {
+      for (EdgeId e : g.in_edges(op)) {
+        in_arc_of_edge[e] = static_cast<int32_t>(in_arcs.size());
+        in_arcs.push_back({g.edge_src(e), g.edge_tensor(e), 0});
+      }
+      in_begin.push_back(static_cast<int32_t>(in_arcs.size()));
+    }
+    out_begin.push_back(0);
+    output_begin.push_back(0);
+    for (OpId op = 0; op < n; ++op) {
+      for (EdgeId e : g.out_edges(op)) {
+        out_arcs.push_back(
+            {g.edge_dst(e), g.edge_tensor(e), in_arc_of_edge[e]});
+      }
+      out_begin.push_back(static_cast<int32_t>(out_arcs.size()));
+      int64_t bytes = g.temporary_bytes(op);
+      for (int i = 0; i < g.num_outputs(op); ++i) {
+        const TensorId t = g.output(op, i);
+        tensor_bytes.push_back(g.tensor_bytes(t));
+        producer.push_back(op);
+        bytes += g.tensor_bytes(t);
+      }
+      output_begin.push_back(static_cast<int32_t>(tensor_bytes.size()));
+      start_bytes.push_back(bytes);
+      temporary_bytes.push_back(g.temporary_bytes(op));
+      persistent_bytes.push_back(g.persistent_bytes(op));
+    }
+    for (DeviceId a = 0; a < num_devices; ++a) {
+      for (DeviceId b = 0; b < num_devices; ++b) {
+        double latency = 0, seconds_per_byte = 0;
+        for (LinkId l : c.route(a, b)) {
+          latency += c.link(l).latency;
+          seconds_per_byte += 1.0 / c.link(l).bandwidth;
+        }
+        route_latency.push_back(latency);
+        route_seconds_per_byte.push_back(seconds_per_byte);
+      }
+    }
+  }
+};
+
 struct Simulator::Scratch {
-  std::vector<int32_t> pending;      // Per op: inputs not yet on its device.
-  std::vector<int32_t> slot_of_op;   // Per op: compute slot it ran on.
-  std::vector<int32_t> tensor_refs;  // Per tensor: holders of the source.
-  std::vector<int32_t> edge_transfer;  // Per edge: its Transfer, if remote.
+  std::vector<double> op_time;        // Per op: time on its device.
+  std::vector<int32_t> pending;       // Per op: inputs not yet there.
+  std::vector<int32_t> slot_of_op;    // Per op: compute slot it ran on.
+  std::vector<int32_t> tensor_refs;   // Per tensor: holders of the source.
+  std::vector<int32_t> arc_transfer;  // Per in arc: its Transfer, if remote.
   std::vector<Transfer> transfers;
   std::vector<Fifo> link_queues;
   std::vector<char> link_busy;
   std::vector<double> link_seconds;
-  std::vector<Fifo> ready;              // Per device.
-  std::vector<int32_t> slot_begin;      // Per device, into slot_busy.
+  std::vector<Fifo> ready;          // Per device.
+  std::vector<int32_t> slot_begin;  // Per device, into slot_busy.
   std::vector<char> slot_busy;
-  std::vector<int64_t> memory;          // Per device, current bytes.
+  std::vector<int64_t> memory;  // Per device, current bytes.
   std::vector<std::pair<TensorId, DeviceId>> sends;  // Of one finishing op.
   std::vector<int32_t> sends_transfer;
-  std::vector<double> path_finish;      // For the placed critical path.
+  std::vector<double> path_finish;  // For the placed critical path.
   std::vector<Event> heap;
 };
 
 // One simulation: the event loop over a Scratch.
 class Simulator::Run {
  public:
-  Run(const CostModel& cost, const Placement& placement,
-      const SimOptions& options, Scratch* s, SimResult* result)
-      : g_(cost.graph()),
-        c_(cost.cluster()),
+  Run(const CostModel& cost, const Topology& topology,
+      const Placement& placement, const SimOptions& options, Scratch* s,
+      SimResult* result)
+      : c_(cost.cluster()),
         cost_(cost),
+        t_(topology),
         device_(placement),
         options_(options),
         s_(*s),
@@ -109,7 +177,8 @@ class Simulator::Run {
 
   void Execute() {
     Reset();
-    for (OpId op = 0; op < g_.num_ops(); ++op) {
+    const int n = static_cast<int>(device_.size());
+    for (OpId op = 0; op < n; ++op) {
       if (s_.pending[op] == 0) s_.ready[device_[op]].Push(op);
     }
     for (DeviceId d = 0; d < c_.num_devices(); ++d) StartReady(d, 0.0);
@@ -117,19 +186,17 @@ class Simulator::Run {
       std::pop_heap(s_.heap.begin(), s_.heap.end(), std::greater<Event>());
       const Event e = s_.heap.back();
       s_.heap.pop_back();
-      switch (e.type) {
-        case EventType::kOpDone:
-          FinishOp(e.id, e.time);
+      switch (e.type()) {
+        case kOpDone:
+          FinishOp(e.id(), e.time);
           break;
-        case EventType::kHopDone:
-          FinishHop(e.id, e.time);
+        case kHopDone:
+          FinishHop(e.id(), e.time);
           break;
-        case EventType::kControlArrival: {
-          const OpId dst = g_.edge_dst(e.id);
-          Satisfy(dst);
-          StartReady(device_[dst], e.time);
+        case kControlArrival:
+          Satisfy(e.id());
+          StartReady(device_[e.id()], e.time);
           break;
-        }
       }
     }
     for (DeviceId d = 0; d < c_.num_devices(); ++d) {
@@ -143,23 +210,71 @@ class Simulator::Run {
 
   int finished_ops() const { return finished_; }
 
+  // After the step only persistent bytes remain; anything else is a leak in
+  // the accounting. Returns the first device that breaks this, or -1.
+  DeviceId FirstLeakingDevice() const {
+    std::vector<int64_t> persistent(c_.num_devices(), 0);
+    for (size_t op = 0; op < device_.size(); ++op) {
+      persistent[device_[op]] += t_.persistent_bytes[op];
+    }
+    for (DeviceId d = 0; d < c_.num_devices(); ++d) {
+      if (s_.memory[d] != persistent[d]) return d;
+    }
+    return -1;
+  }
+
+  // Placement-dependent bounds; needs the run's link times.
+  void ComputeBounds(const std::vector<OpId>& topological_order) {
+    LowerBounds& b = r_.bounds;
+    for (DeviceId d = 0; d < c_.num_devices(); ++d) {
+      b.device_load = std::max(b.device_load, r_.device_busy_seconds[d] /
+                                                  c_.device(d).compute_slots);
+    }
+    for (double t : s_.link_seconds) b.link_volume = std::max(b.link_volume, t);
+    s_.path_finish.assign(device_.size(), 0.0);
+    for (OpId op : topological_order) {
+      const DeviceId d = device_[op];
+      double start = 0;
+      for (int32_t a = t_.in_begin[op]; a < t_.in_begin[op + 1]; ++a) {
+        const Topology::Arc& arc = t_.in_arcs[a];
+        double arrival = s_.path_finish[arc.op];
+        const DeviceId from = device_[arc.op];
+        if (from != d) {
+          const size_t pair = static_cast<size_t>(from) * t_.num_devices + d;
+          arrival += t_.route_latency[pair];
+          if (arc.tensor != kControlEdge) {
+            arrival +=
+                t_.tensor_bytes[arc.tensor] * t_.route_seconds_per_byte[pair];
+          }
+        }
+        start = std::max(start, arrival);
+      }
+      s_.path_finish[op] = start + s_.op_time[op];
+      b.placed_critical_path =
+          std::max(b.placed_critical_path, s_.path_finish[op]);
+    }
+  }
+
  private:
   void Reset() {
-    const int n = g_.num_ops();
+    const int n = static_cast<int>(device_.size());
     const int num_devices = c_.num_devices();
     s_.pending.resize(n);
     s_.slot_of_op.resize(n);
+    s_.op_time.resize(n);
+    for (OpId op = 0; op < n; ++op)
+      s_.op_time[op] = cost_.OpTime(op, device_[op]);
+    s_.tensor_refs.assign(t_.tensor_bytes.size(), 0);
     for (OpId op = 0; op < n; ++op) {
-      s_.pending[op] = static_cast<int32_t>(g_.in_edges(op).size());
-    }
-    s_.tensor_refs.assign(g_.num_tensors(), 0);
-    s_.edge_transfer.assign(g_.num_edges(), -1);
-    for (EdgeId e = 0; e < g_.num_edges(); ++e) {
-      if (!g_.is_control(e) &&
-          device_[g_.edge_src(e)] == device_[g_.edge_dst(e)]) {
-        ++s_.tensor_refs[g_.edge_tensor(e)];
+      s_.pending[op] = t_.in_begin[op + 1] - t_.in_begin[op];
+      for (int32_t a = t_.in_begin[op]; a < t_.in_begin[op + 1]; ++a) {
+        const Topology::Arc& arc = t_.in_arcs[a];
+        if (arc.tensor != kControlEdge && device_[arc.op] == device_[op]) {
+          ++s_.tensor_refs[arc.tensor];
+        }
       }
     }
+    s_.arc_transfer.assign(t_.in_arcs.size(), -1);
     s_.transfers.clear();
     s_.link_queues.resize(c_.num_links());
     for (Fifo& f : s_.link_queues) f.Clear();
@@ -180,12 +295,14 @@ class Simulator::Run {
     r_.device_peak_bytes.assign(num_devices, 0);
     r_.link_bytes.assign(c_.num_links(), 0);
     for (OpId op = 0; op < n; ++op) {
-      Allocate(device_[op], g_.persistent_bytes(op));
+      s_.memory[device_[op]] += t_.persistent_bytes[op];
     }
+    r_.device_peak_bytes = s_.memory;
   }
 
   void Push(double time, int32_t id, EventType type) {
-    s_.heap.push_back({time, seq_++, id, type});
+    s_.heap.push_back({time, seq_++ << 32 | uint64_t{type} << 30 |
+                                 static_cast<uint32_t>(id)});
     std::push_heap(s_.heap.begin(), s_.heap.end(), std::greater<Event>());
   }
 
@@ -203,33 +320,28 @@ class Simulator::Run {
   // A holder of the source copy of `t` let go.
   void ReleaseSource(TensorId t) {
     if (--s_.tensor_refs[t] == 0) {
-      Free(device_[g_.producer(t)], g_.tensor_bytes(t));
+      Free(device_[t_.producer[t]], t_.tensor_bytes[t]);
     }
   }
 
   void StartReady(DeviceId d, double now) {
-    const int32_t begin = s_.slot_begin[d];
     const int32_t end = s_.slot_begin[d + 1];
     Fifo& ready = s_.ready[d];
-    for (int32_t slot = begin; slot < end && !ready.empty(); ++slot) {
-      if (s_.slot_busy[slot]) continue;
-      StartOp(ready.Pop(), slot, now);
+    for (int32_t slot = s_.slot_begin[d]; slot < end && !ready.empty();
+         ++slot) {
+      if (!s_.slot_busy[slot]) StartOp(ready.Pop(), slot, now);
     }
   }
 
   void StartOp(OpId op, int32_t slot, double now) {
     const DeviceId d = device_[op];
-    const double time = cost_.OpTime(op, d);
+    const double time = s_.op_time[op];
     s_.slot_busy[slot] = 1;
     s_.slot_of_op[op] = slot;
     r_.device_busy_seconds[d] += time;
     ++r_.device_op_count[d];
-    int64_t bytes = g_.temporary_bytes(op);
-    for (int i = 0; i < g_.num_outputs(op); ++i) {
-      bytes += g_.tensor_bytes(g_.output(op, i));
-    }
-    Allocate(d, bytes);
-    Push(now + time, op, EventType::kOpDone);
+    Allocate(d, t_.start_bytes[op]);
+    Push(now + time, op, kOpDone);
     if (options_.record_timeline) {
       r_.timeline.push_back({TimelineEvent::Kind::kCompute, op,
                              slot - s_.slot_begin[d], d, now, now + time});
@@ -240,39 +352,41 @@ class Simulator::Run {
     const DeviceId d = device_[op];
     ++finished_;
     r_.step_time = std::max(r_.step_time, now);
-    Free(d, g_.temporary_bytes(op));
+    Free(d, t_.temporary_bytes[op]);
     s_.slot_busy[s_.slot_of_op[op]] = 0;
 
     // Inputs: this op no longer holds them.
-    for (EdgeId e : g_.in_edges(op)) {
-      if (g_.is_control(e)) continue;
-      const int32_t tr = s_.edge_transfer[e];
+    for (int32_t a = t_.in_begin[op]; a < t_.in_begin[op + 1]; ++a) {
+      const TensorId t = t_.in_arcs[a].tensor;
+      if (t == kControlEdge) continue;
+      const int32_t tr = s_.arc_transfer[a];
       if (tr < 0) {
-        ReleaseSource(g_.edge_tensor(e));
+        ReleaseSource(t);
       } else if (--s_.transfers[tr].consumer_refs == 0) {
-        Free(d, g_.tensor_bytes(s_.transfers[tr].tensor));
+        Free(d, t_.tensor_bytes[t]);
       }
     }
 
     // Outputs: wake local consumers, send once per remote device.
     s_.sends.clear();
     s_.sends_transfer.clear();
-    for (EdgeId e : g_.out_edges(op)) {
-      const OpId dst = g_.edge_dst(e);
-      const DeviceId dst_device = device_[dst];
-      if (dst_device == d) {
-        Satisfy(dst);
-      } else if (g_.is_control(e)) {
-        Push(now + cost_.RouteLatency(d, dst_device), e,
-             EventType::kControlArrival);
+    for (int32_t a = t_.out_begin[op]; a < t_.out_begin[op + 1]; ++a) {
+      const Topology::Arc& arc = t_.out_arcs[a];
+      const DeviceId to = device_[arc.op];
+      if (to == d) {
+        Satisfy(arc.op);
+      } else if (arc.tensor == kControlEdge) {
+        Push(now +
+                 t_.route_latency[static_cast<size_t>(d) * t_.num_devices + to],
+             arc.op, kControlArrival);
       } else {
-        s_.edge_transfer[e] = SendOnce(g_.edge_tensor(e), d, dst_device, now);
-        ++s_.transfers[s_.edge_transfer[e]].consumer_refs;
+        const int32_t tr = SendOnce(arc.tensor, d, to, now);
+        s_.arc_transfer[arc.in_arc] = tr;
+        ++s_.transfers[tr].consumer_refs;
       }
     }
-    for (int i = 0; i < g_.num_outputs(op); ++i) {
-      const TensorId t = g_.output(op, i);
-      if (s_.tensor_refs[t] == 0) Free(d, g_.tensor_bytes(t));
+    for (TensorId t = t_.output_begin[op]; t < t_.output_begin[op + 1]; ++t) {
+      if (s_.tensor_refs[t] == 0) Free(d, t_.tensor_bytes[t]);
     }
     StartReady(d, now);
   }
@@ -308,13 +422,13 @@ class Simulator::Run {
 
   void BeginHop(int32_t index, LinkId link, double now) {
     const Transfer& tr = s_.transfers[index];
-    const int64_t bytes = g_.tensor_bytes(tr.tensor);
+    const int64_t bytes = t_.tensor_bytes[tr.tensor];
     const double time = cost_.LinkTime(bytes, link);
     s_.link_busy[link] = 1;
     s_.link_seconds[link] += time;
     r_.link_bytes[link] += bytes;
     if (tr.hop + 1 == tr.num_hops) Allocate(tr.destination, bytes);
-    Push(now + time, index, EventType::kHopDone);
+    Push(now + time, index, kHopDone);
     if (options_.record_timeline) {
       r_.timeline.push_back({TimelineEvent::Kind::kTransfer, tr.tensor, link,
                              c_.link(link).from, now, now + time});
@@ -334,58 +448,32 @@ class Simulator::Run {
       return;
     }
     // Arrived: every consumer of the tensor on the destination has it.
-    const OpId producer = g_.producer(tr.tensor);
-    for (EdgeId e : g_.out_edges(producer)) {
-      if (g_.edge_tensor(e) == tr.tensor &&
-          device_[g_.edge_dst(e)] == tr.destination) {
-        Satisfy(g_.edge_dst(e));
+    const OpId producer = t_.producer[tr.tensor];
+    for (int32_t a = t_.out_begin[producer]; a < t_.out_begin[producer + 1];
+         ++a) {
+      const Topology::Arc& arc = t_.out_arcs[a];
+      if (arc.tensor == tr.tensor && device_[arc.op] == tr.destination) {
+        Satisfy(arc.op);
       }
     }
     StartReady(tr.destination, now);
   }
 
-  const Graph& g_;
   const Cluster& c_;
   const CostModel& cost_;
+  const Topology& t_;
   const Placement& device_;
   const SimOptions& options_;
   Scratch& s_;
   SimResult& r_;
   uint64_t seq_ = 0;
   int finished_ = 0;
-
- public:
-  // Placement-dependent bounds; needs the run's link times.
-  void ComputeBounds() {
-    LowerBounds& b = r_.bounds;
-    for (DeviceId d = 0; d < c_.num_devices(); ++d) {
-      b.device_load = std::max(
-          b.device_load, r_.device_busy_seconds[d] / c_.device(d).compute_slots);
-    }
-    for (double t : s_.link_seconds) b.link_volume = std::max(b.link_volume, t);
-    s_.path_finish.assign(g_.num_ops(), 0.0);
-    for (OpId op : g_.topological_order()) {
-      double start = 0;
-      for (EdgeId e : g_.in_edges(op)) {
-        const OpId src = g_.edge_src(e);
-        double arrival = s_.path_finish[src];
-        if (device_[src] != device_[op]) {
-          arrival += g_.is_control(e)
-                         ? cost_.RouteLatency(device_[src], device_[op])
-                         : cost_.TransferTime(g_.tensor_bytes(g_.edge_tensor(e)),
-                                              device_[src], device_[op]);
-        }
-        start = std::max(start, arrival);
-      }
-      s_.path_finish[op] = start + cost_.OpTime(op, device_[op]);
-      b.placed_critical_path =
-          std::max(b.placed_critical_path, s_.path_finish[op]);
-    }
-  }
 };
 
 Simulator::Simulator(const CostModel& cost)
-    : cost_(&cost), scratch_(std::make_unique<Scratch>()) {
+    : cost_(&cost),
+      topology_(std::make_unique<Topology>(cost.graph(), cost.cluster())),
+      scratch_(std::make_unique<Scratch>()) {
   const Graph& g = cost.graph();
   std::vector<double> finish(g.num_ops(), 0.0);
   double work = 0;
@@ -409,20 +497,24 @@ double Simulator::total_work_bound() const { return total_work_; }
 
 StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
                                         const SimOptions& options) {
-  DPLACE_RETURN_IF_ERROR(
-      ValidatePlacement(cost_->graph(), cost_->cluster(), placement));
+  const Graph& graph = cost_->graph();
+  DPLACE_RETURN_IF_ERROR(ValidatePlacement(graph, cost_->cluster(), placement));
   SimResult result;
-  Run run(*cost_, placement, options, scratch_.get(), &result);
+  Run run(*cost_, *topology_, placement, options, scratch_.get(), &result);
   run.Execute();
-  if (run.finished_ops() != cost_->graph().num_ops()) {
+  if (run.finished_ops() != graph.num_ops()) {
     return InternalError("simulation stopped with " +
                          std::to_string(run.finished_ops()) + " of " +
-                         std::to_string(cost_->graph().num_ops()) +
-                         " ops finished");
+                         std::to_string(graph.num_ops()) + " ops finished");
+  }
+  if (const DeviceId d = run.FirstLeakingDevice(); d >= 0) {
+    return InternalError("memory accounting of device \"" +
+                         cost_->cluster().device(d).name +
+                         "\" does not return to its persistent bytes");
   }
   result.bounds.critical_path = critical_path_;
   result.bounds.total_work = total_work_;
-  if (options.compute_bounds) run.ComputeBounds();
+  if (options.compute_bounds) run.ComputeBounds(graph.topological_order());
   return result;
 }
 

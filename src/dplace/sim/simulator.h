@@ -103,10 +103,12 @@ class Simulator {
 
  private:
   class Run;
+  struct Topology;  // Placement-independent arrays for the event loop.
+  struct Scratch;   // Per-run state, reused between runs.
   const CostModel* cost_;
   double critical_path_ = 0;
   double total_work_ = 0;
-  struct Scratch;
+  std::unique_ptr<const Topology> topology_;
   std::unique_ptr<Scratch> scratch_;
 };
 

@@ -58,7 +58,7 @@ inline Status InternalError(std::string message) {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit.
+  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT: implicit.
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit.
     assert(!status_.ok() && "StatusOr needs a value or an error");
   }
@@ -72,6 +72,7 @@ class [[nodiscard]] StatusOr {
   T&& value() && { return std::move(*value_); }
   const T& operator*() const& { return *value_; }
   T& operator*() & { return *value_; }
+  T&& operator*() && { return std::move(*value_); }
   const T* operator->() const { return &*value_; }
   T* operator->() { return &*value_; }
 
@@ -83,9 +84,9 @@ class [[nodiscard]] StatusOr {
 }  // namespace dplace
 
 // Returns early from the enclosing function when `expr` is an error.
-#define DPLACE_RETURN_IF_ERROR(expr)        \
-  do {                                      \
-    ::dplace::Status dplace_status_ = (expr); \
+#define DPLACE_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::dplace::Status dplace_status_ = (expr);        \
     if (!dplace_status_.ok()) return dplace_status_; \
   } while (0)
 

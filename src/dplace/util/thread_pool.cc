@@ -53,8 +53,7 @@ void ThreadPool::WorkerLoop(int worker) {
   }
 }
 
-void ThreadPool::ParallelFor(int n,
-                             const std::function<void(int, int)>& fn) {
+void ThreadPool::ParallelFor(int n, const std::function<void(int, int)>& fn) {
   if (n <= 0) return;
   if (num_threads_ == 1 || n == 1) {
     for (int i = 0; i < n; ++i) fn(0, i);

@@ -1,0 +1,273 @@
+// Hand-computed cases. Devices run 1e9 FLOP/s with no launch overhead and
+// all efficiencies 1, so an op of k GFLOPs takes k seconds; links move 1e9
+// bytes/s after 1 ms latency, so 1e8 bytes take 0.101 s per hop.
+#include "dplace/sim/simulator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace dplace {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kGiga = 1e9;
+constexpr double kLatency = 1e-3;
+constexpr int64_t kTensor = 100'000'000;  // 0.1 s + latency on a link.
+constexpr double kHop = kLatency + 0.1;
+
+RooflineOptions Ideal() {
+  RooflineOptions o;
+  o.dense_compute_efficiency = {1, 1};
+  o.other_compute_efficiency = {1, 1};
+  o.memory_efficiency = {1, 1};
+  return o;
+}
+
+Device TestDevice(const std::string& name, int slots = 1,
+                  int64_t memory = int64_t{100} << 30) {
+  Device d;
+  d.name = name;
+  d.kind = DeviceKind::kGpu;
+  d.peak_flops = kGiga * slots;
+  d.memory_bandwidth = 1e15;  // Never the bottleneck here.
+  d.memory_bytes = memory;
+  d.compute_slots = slots;
+  return d;
+}
+
+// Devices d0..d{n-1}; `line` links only neighbours (d0-d1-d2), otherwise
+// every pair is linked.
+Cluster TestCluster(int n, bool line = false,
+                    int64_t memory = int64_t{100} << 30) {
+  ClusterBuilder b("test");
+  for (int i = 0; i < n; ++i)
+    b.AddDevice(TestDevice("d" + std::to_string(i), 1, memory));
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) {
+      if (!line || j == i + 1) {
+        b.AddLink("d" + std::to_string(i), "d" + std::to_string(j), kGiga,
+                  kLatency);
+      }
+    }
+  }
+  return *std::move(b).Build();
+}
+
+OpSpec Op(const std::string& name, double gflops, int64_t out_bytes = kTensor) {
+  OpSpec s;
+  s.name = name;
+  s.type = "MatMul";
+  s.flops = gflops * kGiga;
+  s.outputs.push_back({{}, DataType::kFloat32, out_bytes});
+  return s;
+}
+
+// Simulates `graph` on `cluster` with the ideal roofline.
+SimResult SimulateIdeal(const Graph& graph, const Cluster& cluster,
+                        const Placement& placement, bool timeline = false) {
+  const CostModel cost(graph, cluster, {}, Ideal());
+  Simulator sim(cost);
+  SimOptions options;
+  options.record_timeline = timeline;
+  StatusOr<SimResult> r = sim.Simulate(placement, options);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *std::move(r) : SimResult{};
+}
+
+// a(1 s) -> b(2 s) -> c(3 s).
+Graph Chain() {
+  GraphBuilder b("chain");
+  const OpId a = b.AddOp(Op("a", 1));
+  const OpId bb = b.AddOp(Op("b", 2));
+  const OpId c = b.AddOp(Op("c", 3));
+  b.AddEdge(a, 0, bb);
+  b.AddEdge(bb, 0, c);
+  return *std::move(b).Build();
+}
+
+TEST(SimulatorTest, ChainOnOneDeviceTakesTheSumOfItsOps) {
+  const Graph g = Chain();
+  const SimResult r = SimulateIdeal(g, TestCluster(2), {0, 0, 0});
+  EXPECT_DOUBLE_EQ(r.step_time, 6.0);
+  EXPECT_TRUE(r.feasible);
+  EXPECT_DOUBLE_EQ(r.device_busy_seconds[0], 6.0);
+  EXPECT_DOUBLE_EQ(r.device_busy_seconds[1], 0.0);
+  EXPECT_EQ(r.link_bytes[0] + r.link_bytes[1], 0);
+}
+
+TEST(SimulatorTest, ChainSplitOverTwoDevicesPaysTheTransfer) {
+  const Graph g = Chain();
+  const SimResult r = SimulateIdeal(g, TestCluster(2), {0, 1, 1});
+  EXPECT_DOUBLE_EQ(r.step_time, 1 + kHop + 2 + 3);
+  EXPECT_DOUBLE_EQ(r.device_busy_seconds[0], 1.0);
+  EXPECT_DOUBLE_EQ(r.device_busy_seconds[1], 5.0);
+  // The placed critical path is exact for a chain.
+  EXPECT_DOUBLE_EQ(r.bounds.placed_critical_path, r.step_time);
+}
+
+TEST(SimulatorTest, ParallelBranchesOverlapOnTwoDevices) {
+  GraphBuilder b("branches");
+  b.AddOp(Op("x", 2));
+  b.AddOp(Op("y", 2));
+  const Graph g = *std::move(b).Build();
+  EXPECT_DOUBLE_EQ(SimulateIdeal(g, TestCluster(2), {0, 1}).step_time, 2.0);
+  EXPECT_DOUBLE_EQ(SimulateIdeal(g, TestCluster(2), {0, 0}).step_time, 4.0);
+}
+
+TEST(SimulatorTest, TensorUsedByThreeOpsOnAnotherDeviceIsSentOnce) {
+  GraphBuilder b("fanout");
+  const OpId a = b.AddOp(Op("a", 1));
+  for (const char* name : {"b", "c", "d"}) {
+    b.AddEdge(a, 0, b.AddOp(Op(name, 1)));
+  }
+  const Graph g = *std::move(b).Build();
+  const Cluster c = TestCluster(2);
+  const SimResult r = SimulateIdeal(g, c, {0, 1, 1, 1});
+  EXPECT_DOUBLE_EQ(r.step_time, 1 + kHop + 3);
+  const LinkId link = c.route(0, 1)[0];
+  EXPECT_EQ(r.link_bytes[link], kTensor);
+  // The received copy lives on d1 beside the three outputs made there (at
+  // most two at once: the copy, the running op's output, and the previous
+  // ones freed since nothing consumes them).
+  EXPECT_EQ(r.device_peak_bytes[1], 2 * kTensor);
+}
+
+TEST(SimulatorTest, MultiHopRoutePaysEveryHop) {
+  const Graph g = Chain();
+  const Cluster c = TestCluster(3, /*line=*/true);
+  ASSERT_EQ(c.route(0, 2).size(), 2u);
+  const SimResult r = SimulateIdeal(g, c, {0, 2, 2});
+  EXPECT_DOUBLE_EQ(r.step_time, 1 + 2 * kHop + 2 + 3);
+  for (LinkId l : c.route(0, 2)) EXPECT_EQ(r.link_bytes[l], kTensor);
+  // The intermediate device computes nothing.
+  EXPECT_EQ(r.device_op_count[1], 0);
+}
+
+TEST(SimulatorTest, TransfersOnOneLinkAreSerialized) {
+  // a makes two 1 GB outputs (1.001 s each on the link) for b and c on d1.
+  GraphBuilder b("contention");
+  OpSpec a = Op("a", 1, kGiga);
+  a.outputs.push_back({{}, DataType::kFloat32, static_cast<int64_t>(kGiga)});
+  const OpId ia = b.AddOp(a);
+  b.AddEdge(ia, 0, b.AddOp(Op("b", 1)));
+  b.AddEdge(ia, 1, b.AddOp(Op("c", 1)));
+  const Graph g = *std::move(b).Build();
+  const SimResult r = SimulateIdeal(g, TestCluster(2), {0, 1, 1});
+  // b: arrives 2.001, runs to 3.001; c: arrives 3.002, runs to 4.002.
+  EXPECT_DOUBLE_EQ(r.step_time, 1 + 2 * (1 + kLatency) + 1);
+  EXPECT_DOUBLE_EQ(r.bounds.link_volume, 2 * (1 + kLatency));
+}
+
+TEST(SimulatorTest, ControlEdgeAcrossDevicesPaysLatencyOnly) {
+  GraphBuilder b("control");
+  const OpId a = b.AddOp(Op("a", 1));
+  const OpId c = b.AddOp(Op("b", 1));
+  b.AddControlEdge(a, c);
+  const Graph g = *std::move(b).Build();
+  const SimResult r = SimulateIdeal(g, TestCluster(2), {0, 1});
+  EXPECT_DOUBLE_EQ(r.step_time, 1 + kLatency + 1);
+  EXPECT_EQ(r.link_bytes[0] + r.link_bytes[1], 0);
+}
+
+TEST(SimulatorTest, ComputeSlotsRunOpsConcurrentlyAtTheirShareOfPeak) {
+  ClusterBuilder cb("slots");
+  cb.AddDevice(TestDevice("cpu", /*slots=*/2));
+  const Cluster c = *std::move(cb).Build();
+  GraphBuilder b("two");
+  b.AddOp(Op("x", 1));
+  b.AddOp(Op("y", 1));
+  b.AddOp(Op("z", 1));
+  const Graph g = *std::move(b).Build();
+  // Each slot runs 1 GFLOP/s: x and y together, then z.
+  const SimResult r = SimulateIdeal(g, c, {0, 0, 0});
+  EXPECT_DOUBLE_EQ(r.step_time, 2.0);
+  EXPECT_DOUBLE_EQ(r.bounds.device_load, 1.5);
+}
+
+TEST(SimulatorTest, MemoryPeakCountsLiveOutputsTemporariesAndWeights) {
+  // a -> b -> c on one device; outputs of 100 bytes, b needs 50 bytes of
+  // scratch, a holds 1000 bytes of weights. While b runs: weights, a's
+  // output, b's output and scratch = 1250.
+  GraphBuilder b("memory");
+  OpSpec a = Op("a", 1, 100);
+  a.persistent_bytes = 1000;
+  OpSpec mid = Op("b", 1, 100);
+  mid.temporary_bytes = 50;
+  const OpId ia = b.AddOp(a);
+  const OpId ib = b.AddOp(mid);
+  const OpId ic = b.AddOp(Op("c", 1, 100));
+  b.AddEdge(ia, 0, ib);
+  b.AddEdge(ib, 0, ic);
+  const Graph g = *std::move(b).Build();
+  const SimResult r = SimulateIdeal(g, TestCluster(1), {0, 0, 0});
+  EXPECT_EQ(r.device_peak_bytes[0], 1250);
+}
+
+TEST(SimulatorTest, OutOfMemoryNamesTheDeviceAndItsPeak) {
+  GraphBuilder b("oom");
+  OpSpec big = Op("big", 1);
+  big.persistent_bytes = 3'000'000'000;
+  b.AddOp(big);
+  b.AddOp(Op("small", 1));
+  const Graph g = *std::move(b).Build();
+  const Cluster c = TestCluster(2, false, /*memory=*/2'000'000'000);
+  const SimResult fits = SimulateIdeal(g, c, {1, 0});
+  EXPECT_FALSE(fits.feasible) << "3 GB of weights on a 2 GB device";
+  EXPECT_EQ(fits.oom_device, 1);
+  EXPECT_EQ(fits.device_peak_bytes[1], 3'000'000'000 + kTensor);
+  EXPECT_THAT(
+      DescribeInfeasibility(c, fits),
+      HasSubstr("out of memory on d1: peak 3.10 GB > capacity 2.00 GB"));
+  // The step is still simulated to the end.
+  EXPECT_DOUBLE_EQ(fits.step_time, 1.0);
+}
+
+TEST(SimulatorTest, LaunchOverheadIsAddedToEveryOp) {
+  ClusterBuilder cb("overhead");
+  Device d = TestDevice("d0");
+  d.launch_overhead = 0.25;
+  cb.AddDevice(d);
+  const Cluster c = *std::move(cb).Build();
+  const Graph g = Chain();
+  EXPECT_DOUBLE_EQ(SimulateIdeal(g, c, {0, 0, 0}).step_time, 6 + 3 * 0.25);
+}
+
+TEST(SimulatorTest, TimelineHasEveryOpAndHopAndIsDeterministic) {
+  const Graph g = Chain();
+  const Cluster c = TestCluster(3, /*line=*/true);
+  const SimResult r1 = SimulateIdeal(g, c, {0, 2, 0}, /*timeline=*/true);
+  const SimResult r2 = SimulateIdeal(g, c, {0, 2, 0}, /*timeline=*/true);
+  int compute = 0, transfer = 0;
+  for (const TimelineEvent& e : r1.timeline) {
+    (e.kind == TimelineEvent::Kind::kCompute ? compute : transfer)++;
+    EXPECT_LE(e.end, r1.step_time);
+  }
+  EXPECT_EQ(compute, 3);
+  EXPECT_EQ(transfer, 4);  // a to d2 and b back to d0, two hops each.
+  ASSERT_EQ(r1.timeline.size(), r2.timeline.size());
+  for (size_t i = 0; i < r1.timeline.size(); ++i) {
+    EXPECT_EQ(r1.timeline[i].start, r2.timeline[i].start);
+    EXPECT_EQ(r1.timeline[i].id, r2.timeline[i].id);
+  }
+}
+
+TEST(SimulatorTest, RejectsPlacementOfCpuOnlyOpOnGpu) {
+  GraphBuilder b("cpu_only");
+  OpSpec s = Op("lookup", 1);
+  s.allowed_devices = DeviceKindSet::Only(DeviceKind::kCpu);
+  b.AddOp(s);
+  const Graph g = *std::move(b).Build();
+  const Cluster c = TestCluster(1);
+  const CostModel cost(g, c);
+  Simulator sim(cost);
+  StatusOr<SimResult> r = sim.Simulate({0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("op \"lookup\" may not run on gpu device \"d0\""));
+  EXPECT_FALSE(sim.Simulate({}).ok()) << "wrong size";
+  EXPECT_FALSE(sim.Simulate({7}).ok()) << "no such device";
+}
+
+}  // namespace
+}  // namespace dplace

@@ -65,10 +65,14 @@ std::string HashGraph(const Graph& g) {
       h.Add(g.tensor_bytes(g.output(op, i)));
     }
   }
-  for (EdgeId e = 0; e < g.num_edges(); ++e) {
-    h.Add(g.edge_src(e));
-    h.Add(g.edge_dst(e));
-    h.Add(g.edge_tensor(e));
+  // Edges by consumer, in input order: the order graph JSON keeps, so a
+  // graph's hash survives a write and a read.
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    for (EdgeId e : g.in_edges(op)) {
+      h.Add(g.edge_src(e));
+      h.Add(op);
+      h.Add(g.edge_tensor(e));
+    }
   }
   return h.Hex();
 }

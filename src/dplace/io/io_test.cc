@@ -1,0 +1,894 @@
+// Tests of the file formats: graph, cluster, placement and profile JSON
+// (round trips and error messages) and the Chrome-trace export.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dplace/cluster/cluster.h"
+#include "dplace/cost/cost_model.h"
+#include "dplace/graph/graph.h"
+#include "dplace/io/chrome_trace.h"
+#include "dplace/io/cluster_json.h"
+#include "dplace/io/graph_json.h"
+#include "dplace/io/placement_json.h"
+#include "dplace/io/profile_json.h"
+#include "dplace/sim/simulator.h"
+
+namespace dplace {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using json = nlohmann::json;
+
+// A small training-like graph that uses every op attribute: several outputs
+// with non-default dtypes, a control edge, all three phases, scopes,
+// colocation groups and restricted device kinds. Edges are added in the
+// order of their consumers, which is the order a graph JSON file lists them.
+Graph MakeSmallGraph() {
+  GraphBuilder b("small");
+  OpSpec input;
+  input.name = "input";
+  input.type = "IteratorGetNext";
+  input.scope = "data";
+  input.bytes_accessed = 4096 + 256;
+  input.outputs = {{{32, 32}, DataType::kFloat32, 0},
+                   {{32}, DataType::kInt64, 0}};
+  input.allowed_devices = DeviceKindSet::Only(DeviceKind::kCpu);
+  const OpId in = b.AddOp(input);
+
+  OpSpec weights;
+  weights.name = "dense/weights";
+  weights.type = "VariableV2";
+  weights.scope = "dense";
+  weights.persistent_bytes = 3 * 32 * 10 * 4;
+  weights.colocation_group = "dense/weights";
+  weights.outputs = {{{32, 10}, DataType::kFloat32, 0}};
+  const OpId w = b.AddOp(weights);
+
+  OpSpec matmul;
+  matmul.name = "dense/matmul";
+  matmul.type = "MatMul";
+  matmul.scope = "dense";
+  matmul.flops = 2.0 * 32 * 32 * 10 + 0.5;  // Not a whole number.
+  matmul.bytes_accessed = 4096 + 1280 + 640;
+  matmul.temporary_bytes = 1 << 20;
+  matmul.outputs = {{{32, 10}, DataType::kFloat16, 0}};
+  matmul.allowed_devices = DeviceKindSet::Only(DeviceKind::kGpu);
+  const OpId mm = b.AddOp(matmul);
+  b.AddEdge(in, 0, mm);
+  b.AddEdge(w, 0, mm);
+
+  OpSpec loss;
+  loss.name = "loss";
+  loss.type = "SparseSoftmaxCrossEntropyWithLogits";
+  loss.scope = "loss";
+  loss.flops = 1600;
+  // Bytes given explicitly, different from what the shape implies.
+  loss.outputs = {{{}, DataType::kFloat32, 4},
+                  {{32, 10}, DataType::kBFloat16, 0}};
+  const OpId lo = b.AddOp(loss);
+  b.AddEdge(mm, 0, lo);
+  b.AddEdge(in, 1, lo);
+
+  OpSpec grad;
+  grad.name = "gradients/dense/matmul_grad";
+  grad.type = "MatMul";
+  grad.phase = Phase::kBackward;
+  grad.scope = "dense";
+  grad.flops = 20480;
+  grad.outputs = {{{32, 10}, DataType::kFloat32, 0}};
+  const OpId gr = b.AddOp(grad);
+  b.AddEdge(in, 0, gr);
+  b.AddEdge(lo, 1, gr);
+
+  OpSpec apply;
+  apply.name = "dense/weights/apply";
+  apply.type = "ApplyAdam";
+  apply.phase = Phase::kUpdate;
+  apply.scope = "dense";
+  apply.flops = 3200;
+  apply.colocation_group = "dense/weights";
+  apply.outputs = {{{32, 10}, DataType::kFloat32, 0}};
+  const OpId ap = b.AddOp(apply);
+  b.AddEdge(gr, 0, ap);
+  b.AddControlEdge(lo, ap);
+
+  StatusOr<Graph> g = std::move(b).Build();
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return std::move(g).value();
+}
+
+void ExpectSameGraph(const Graph& a, const Graph& b) {
+  EXPECT_EQ(a.hash(), b.hash());
+  EXPECT_EQ(a.name(), b.name());
+  ASSERT_EQ(a.num_ops(), b.num_ops());
+  ASSERT_EQ(a.num_edges(), b.num_edges());
+  ASSERT_EQ(a.num_tensors(), b.num_tensors());
+  for (OpId op = 0; op < a.num_ops(); ++op) {
+    SCOPED_TRACE("op " + a.op_name(op));
+    EXPECT_EQ(a.op_name(op), b.op_name(op));
+    EXPECT_EQ(a.op_type(op), b.op_type(op));
+    EXPECT_EQ(a.phase(op), b.phase(op));
+    EXPECT_EQ(a.scope(op), b.scope(op));
+    EXPECT_EQ(a.flops(op), b.flops(op));
+    EXPECT_EQ(a.bytes_accessed(op), b.bytes_accessed(op));
+    EXPECT_EQ(a.persistent_bytes(op), b.persistent_bytes(op));
+    EXPECT_EQ(a.temporary_bytes(op), b.temporary_bytes(op));
+    EXPECT_EQ(a.colocation_group(op), b.colocation_group(op));
+    EXPECT_EQ(a.allowed_devices(op).bits(), b.allowed_devices(op).bits());
+    ASSERT_EQ(a.num_outputs(op), b.num_outputs(op));
+  }
+  for (TensorId t = 0; t < a.num_tensors(); ++t) {
+    SCOPED_TRACE("tensor " + std::to_string(t));
+    EXPECT_EQ(a.tensor(t).shape, b.tensor(t).shape);
+    EXPECT_EQ(a.tensor(t).dtype, b.tensor(t).dtype);
+    EXPECT_EQ(a.tensor(t).bytes, b.tensor(t).bytes);
+    EXPECT_EQ(a.producer(t), b.producer(t));
+  }
+  for (EdgeId e = 0; e < a.num_edges(); ++e) {
+    SCOPED_TRACE("edge " + std::to_string(e));
+    EXPECT_EQ(a.edge_src(e), b.edge_src(e));
+    EXPECT_EQ(a.edge_dst(e), b.edge_dst(e));
+    EXPECT_EQ(a.edge_tensor(e), b.edge_tensor(e));
+    EXPECT_EQ(a.is_control(e), b.is_control(e));
+  }
+}
+
+// ---------------------------------------------------------------- graph JSON
+
+TEST(GraphJsonTest, RoundTripKeepsHashAndEveryAttribute) {
+  const Graph g = MakeSmallGraph();
+  const std::string text = GraphToJson(g);
+  StatusOr<Graph> parsed = ParseGraphJson(text, "small.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  ExpectSameGraph(g, *parsed);
+  // Writing the parsed graph again gives the same text: a fixed point.
+  EXPECT_EQ(GraphToJson(*parsed), text);
+}
+
+TEST(GraphJsonTest, HashSurvivesRoundTripWhateverOrderEdgesWereAdded) {
+  // Edges added producer-first; graph JSON lists them consumer by consumer.
+  GraphBuilder b("order");
+  OpSpec spec;
+  spec.type = "Add";
+  spec.outputs.push_back({{4}, DataType::kFloat32, 0});
+  for (const char* name : {"a", "b", "c"}) {
+    spec.name = name;
+    b.AddOp(spec);
+  }
+  b.AddEdge(0, 0, 2);
+  b.AddEdge(0, 0, 1);
+  b.AddEdge(1, 0, 2);
+  const Graph g = *std::move(b).Build();
+  StatusOr<Graph> back = ParseGraphJson(GraphToJson(g), "order.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->hash(), g.hash());
+}
+
+TEST(GraphJsonTest, RoundTripWritesTheDocumentedFields) {
+  const Graph g = MakeSmallGraph();
+  const json root = json::parse(GraphToJson(g));
+  EXPECT_EQ(root["format"], "dplace.graph");
+  EXPECT_EQ(root["version"], 1);
+  EXPECT_EQ(root["name"], "small");
+  ASSERT_EQ(root["ops"].size(), 6u);
+  const json& input = root["ops"][0];
+  EXPECT_EQ(input["devices"], json::array({"cpu"}));
+  EXPECT_EQ(input["outputs"][1]["dtype"], "int64");
+  EXPECT_EQ(input["outputs"][1]["bytes"], 32 * 8);
+  const json& loss = root["ops"][3];
+  EXPECT_EQ(loss["inputs"], json::array({"dense/matmul", "input:1"}));
+  const json& apply = root["ops"][5];
+  EXPECT_EQ(apply["phase"], "update");
+  EXPECT_EQ(apply["inputs"],
+            json::array({"gradients/dense/matmul_grad", "^loss"}));
+  // Defaults are left out.
+  EXPECT_FALSE(root["ops"][1].contains("phase"));
+  EXPECT_FALSE(root["ops"][1].contains("devices"));
+  EXPECT_FALSE(root["ops"][1].contains("flops"));
+}
+
+TEST(GraphJsonTest, ParsesInputsSyntaxDefaultsAndDerivedBytes) {
+  const std::string text = R"({
+    "format": "dplace.graph", "version": 1,
+    "ops": [
+      {"name": "a", "type": "Split",
+       "outputs": [{"shape": [2, 3], "dtype": "float16"},
+                   {"shape": [5]},
+                   {"shape": [4], "bytes": 100},
+                   {}]},
+      {"name": "b", "type": "Add", "inputs": ["a", "a:1", "^a"]},
+      {"name": "c", "type": "Identity", "inputs": ["a:2"],
+       "devices": ["gpu"]}
+    ]})";
+  StatusOr<Graph> g = ParseGraphJson(text, "syntax.json");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->name(), "");
+  const OpId a = *g->FindOp("a");
+  const OpId b = *g->FindOp("b");
+  const OpId c = *g->FindOp("c");
+  ASSERT_EQ(g->num_outputs(a), 4);
+  EXPECT_EQ(g->tensor_bytes(g->output(a, 0)), 2 * 3 * 2);  // float16.
+  EXPECT_EQ(g->tensor_bytes(g->output(a, 1)), 5 * 4);      // float32.
+  EXPECT_EQ(g->tensor_bytes(g->output(a, 2)), 100);        // Given wins.
+  EXPECT_EQ(g->tensor_bytes(g->output(a, 3)), 0);          // No shape.
+  EXPECT_EQ(g->tensor(g->output(a, 1)).dtype, DataType::kFloat32);
+
+  // Defaults of an op.
+  EXPECT_EQ(g->phase(b), Phase::kForward);
+  EXPECT_EQ(g->scope(b), "");
+  EXPECT_EQ(g->flops(b), 0);
+  EXPECT_EQ(g->colocation_group(b), "");
+  EXPECT_TRUE(g->allowed_devices(b) == DeviceKindSet::All());
+  EXPECT_TRUE(g->allowed_devices(c) == DeviceKindSet::Only(DeviceKind::kGpu));
+
+  ASSERT_EQ(g->in_edges(b).size(), 3u);
+  const EdgeId e0 = g->in_edges(b)[0];
+  const EdgeId e1 = g->in_edges(b)[1];
+  const EdgeId e2 = g->in_edges(b)[2];
+  EXPECT_EQ(g->edge_tensor(e0), g->output(a, 0));
+  EXPECT_EQ(g->edge_tensor(e1), g->output(a, 1));
+  EXPECT_TRUE(g->is_control(e2));
+  EXPECT_EQ(g->edge_src(e2), a);
+  ASSERT_EQ(g->in_edges(c).size(), 1u);
+  EXPECT_EQ(g->edge_tensor(g->in_edges(c)[0]), g->output(a, 2));
+}
+
+TEST(GraphJsonTest, AcceptsWholeNumbersWrittenWithExponents) {
+  StatusOr<Graph> g = ParseGraphJson(
+      R"({"format": "dplace.graph", "version": 1, "ops": [
+          {"name": "v", "type": "VariableV2", "persistent_bytes": 1e9}]})",
+      "exp.json");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->persistent_bytes(0), 1000000000);
+}
+
+// A graph document with `ops` as given.
+std::string GraphText(const std::string& ops) {
+  return R"({"format": "dplace.graph", "version": 1, "name": "t", "ops": )" +
+         ops + "}";
+}
+
+std::string GraphError(const std::string& text) {
+  StatusOr<Graph> g = ParseGraphJson(text, "bad_graph.json");
+  EXPECT_FALSE(g.ok());
+  if (g.ok()) return "";
+  EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+  return g.status().message();
+}
+
+TEST(GraphJsonErrorTest, MalformedJsonNamesSourceAndLine) {
+  const std::string message = GraphError(
+      "{\n  \"format\": \"dplace.graph\",\n  \"ops\": [\n    {\"name\": }\n  "
+      "]\n}\n");
+  EXPECT_THAT(message, StartsWith("bad_graph.json: malformed JSON"));
+  EXPECT_THAT(message, HasSubstr("line 4"));
+}
+
+TEST(GraphJsonErrorTest, WrongTypeNamesPathAndExpectation) {
+  const std::string message = GraphError(GraphText(R"([
+      {"name": "a", "type": "Const"},
+      {"name": "b", "type": "Neg", "flops": "lots", "inputs": ["a"]}])"));
+  EXPECT_THAT(
+      message,
+      AllOf(StartsWith("bad_graph.json: "), HasSubstr("ops[1].flops"),
+            HasSubstr("expected a number >= 0"), HasSubstr("\"lots\"")));
+}
+
+TEST(GraphJsonErrorTest, NegativeTensorBytes) {
+  const std::string message = GraphError(GraphText(R"([
+      {"name": "a", "type": "Const", "outputs": [{"bytes": -5}]}])"));
+  EXPECT_THAT(message, AllOf(StartsWith("bad_graph.json: "),
+                             HasSubstr("ops[0].outputs[0].bytes"),
+                             HasSubstr("expected an integer >= 0, got -5")));
+}
+
+TEST(GraphJsonErrorTest, NegativeShapeDimension) {
+  const std::string message = GraphError(GraphText(R"([
+      {"name": "a", "type": "Const", "outputs": [{"shape": [3, -2]}]}])"));
+  EXPECT_THAT(message, AllOf(StartsWith("bad_graph.json: "),
+                             HasSubstr("ops[0].outputs[0].shape[1]"),
+                             HasSubstr("expected an integer >= 0, got -2")));
+}
+
+TEST(GraphJsonErrorTest, UnknownFieldIsATypo) {
+  const std::string message = GraphError(GraphText(R"([
+      {"name": "a", "type": "Const"},
+      {"name": "b", "type": "Neg", "flop": 10, "inputs": ["a"]}])"));
+  EXPECT_THAT(message,
+              AllOf(StartsWith("bad_graph.json: "), HasSubstr("ops[1].flop"),
+                    HasSubstr("unknown field")));
+}
+
+TEST(GraphJsonErrorTest, UnknownFieldInsideATensor) {
+  const std::string message = GraphError(GraphText(R"([
+      {"name": "a", "type": "Const", "outputs": [{"shape": [2], "dytpe": "int8"}]}])"));
+  EXPECT_THAT(message, AllOf(StartsWith("bad_graph.json: "),
+                             HasSubstr("ops[0].outputs[0].dytpe"),
+                             HasSubstr("unknown field")));
+}
+
+TEST(GraphJsonErrorTest, UnknownDataTypePhaseAndDeviceKind) {
+  EXPECT_THAT(GraphError(GraphText(R"([{"name": "a", "type": "C",
+      "outputs": [{"shape": [2], "dtype": "float8"}]}])")),
+              AllOf(HasSubstr("ops[0].outputs[0].dtype"),
+                    HasSubstr("unknown data type \"float8\"")));
+  EXPECT_THAT(GraphError(GraphText(
+                  R"([{"name": "a", "type": "C", "phase": "backwards"}])")),
+              AllOf(HasSubstr("ops[0].phase"),
+                    HasSubstr("\"forward\", \"backward\" or \"update\""),
+                    HasSubstr("\"backwards\"")));
+  EXPECT_THAT(
+      GraphError(GraphText(
+          R"([{"name": "a", "type": "C", "devices": ["cpu", "tpu"]}])")),
+      AllOf(HasSubstr("ops[0].devices[1]"),
+            HasSubstr("expected \"cpu\" or \"gpu\", got \"tpu\"")));
+}
+
+TEST(GraphJsonErrorTest, InputNamingAnUnknownOp) {
+  const std::string message = GraphError(GraphText(R"([
+      {"name": "a", "type": "Const"},
+      {"name": "b", "type": "Const"},
+      {"name": "c", "type": "Add", "inputs": ["nope", "b"]}])"));
+  EXPECT_THAT(message, AllOf(StartsWith("bad_graph.json: "),
+                             HasSubstr("ops[2].inputs[0]"),
+                             HasSubstr("unknown op \"nope\"")));
+}
+
+TEST(GraphJsonErrorTest, InputThatIsNotAString) {
+  const std::string message = GraphError(GraphText(R"([
+      {"name": "a", "type": "Const"},
+      {"name": "b", "type": "Neg", "inputs": ["a", 3]}])"));
+  EXPECT_THAT(message, AllOf(HasSubstr("ops[1].inputs[1]"),
+                             HasSubstr("expected a string"), HasSubstr("3")));
+}
+
+TEST(GraphJsonErrorTest, CycleNamesTheOpsOnIt) {
+  const std::string message = GraphError(GraphText(R"([
+      {"name": "start", "type": "Const", "outputs": [{"bytes": 4}]},
+      {"name": "x", "type": "Add", "inputs": ["start", "z"],
+       "outputs": [{"bytes": 4}]},
+      {"name": "y", "type": "Neg", "inputs": ["x"], "outputs": [{"bytes": 4}]},
+      {"name": "z", "type": "Neg", "inputs": ["y"], "outputs": [{"bytes": 4}]}
+      ])"));
+  EXPECT_THAT(message, AllOf(StartsWith("bad_graph.json: "), HasSubstr("cycle"),
+                             HasSubstr("\"x\""), HasSubstr("\"y\""),
+                             HasSubstr("\"z\"")));
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("\"start\"")));
+}
+
+TEST(GraphJsonErrorTest, DuplicateOpName) {
+  const std::string message = GraphError(GraphText(R"([
+      {"name": "a", "type": "Const"},
+      {"name": "b", "type": "Const"},
+      {"name": "a", "type": "Neg"}])"));
+  EXPECT_THAT(message,
+              AllOf(StartsWith("bad_graph.json: "), HasSubstr("ops[2].name"),
+                    HasSubstr("duplicate op name \"a\"")));
+}
+
+TEST(GraphJsonErrorTest, WrongFormatAndVersion) {
+  EXPECT_THAT(
+      GraphError(R"({"format": "dplace.cluster", "version": 1, "ops": []})"),
+      AllOf(StartsWith("bad_graph.json: "), HasSubstr("format"),
+            HasSubstr("expected \"dplace.graph\", got \"dplace.cluster\"")));
+  EXPECT_THAT(
+      GraphError(R"({"format": "dplace.graph", "version": 2, "ops": []})"),
+      AllOf(HasSubstr("version"), HasSubstr("version 1, got 2")));
+  EXPECT_THAT(GraphError(R"({"format": "dplace.graph", "version": 1})"),
+              AllOf(HasSubstr("ops"), HasSubstr("missing")));
+}
+
+// ------------------------------------------------------------- cluster JSON
+
+TEST(ClusterJsonTest, EveryPresetRoundTrips) {
+  const std::vector<std::string> names = ClusterPresetNames();
+  ASSERT_FALSE(names.empty());
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    StatusOr<Cluster> preset = MakeClusterPreset(name);
+    ASSERT_TRUE(preset.ok()) << preset.status().message();
+    const Cluster& a = *preset;
+    StatusOr<Cluster> parsed =
+        ParseClusterJson(ClusterToJson(a), name + ".json");
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    const Cluster& b = *parsed;
+    EXPECT_EQ(a.name(), b.name());
+    ASSERT_EQ(a.num_devices(), b.num_devices());
+    ASSERT_EQ(a.num_links(), b.num_links());
+    for (DeviceId d = 0; d < a.num_devices(); ++d) {
+      const Device& x = a.device(d);
+      const Device& y = b.device(d);
+      EXPECT_EQ(x.name, y.name);
+      EXPECT_EQ(x.kind, y.kind);
+      EXPECT_EQ(x.host, y.host);
+      EXPECT_EQ(x.model, y.model);
+      EXPECT_EQ(x.peak_flops, y.peak_flops);
+      EXPECT_EQ(x.memory_bandwidth, y.memory_bandwidth);
+      EXPECT_EQ(x.memory_bytes, y.memory_bytes);
+      EXPECT_EQ(x.launch_overhead, y.launch_overhead);
+      EXPECT_EQ(x.compute_slots, y.compute_slots);
+    }
+    for (DeviceId s = 0; s < a.num_devices(); ++s) {
+      for (DeviceId t = 0; t < a.num_devices(); ++t) {
+        const Span<LinkId> ra = a.route(s, t);
+        const Span<LinkId> rb = b.route(s, t);
+        ASSERT_EQ(ra.size(), rb.size())
+            << a.device(s).name << " -> " << a.device(t).name;
+        for (size_t i = 0; i < ra.size(); ++i) {
+          const Link& la = a.link(ra[i]);
+          const Link& lb = b.link(rb[i]);
+          EXPECT_EQ(la.from, lb.from);
+          EXPECT_EQ(la.to, lb.to);
+          EXPECT_EQ(la.bandwidth, lb.bandwidth);
+          EXPECT_EQ(la.latency, lb.latency);
+        }
+      }
+    }
+    // A fixed point, too.
+    EXPECT_EQ(ClusterToJson(b), ClusterToJson(a));
+  }
+}
+
+TEST(ClusterJsonTest, DefaultsBidirectionalLinksAndFastestRoutes) {
+  // a-b is slow; a-c-b is two fast hops, so a 1 MiB tensor goes through c.
+  // d is reachable only from c's side: c -> d one way, d -> a one way.
+  const std::string text = R"({
+    "format": "dplace.cluster", "version": 1, "name": "tiny",
+    "devices": [
+      {"name": "a", "kind": "cpu", "peak_flops": 1e12,
+       "memory_bandwidth": 1e11, "memory_bytes": 1000000000,
+       "compute_slots": 4},
+      {"name": "b", "kind": "gpu", "peak_flops": 1e13,
+       "memory_bandwidth": 1e12, "memory_bytes": 1000000000,
+       "host": "h2", "model": "Fancy", "launch_overhead": 5e-6},
+      {"name": "c", "kind": "gpu", "peak_flops": 1e13,
+       "memory_bandwidth": 1e12, "memory_bytes": 1000000000},
+      {"name": "d", "kind": "gpu", "peak_flops": 1e13,
+       "memory_bandwidth": 1e12, "memory_bytes": 1000000000}
+    ],
+    "links": [
+      {"from": "a", "to": "b", "bandwidth": 1e6},
+      {"from": "a", "to": "c", "bandwidth": 1e10, "latency": 1e-5},
+      {"from": "c", "to": "b", "bandwidth": 1e10, "latency": 1e-5},
+      {"from": "c", "to": "d", "bandwidth": 1e10, "bidirectional": false},
+      {"from": "d", "to": "a", "bandwidth": 1e10, "bidirectional": false}
+    ]})";
+  StatusOr<Cluster> parsed = ParseClusterJson(text, "tiny.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const Cluster& c = *parsed;
+  EXPECT_EQ(c.name(), "tiny");
+  ASSERT_EQ(c.num_devices(), 4);
+  EXPECT_EQ(c.num_links(), 2 + 2 + 2 + 1 + 1);
+  const Device& a = c.device(0);
+  EXPECT_EQ(a.kind, DeviceKind::kCpu);
+  EXPECT_EQ(a.host, "host0");
+  EXPECT_EQ(a.model, "");
+  EXPECT_EQ(a.launch_overhead, 0);
+  EXPECT_EQ(a.compute_slots, 4);
+  const Device& b = c.device(1);
+  EXPECT_EQ(b.host, "h2");
+  EXPECT_EQ(b.model, "Fancy");
+  EXPECT_EQ(b.launch_overhead, 5e-6);
+  EXPECT_EQ(b.compute_slots, 1);
+
+  auto hops = [&](const char* from, const char* to) {
+    std::vector<std::string> names;
+    for (LinkId l : c.route(*c.FindDevice(from), *c.FindDevice(to))) {
+      names.push_back(c.device(c.link(l).to).name);
+    }
+    return names;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(hops("a", "b"), (V{"c", "b"}));
+  EXPECT_EQ(hops("b", "a"), (V{"c", "a"}));
+  EXPECT_EQ(hops("a", "c"), (V{"c"}));
+  EXPECT_EQ(hops("a", "d"), (V{"c", "d"}));
+  EXPECT_EQ(hops("d", "a"), (V{"a"}));
+  EXPECT_EQ(hops("d", "b"), (V{"a", "c", "b"}));
+  EXPECT_TRUE(hops("a", "a").empty());
+
+  // The one-way links stay one-way through a round trip.
+  StatusOr<Cluster> again = ParseClusterJson(ClusterToJson(c), "again.json");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->num_links(), c.num_links());
+  EXPECT_EQ(hops("d", "b").size(), again->route(3, 1).size());
+}
+
+TEST(ClusterJsonTest, LoadClusterTakesPresetNamesAndJsonPaths) {
+  StatusOr<Cluster> preset = LoadCluster("k80x4");
+  ASSERT_TRUE(preset.ok()) << preset.status().message();
+  EXPECT_EQ(preset->num_devices(), 5);
+  StatusOr<Cluster> unknown = LoadCluster("k80x3");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(unknown.status().message(),
+              AllOf(HasSubstr("\"k80x3\""), HasSubstr("k80x4")));
+  StatusOr<Cluster> missing = LoadCluster("/nonexistent/dir/c.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(
+      missing.status().message(),
+      AllOf(StartsWith("/nonexistent/dir/c.json: "), HasSubstr("cannot open")));
+}
+
+constexpr char kTwoDevices[] = R"(
+      {"name": "cpu:0", "kind": "cpu", "peak_flops": 1e12,
+       "memory_bandwidth": 1e11, "memory_bytes": 1000000000},
+      {"name": "gpu:0", "kind": "gpu", "peak_flops": 1e13,
+       "memory_bandwidth": 1e12, "memory_bytes": 1000000000})";
+
+std::string ClusterError(const std::string& links) {
+  const std::string text =
+      R"({"format": "dplace.cluster", "version": 1, "name": "c",
+          "devices": [)" +
+      std::string(kTwoDevices) + R"(], "links": [)" + links + "]}";
+  StatusOr<Cluster> c = ParseClusterJson(text, "bad_cluster.json");
+  EXPECT_FALSE(c.ok());
+  if (c.ok()) return "";
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  return c.status().message();
+}
+
+TEST(ClusterJsonErrorTest, LinkToUnknownDevice) {
+  const std::string message = ClusterError(R"(
+      {"from": "cpu:0", "to": "gpu:0", "bandwidth": 1e10},
+      {"from": "cpu:0", "to": "gpu:9", "bandwidth": 1e10})");
+  EXPECT_THAT(message,
+              AllOf(StartsWith("bad_cluster.json: "), HasSubstr("links[1].to"),
+                    HasSubstr("unknown device \"gpu:9\"")));
+}
+
+TEST(ClusterJsonErrorTest, ZeroBandwidth) {
+  const std::string message =
+      ClusterError(R"({"from": "cpu:0", "to": "gpu:0", "bandwidth": 0})");
+  EXPECT_THAT(message, AllOf(StartsWith("bad_cluster.json: "),
+                             HasSubstr("links[0].bandwidth"),
+                             HasSubstr("expected a number >= 1.0, got 0")));
+}
+
+TEST(ClusterJsonErrorTest, NoRouteBetweenDevices) {
+  const std::string message = ClusterError(
+      R"({"from": "cpu:0", "to": "gpu:0", "bandwidth": 1e10,
+          "bidirectional": false})");
+  EXPECT_THAT(message, AllOf(StartsWith("bad_cluster.json: "),
+                             HasSubstr("no route from device \"gpu:0\" to "
+                                       "\"cpu:0\"")));
+}
+
+TEST(ClusterJsonErrorTest, BadDeviceKindAndMissingField) {
+  StatusOr<Cluster> c = ParseClusterJson(
+      R"({"format": "dplace.cluster", "version": 1, "name": "c",
+          "devices": [{"name": "x", "kind": "tpu", "peak_flops": 1,
+                       "memory_bandwidth": 1, "memory_bytes": 1}]})",
+      "kind.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(),
+              AllOf(StartsWith("kind.json: "), HasSubstr("devices[0].kind"),
+                    HasSubstr("expected \"cpu\" or \"gpu\", got \"tpu\"")));
+  c = ParseClusterJson(
+      R"({"format": "dplace.cluster", "version": 1, "name": "c",
+          "devices": [{"name": "x", "kind": "gpu", "peak_flops": 1,
+                       "memory_bytes": 1}]})",
+      "missing.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(),
+              AllOf(StartsWith("missing.json: "),
+                    HasSubstr("devices[0].memory_bandwidth: missing")));
+}
+
+// ----------------------------------------------------------- placement JSON
+
+// The small graph on k80x2: data on the CPU, the rest split over two GPUs,
+// so tensors cross devices.
+Placement SmallPlacement(const Graph& g, const Cluster& c) {
+  Placement p(g.num_ops(), *c.FindDevice("gpu:0"));
+  p[*g.FindOp("input")] = *c.FindDevice("cpu:0");
+  p[*g.FindOp("gradients/dense/matmul_grad")] = *c.FindDevice("gpu:1");
+  p[*g.FindOp("dense/weights/apply")] = *c.FindDevice("gpu:1");
+  return p;
+}
+
+class PlacementJsonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StatusOr<Cluster> c = MakeClusterPreset("k80x2");
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    cluster_ = std::move(c).value();
+    placement_ = SmallPlacement(graph_, cluster_);
+    text_ = PlacementToJson(graph_, cluster_, placement_);
+  }
+
+  // The placement document with `edit` applied.
+  template <typename Edit>
+  std::string Error(Edit edit) {
+    json root = json::parse(text_);
+    edit(root);
+    StatusOr<Placement> p =
+        ParsePlacementJson(root.dump(), "bad.placement.json", graph_, cluster_);
+    EXPECT_FALSE(p.ok());
+    if (p.ok()) return "";
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+    return p.status().message();
+  }
+
+  const Graph graph_ = MakeSmallGraph();
+  Cluster cluster_;
+  Placement placement_;
+  std::string text_;
+};
+
+TEST_F(PlacementJsonTest, RoundTrip) {
+  const json root = json::parse(text_);
+  EXPECT_EQ(root["format"], "dplace.placement");
+  EXPECT_EQ(root["version"], 1);
+  EXPECT_EQ(root["graph"], "small");
+  EXPECT_EQ(root["graph_hash"], graph_.hash());
+  EXPECT_EQ(root["cluster"], "k80x2");
+  EXPECT_EQ(root["placement"]["input"], "cpu:0");
+  EXPECT_EQ(root["placement"]["dense/weights/apply"], "gpu:1");
+  StatusOr<Placement> parsed =
+      ParsePlacementJson(text_, "p.json", graph_, cluster_);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(*parsed, placement_);
+}
+
+TEST_F(PlacementJsonTest, GraphNameIsInformational) {
+  json root = json::parse(text_);
+  root.erase("graph");
+  StatusOr<Placement> parsed =
+      ParsePlacementJson(root.dump(), "p.json", graph_, cluster_);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(*parsed, placement_);
+}
+
+TEST_F(PlacementJsonTest, UnknownDevice) {
+  const std::string message =
+      Error([](json& r) { r["placement"]["dense/matmul"] = "gpu:7"; });
+  EXPECT_THAT(message, AllOf(StartsWith("bad.placement.json: "),
+                             HasSubstr("placement[\"dense/matmul\"]"),
+                             HasSubstr("unknown device \"gpu:7\""),
+                             HasSubstr("\"k80x2\"")));
+}
+
+TEST_F(PlacementJsonTest, UnknownOp) {
+  const std::string message =
+      Error([](json& r) { r["placement"]["ghost"] = "gpu:0"; });
+  EXPECT_THAT(message, AllOf(StartsWith("bad.placement.json: "),
+                             HasSubstr("placement[\"ghost\"]"),
+                             HasSubstr("no op of that name")));
+}
+
+TEST_F(PlacementJsonTest, GraphHashMismatch) {
+  const std::string message =
+      Error([](json& r) { r["graph_hash"] = "0123456789abcdef"; });
+  EXPECT_THAT(message,
+              AllOf(StartsWith("bad.placement.json: "), HasSubstr("graph_hash"),
+                    HasSubstr("0123456789abcdef"), HasSubstr(graph_.hash())));
+}
+
+TEST_F(PlacementJsonTest, MissingOp) {
+  const std::string message =
+      Error([](json& r) { r["placement"].erase("loss"); });
+  EXPECT_THAT(message,
+              AllOf(StartsWith("bad.placement.json: "), HasSubstr("placement"),
+                    HasSubstr("op \"loss\" has no device")));
+}
+
+TEST_F(PlacementJsonTest, AnotherCluster) {
+  const std::string message = Error([](json& r) { r["cluster"] = "k80x4"; });
+  EXPECT_THAT(message,
+              AllOf(StartsWith("bad.placement.json: "), HasSubstr("cluster"),
+                    HasSubstr("\"k80x4\""), HasSubstr("\"k80x2\"")));
+}
+
+TEST_F(PlacementJsonTest, CpuOnlyOpOnAGpu) {
+  const std::string message =
+      Error([](json& r) { r["placement"]["input"] = "gpu:1"; });
+  EXPECT_THAT(message, AllOf(StartsWith("bad.placement.json: "),
+                             HasSubstr("placement"), HasSubstr("\"input\""),
+                             HasSubstr("may not run on gpu device \"gpu:1\"")));
+}
+
+TEST_F(PlacementJsonTest, DeviceThatIsNotAString) {
+  const std::string message =
+      Error([](json& r) { r["placement"]["loss"] = 1; });
+  EXPECT_THAT(message, AllOf(HasSubstr("placement[\"loss\"]"),
+                             HasSubstr("expected a device name, got 1")));
+}
+
+TEST_F(PlacementJsonTest, WrongFormat) {
+  const std::string message =
+      Error([](json& r) { r["format"] = "dplace.graph"; });
+  EXPECT_THAT(message,
+              AllOf(StartsWith("bad.placement.json: "), HasSubstr("format"),
+                    HasSubstr("expected \"dplace.placement\", got "
+                              "\"dplace.graph\"")));
+}
+
+// ------------------------------------------------------------- profile JSON
+
+TEST(ProfileJsonTest, ParsesTimesAndOverridesTheRoofline) {
+  StatusOr<ProfileTable> table = ParseProfileJson(
+      R"({"format": "dplace.profile", "version": 1,
+          "by_type": {"MatMul": {"gpu": 2e-3, "cpu": 5e-2}},
+          "by_name": {"dense/matmul": {"gpu": 1e-3}}})",
+      "p.json");
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(table->by_type.at("MatMul").at(DeviceKind::kGpu), 2e-3);
+  EXPECT_EQ(table->by_type.at("MatMul").at(DeviceKind::kCpu), 5e-2);
+  EXPECT_EQ(table->by_name.at("dense/matmul").size(), 1u);
+
+  const Graph g = MakeSmallGraph();
+  StatusOr<Cluster> c = MakeClusterPreset("k80x2");
+  ASSERT_TRUE(c.ok());
+  const CostModel cost(g, *c, *table);
+  const DeviceId gpu = *c->FindDevice("gpu:0");
+  const DeviceId cpu = *c->FindDevice("cpu:0");
+  // A name entry wins over a type entry; times include launch overhead, so
+  // they are used as given.
+  EXPECT_EQ(cost.OpTime(*g.FindOp("dense/matmul"), gpu), 1e-3);
+  EXPECT_EQ(cost.OpTime(*g.FindOp("gradients/dense/matmul_grad"), gpu), 2e-3);
+  EXPECT_EQ(cost.OpTime(*g.FindOp("gradients/dense/matmul_grad"), cpu), 5e-2);
+}
+
+TEST(ProfileJsonTest, NegativeTime) {
+  StatusOr<ProfileTable> table = ParseProfileJson(
+      R"({"format": "dplace.profile", "version": 1,
+          "by_type": {"MatMul": {"gpu": -1e-3}}})",
+      "bad_profile.json");
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(table.status().message(),
+              AllOf(StartsWith("bad_profile.json: "),
+                    HasSubstr("by_type[\"MatMul\"].gpu"),
+                    HasSubstr("expected a number >= 0.0, got -0.001")));
+}
+
+TEST(ProfileJsonTest, UnknownDeviceKind) {
+  StatusOr<ProfileTable> table = ParseProfileJson(
+      R"({"format": "dplace.profile", "version": 1,
+          "by_name": {"a": {"tpu": 1e-3}}})",
+      "bad_profile.json");
+  ASSERT_FALSE(table.ok());
+  EXPECT_THAT(table.status().message(), AllOf(StartsWith("bad_profile.json: "),
+                                              HasSubstr("by_name[\"a\"].tpu"),
+                                              HasSubstr("unknown field")));
+}
+
+// ------------------------------------------------------------- Chrome trace
+
+TEST(ChromeTraceTest, EventsMatchTheTimeline) {
+  const Graph g = MakeSmallGraph();
+  StatusOr<Cluster> c = MakeClusterPreset("k80x2");
+  ASSERT_TRUE(c.ok());
+  const Placement placement = SmallPlacement(g, *c);
+  const CostModel cost(g, *c);
+  Simulator simulator(cost);
+  SimOptions options;
+  options.record_timeline = true;
+  StatusOr<SimResult> result = simulator.Simulate(placement, options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  ASSERT_FALSE(result->timeline.empty());
+
+  const json trace = json::parse(ChromeTraceJson(g, *c, *result));
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  const json& events = trace["traceEvents"];
+  ASSERT_TRUE(events.is_array());
+
+  std::vector<const json*> complete;
+  std::set<std::string> process_names;
+  std::set<std::pair<int, int>> named_threads;
+  for (const json& e : events) {
+    if (e["ph"] == "X") complete.push_back(&e);
+    if (e["ph"] == "M" && e["name"] == "process_name") {
+      process_names.insert(e["args"]["name"].get<std::string>());
+    }
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      named_threads.insert({e["pid"].get<int>(), e["tid"].get<int>()});
+    }
+  }
+  // One process per device, named after it.
+  EXPECT_EQ(process_names.size(), static_cast<size_t>(c->num_devices()));
+  for (const Device& d : c->devices()) {
+    EXPECT_EQ(process_names.count(d.name + " (" + d.model + ")"), 1u) << d.name;
+  }
+
+  // "X" events are the timeline, in order.
+  ASSERT_EQ(complete.size(), result->timeline.size());
+  std::vector<int> op_events(g.num_ops(), 0);
+  int transfers = 0;
+  for (size_t i = 0; i < complete.size(); ++i) {
+    const json& e = *complete[i];
+    const TimelineEvent& t = result->timeline[i];
+    SCOPED_TRACE("event " + std::to_string(i));
+    EXPECT_NEAR(e["ts"].get<double>(), t.start * 1e6,
+                1e-9 * (1 + t.start * 1e6));
+    EXPECT_NEAR(e["dur"].get<double>(), (t.end - t.start) * 1e6,
+                1e-9 * (1 + t.end * 1e6));
+    EXPECT_GE(e["dur"].get<double>(), 0);
+    if (t.kind == TimelineEvent::Kind::kCompute) {
+      ++op_events[t.id];
+      EXPECT_EQ(e["name"], g.op_name(t.id));
+      EXPECT_EQ(e["pid"], placement[t.id]);
+      EXPECT_EQ(e["cat"], std::string(PhaseName(g.phase(t.id))));
+      EXPECT_EQ(e["args"]["type"], g.op_type(t.id));
+      const int tid = e["tid"].get<int>();
+      EXPECT_GE(tid, 0);
+      EXPECT_LT(tid, c->device(placement[t.id]).compute_slots);
+      EXPECT_EQ(named_threads.count({placement[t.id], tid}), 1u);
+    } else {
+      ++transfers;
+      const Link& link = c->link(t.lane);
+      const OpId producer = g.producer(t.id);
+      EXPECT_EQ(e["cat"], "transfer");
+      EXPECT_EQ(e["pid"], link.from);
+      EXPECT_EQ(e["tid"], 1000 + t.lane);
+      EXPECT_EQ(e["name"], g.op_name(producer) + ":" +
+                               std::to_string(t.id - g.output(producer, 0)));
+      EXPECT_EQ(e["args"]["bytes"], g.tensor_bytes(t.id));
+      EXPECT_EQ(named_threads.count({link.from, 1000 + t.lane}), 1u);
+    }
+  }
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    EXPECT_EQ(op_events[op], 1) << g.op_name(op);
+  }
+
+  // Every cross-device data edge moves its tensor: input -> matmul crosses
+  // cpu:0 -> gpu:0, loss:1 -> grad crosses gpu:0 -> gpu:1.
+  std::set<std::string> moved;
+  for (const json* e : complete) {
+    if ((*e)["cat"] == "transfer")
+      moved.insert((*e)["name"].get<std::string>());
+  }
+  EXPECT_GT(transfers, 0);
+  EXPECT_EQ(moved.count("input:0"), 1u);
+  EXPECT_EQ(moved.count("input:1"), 1u);
+  EXPECT_EQ(moved.count("loss:1"), 1u);
+  EXPECT_EQ(moved.count("dense/weights:0"), 0u);  // Same device as matmul.
+
+  // The last event ends at the step time.
+  double last_end = 0;
+  for (const json* e : complete) {
+    last_end = std::max(last_end,
+                        ((*e)["ts"].get<double>() + (*e)["dur"].get<double>()));
+  }
+  EXPECT_NEAR(last_end, result->step_time * 1e6, 1e-6);
+}
+
+TEST(ChromeTraceTest, OneDevicePlacementHasNoTransfers) {
+  const Graph g = MakeSmallGraph();
+  StatusOr<Cluster> c = MakeClusterPreset("k80x2");
+  ASSERT_TRUE(c.ok());
+  // The same graph with every op allowed everywhere, all on cpu:0.
+  json root = json::parse(GraphToJson(g));
+  for (json& op : root["ops"]) op.erase("devices");
+  StatusOr<Graph> cpu_graph = ParseGraphJson(root.dump(), "cpu.json");
+  ASSERT_TRUE(cpu_graph.ok()) << cpu_graph.status().message();
+  const Placement placement(cpu_graph->num_ops(), *c->FindDevice("cpu:0"));
+  const CostModel cost(*cpu_graph, *c);
+  Simulator simulator(cost);
+  SimOptions options;
+  options.record_timeline = true;
+  StatusOr<SimResult> result = simulator.Simulate(placement, options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  const json trace = json::parse(ChromeTraceJson(*cpu_graph, *c, *result));
+  int compute = 0;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    EXPECT_NE(e["cat"], "transfer");
+    EXPECT_EQ(e["pid"], 0);
+    ++compute;
+  }
+  EXPECT_EQ(compute, cpu_graph->num_ops());
+}
+
+}  // namespace
+}  // namespace dplace

@@ -1,0 +1,426 @@
+// Runs the `dplace` command in-process: exit codes, what goes to stdout, and
+// the one-line errors on stderr.
+#include "dplace/cli/cli.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dplace/cluster/cluster.h"
+#include "dplace/io/file.h"
+#include "dplace/io/graph_json.h"
+
+namespace dplace {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using json = nlohmann::json;
+
+const std::string kSourceDir = DPLACE_SOURCE_DIR;
+const std::string kGraph = kSourceDir + "/examples/mlp_training.json";
+const std::string kOneGpu = kSourceDir + "/examples/mlp_one_gpu.placement.json";
+const std::string kTwoGpus =
+    kSourceDir + "/examples/mlp_two_gpus.placement.json";
+
+struct CliResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+CliResult Dplace(const std::vector<std::string>& args) {
+  std::vector<const char*> argv = {"dplace"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  CliResult r;
+  r.code = RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// A fresh directory per test for the files it writes.
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = ::testing::TempDir() + "dplace_cli_test_" +
+           std::to_string(::getpid()) + "_" + info->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& contents) {
+    const std::string path = dir_ + "/" + name;
+    Status s = WriteTextFile(path, contents);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return path;
+  }
+
+  // Checks the bad-input contract: exit 2, nothing on stdout, exactly one
+  // line on stderr that starts with "dplace: error: "; returns that line.
+  static std::string BadInput(const CliResult& r) {
+    EXPECT_EQ(r.code, kExitBadInput) << r.out << r.err;
+    EXPECT_EQ(r.out, "");
+    const std::vector<std::string> lines = Lines(r.err);
+    EXPECT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_FALSE(r.err.empty());
+    if (!r.err.empty()) {
+      EXPECT_EQ(r.err.back(), '\n');
+    }
+    EXPECT_THAT(r.err, StartsWith("dplace: error: "));
+    return lines.empty() ? "" : lines[0];
+  }
+
+  std::string dir_;
+};
+
+std::string ExampleHash() {
+  StatusOr<Graph> g = ReadGraphJson(kGraph);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return g.ok() ? g->hash() : "";
+}
+
+// --------------------------------------------------------------- simulate
+
+TEST_F(CliTest, SimulateExampleSucceeds) {
+  for (const std::string& placement : {kOneGpu, kTwoGpus}) {
+    SCOPED_TRACE(placement);
+    const CliResult r = Dplace({"simulate", "--graph", kGraph, "--cluster",
+                                "k80x2", "--placement", placement});
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    EXPECT_EQ(r.err, "");
+    bool step_line = false;
+    for (const std::string& line : Lines(r.out)) {
+      if (line.rfind("step time: ", 0) == 0) {
+        step_line = true;
+        EXPECT_GT(std::stod(line.substr(11)), 0) << line;
+      }
+    }
+    EXPECT_TRUE(step_line) << r.out;
+    EXPECT_THAT(r.out, HasSubstr("feasible: yes"));
+    EXPECT_THAT(r.out, HasSubstr("hash " + ExampleHash()));
+  }
+}
+
+TEST_F(CliTest, ModelIsASynonymOfGraph) {
+  const CliResult r = Dplace({"simulate", "--model", kGraph, "--cluster",
+                              "k80x2", "--placement", kOneGpu});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("step time: "));
+}
+
+TEST_F(CliTest, TraceWritesChromeTraceJson) {
+  const std::string trace = dir_ + "/trace.json";
+  const CliResult r =
+      Dplace({"simulate", "--graph", kGraph, "--cluster", "k80x2",
+              "--placement", kTwoGpus, "--trace", trace});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("trace: " + trace));
+  StatusOr<std::string> text = ReadTextFile(trace);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  const json root = json::parse(*text);  // Throws (fails) when malformed.
+  ASSERT_TRUE(root.contains("traceEvents"));
+  ASSERT_TRUE(root["traceEvents"].is_array());
+  int compute = 0, transfers = 0;
+  for (const json& e : root["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    (e["cat"] == "transfer" ? transfers : compute)++;
+  }
+  EXPECT_EQ(compute, 43);   // One per op of the example.
+  EXPECT_GT(transfers, 0);  // Two GPUs and a CPU exchange tensors.
+}
+
+// ------------------------------------------------------------- bad inputs
+
+TEST_F(CliTest, MalformedGraphJson) {
+  const std::string graph = Write(
+      "broken.json", "{\n  \"format\": \"dplace.graph\",\n  \"ops\": [\n");
+  const std::string line =
+      BadInput(Dplace({"simulate", "--graph", graph, "--cluster", "k80x2",
+                       "--placement", kOneGpu}));
+  EXPECT_THAT(line, AllOf(HasSubstr(graph), HasSubstr("malformed JSON"),
+                          HasSubstr("line")));
+}
+
+TEST_F(CliTest, UnknownDeviceInPlacement) {
+  StatusOr<std::string> text = ReadTextFile(kOneGpu);
+  ASSERT_TRUE(text.ok());
+  json placement = json::parse(*text);
+  placement["placement"]["layer_2/matmul"] = "gpu:9";
+  const std::string path = Write("bad.placement.json", placement.dump(1));
+  const std::string line =
+      BadInput(Dplace({"simulate", "--graph", kGraph, "--cluster", "k80x2",
+                       "--placement", path}));
+  EXPECT_THAT(line,
+              AllOf(HasSubstr(path), HasSubstr("placement[\"layer_2/matmul\"]"),
+                    HasSubstr("unknown device \"gpu:9\"")));
+}
+
+TEST_F(CliTest, CycleInGraph) {
+  const std::string graph = Write("cycle.json", R"({
+  "format": "dplace.graph", "version": 1, "name": "loop",
+  "ops": [
+    {"name": "a", "type": "Add", "inputs": ["c"], "outputs": [{"bytes": 4}]},
+    {"name": "b", "type": "Neg", "inputs": ["a"], "outputs": [{"bytes": 4}]},
+    {"name": "c", "type": "Neg", "inputs": ["b"], "outputs": [{"bytes": 4}]}
+  ]})");
+  const std::string line = BadInput(Dplace({"inspect", "--graph", graph}));
+  EXPECT_THAT(line,
+              AllOf(HasSubstr(graph), HasSubstr("cycle"), HasSubstr("\"a\""),
+                    HasSubstr("\"b\""), HasSubstr("\"c\"")));
+}
+
+TEST_F(CliTest, NegativeBytes) {
+  const std::string graph = Write("negative.json", R"({
+  "format": "dplace.graph", "version": 1, "name": "neg",
+  "ops": [
+    {"name": "a", "type": "Const", "outputs": [{"bytes": 4}]},
+    {"name": "b", "type": "Neg", "inputs": ["a"], "outputs": [{"bytes": -8}]}
+  ]})");
+  const std::string line =
+      BadInput(Dplace({"simulate", "--graph", graph, "--cluster", "k80x2",
+                       "--placement", kOneGpu}));
+  EXPECT_THAT(line,
+              AllOf(HasSubstr(graph), HasSubstr("ops[1].outputs[0].bytes"),
+                    HasSubstr("expected an integer >= 0, got -8")));
+}
+
+TEST_F(CliTest, GraphHashMismatch) {
+  // The example graph with one op's FLOPs changed: same op names, so only
+  // the hash tells the placement does not belong to it.
+  StatusOr<std::string> text = ReadTextFile(kGraph);
+  ASSERT_TRUE(text.ok());
+  json graph = json::parse(*text);
+  graph["ops"][3]["flops"] = 1.0;
+  const std::string path = Write("changed.json", graph.dump(1));
+  StatusOr<Graph> changed = ReadGraphJson(path);
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  const std::string example_hash = ExampleHash();
+  ASSERT_NE(changed->hash(), example_hash);
+
+  const std::string line =
+      BadInput(Dplace({"simulate", "--graph", path, "--cluster", "k80x2",
+                       "--placement", kOneGpu}));
+  EXPECT_THAT(line, AllOf(HasSubstr(kOneGpu), HasSubstr("graph_hash"),
+                          HasSubstr(example_hash), HasSubstr(changed->hash())));
+}
+
+TEST_F(CliTest, PlacementForAnotherCluster) {
+  const std::string line =
+      BadInput(Dplace({"simulate", "--graph", kGraph, "--cluster", "k80x4",
+                       "--placement", kOneGpu}));
+  EXPECT_THAT(line, AllOf(HasSubstr(kOneGpu), HasSubstr("cluster"),
+                          HasSubstr("\"k80x2\""), HasSubstr("\"k80x4\"")));
+}
+
+TEST_F(CliTest, UnknownClusterPreset) {
+  const std::string line =
+      BadInput(Dplace({"simulate", "--graph", kGraph, "--cluster", "k80x3",
+                       "--placement", kOneGpu}));
+  EXPECT_THAT(line, AllOf(HasSubstr("unknown cluster preset \"k80x3\""),
+                          HasSubstr("k80x2"), HasSubstr("h100x8x2")));
+  const std::string show = BadInput(Dplace({"cluster", "show", "k80x3"}));
+  EXPECT_THAT(show, HasSubstr("unknown cluster preset \"k80x3\""));
+}
+
+TEST_F(CliTest, MissingFile) {
+  const std::string missing = dir_ + "/no_such_graph.json";
+  const std::string line =
+      BadInput(Dplace({"simulate", "--graph", missing, "--cluster", "k80x2",
+                       "--placement", kOneGpu}));
+  EXPECT_THAT(line, AllOf(HasSubstr(missing), HasSubstr("cannot open")));
+  const std::string placement = dir_ + "/no_such.placement.json";
+  const std::string line2 =
+      BadInput(Dplace({"simulate", "--graph", kGraph, "--cluster", "k80x2",
+                       "--placement", placement}));
+  EXPECT_THAT(line2, AllOf(HasSubstr(placement), HasSubstr("cannot open")));
+}
+
+TEST_F(CliTest, BadProfile) {
+  const std::string profile = Write("profile.json", R"({
+  "format": "dplace.profile", "version": 1,
+  "by_type": {"MatMul": {"gpu": -1}}})");
+  const std::string line =
+      BadInput(Dplace({"simulate", "--graph", kGraph, "--cluster", "k80x2",
+                       "--placement", kOneGpu, "--profile", profile}));
+  EXPECT_THAT(line,
+              AllOf(HasSubstr(profile), HasSubstr("by_type[\"MatMul\"].gpu"),
+                    HasSubstr("expected a number >= 0")));
+}
+
+TEST_F(CliTest, ProfileChangesTheStepTime) {
+  auto step_time = [](const CliResult& r) {
+    for (const std::string& line : Lines(r.out)) {
+      if (line.rfind("step time: ", 0) == 0) return std::stod(line.substr(11));
+    }
+    ADD_FAILURE() << "no step time in " << r.out;
+    return 0.0;
+  };
+  const CliResult base = Dplace({"simulate", "--graph", kGraph, "--cluster",
+                                 "k80x2", "--placement", kOneGpu});
+  ASSERT_EQ(base.code, kExitOk) << base.err;
+  // Every MatMul takes a whole second on a GPU: the step gets much longer.
+  const std::string profile = Write("slow.json", R"({
+  "format": "dplace.profile", "version": 1,
+  "by_type": {"MatMul": {"gpu": 1.0}}})");
+  const CliResult slow =
+      Dplace({"simulate", "--graph", kGraph, "--cluster", "k80x2",
+              "--placement", kOneGpu, "--profile", profile});
+  ASSERT_EQ(slow.code, kExitOk) << slow.err;
+  // The MatMuls all sit on gpu:0, which runs one op at a time.
+  StatusOr<Graph> g = ReadGraphJson(kGraph);
+  ASSERT_TRUE(g.ok());
+  int matmuls = 0;
+  for (OpId op = 0; op < g->num_ops(); ++op)
+    matmuls += g->op_type(op) == "MatMul";
+  ASSERT_GT(matmuls, 0);
+  EXPECT_GE(step_time(slow), matmuls * 1.0);
+  EXPECT_LT(step_time(slow), matmuls * 1.0 + step_time(base));
+  EXPECT_LT(step_time(base), 1.0);
+}
+
+// ------------------------------------------------------------ infeasible
+
+TEST_F(CliTest, OutOfMemoryIsInfeasible) {
+  // 12 GiB of weights and optimizer slots, more than a K80's 11 GiB.
+  const std::string graph = Write("huge.json", R"({
+  "format": "dplace.graph", "version": 1, "name": "huge",
+  "ops": [
+    {"name": "weights", "type": "VariableV2", "persistent_bytes": 6442450944,
+     "outputs": [{"shape": [1024], "bytes": 4096}]},
+    {"name": "apply", "type": "ApplyAdam", "phase": "update",
+     "persistent_bytes": 6442450944, "inputs": ["weights"]}
+  ]})");
+  StatusOr<Graph> g = ReadGraphJson(graph);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+
+  // The hash `inspect` prints is the one a placement must carry.
+  const CliResult inspect = Dplace({"inspect", "--graph", graph});
+  ASSERT_EQ(inspect.code, kExitOk) << inspect.err;
+  EXPECT_THAT(inspect.out, HasSubstr("hash:             " + g->hash() + "\n"));
+
+  const std::string placement = Write("huge.placement.json", R"({
+  "format": "dplace.placement", "version": 1, "graph": "huge",
+  "graph_hash": ")" + g->hash() + R"(", "cluster": "k80x2",
+  "placement": {"weights": "gpu:0", "apply": "gpu:0"}})");
+  const CliResult r = Dplace({"simulate", "--graph", graph, "--cluster",
+                              "k80x2", "--placement", placement});
+  EXPECT_EQ(r.code, kExitInfeasible) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_THAT(r.out, HasSubstr("infeasible: out of memory on gpu:0"));
+  EXPECT_THAT(r.out, HasSubstr("OOM"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("feasible: yes")));
+
+  // The same graph split over both GPUs fits.
+  const std::string split = Write("split.placement.json", R"({
+  "format": "dplace.placement", "version": 1, "graph": "huge",
+  "graph_hash": ")" + g->hash() + R"(", "cluster": "k80x2",
+  "placement": {"weights": "gpu:0", "apply": "gpu:1"}})");
+  const CliResult ok = Dplace({"simulate", "--graph", graph, "--cluster",
+                               "k80x2", "--placement", split});
+  EXPECT_EQ(ok.code, kExitOk) << ok.out << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("feasible: yes"));
+}
+
+// ------------------------------------------------------ help and commands
+
+TEST_F(CliTest, HelpExitsZero) {
+  const CliResult r = Dplace({"--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_EQ(r.err, "");
+  EXPECT_THAT(r.out, AllOf(HasSubstr("inspect"), HasSubstr("cluster"),
+                           HasSubstr("simulate")));
+  const CliResult sub = Dplace({"simulate", "--help"});
+  EXPECT_EQ(sub.code, kExitOk);
+  EXPECT_THAT(sub.out, AllOf(HasSubstr("--placement"), HasSubstr("--trace")));
+}
+
+TEST_F(CliTest, UnknownSubcommand) {
+  const std::string line = BadInput(Dplace({"frobnicate"}));
+  EXPECT_THAT(line, HasSubstr("frobnicate"));
+}
+
+TEST_F(CliTest, BadFlags) {
+  // No command at all, an unknown flag, a missing required flag.
+  BadInput(Dplace({}));
+  EXPECT_THAT(BadInput(Dplace({"inspect", "--graph", kGraph, "--verbose"})),
+              HasSubstr("--verbose"));
+  EXPECT_THAT(
+      BadInput(Dplace({"simulate", "--graph", kGraph, "--cluster", "k80x2"})),
+      HasSubstr("--placement"));
+  EXPECT_THAT(BadInput(Dplace({"inspect"})), HasSubstr("--graph"));
+}
+
+TEST_F(CliTest, ClusterListNamesEveryPreset) {
+  const CliResult r = Dplace({"cluster", "list"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  std::vector<std::string> names;
+  for (const std::string& line : Lines(r.out)) {
+    names.push_back(line.substr(0, line.find(' ')));
+    EXPECT_GT(line.size(), names.back().size() + 1) << "no description";
+  }
+  const std::vector<std::string> expected = {"k80x2",  "k80x4",  "k80x8",
+                                             "k40x2",  "k40x4",  "k40x8",
+                                             "p100x4", "h100x8", "h100x8x2"};
+  EXPECT_EQ(names, expected);
+  EXPECT_EQ(names, ClusterPresetNames());
+}
+
+TEST_F(CliTest, ClusterShowK80x4) {
+  const CliResult r = Dplace({"cluster", "show", "k80x4"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, StartsWith("cluster k80x4: 5 devices, "));
+  int device_rows = 0;
+  for (const std::string& line : Lines(r.out)) {
+    for (const char* d : {"cpu:0 ", "gpu:0 ", "gpu:1 ", "gpu:2 ", "gpu:3 "}) {
+      if (line.rfind(d, 0) == 0) ++device_rows;
+    }
+  }
+  EXPECT_EQ(device_rows, 5);
+  EXPECT_THAT(r.out, HasSubstr("Tesla K80"));
+  EXPECT_THAT(r.out, HasSubstr("  cpu:0 -> gpu:3 ("));
+
+  // --json prints a cluster file that reads back as the same cluster.
+  const CliResult j = Dplace({"cluster", "show", "--json", "k80x4"});
+  ASSERT_EQ(j.code, kExitOk) << j.err;
+  const std::string path = Write("k80x4.json", j.out);
+  const CliResult again = Dplace({"cluster", "show", path});
+  ASSERT_EQ(again.code, kExitOk) << again.err;
+  EXPECT_EQ(again.out, r.out);
+}
+
+TEST_F(CliTest, InspectExample) {
+  const CliResult r = Dplace({"inspect", "--graph", kGraph});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string hash = ExampleHash();
+  ASSERT_EQ(hash.size(), 16u);
+  EXPECT_THAT(r.out, HasSubstr("hash:             " + hash + "\n"));
+  EXPECT_THAT(r.out, HasSubstr("graph:            mlp_training\n"));
+  EXPECT_THAT(r.out, HasSubstr("ops:              43 (forward 21, backward 14, "
+                               "update 8)\n"));
+  // The example placements were made for this graph.
+  StatusOr<std::string> placement = ReadTextFile(kOneGpu);
+  ASSERT_TRUE(placement.ok());
+  EXPECT_EQ(json::parse(*placement)["graph_hash"], hash);
+}
+
+}  // namespace
+}  // namespace dplace

@@ -24,7 +24,13 @@ std::string Format(const char* format, double value) {
   return buf;
 }
 
-std::string Gigabytes(double bytes) { return Format("%.3f GB", bytes / 1e9); }
+// Decimal units, as GPU vendors state memory: "11.81 GB", "2.05 kB".
+std::string Bytes(double bytes) {
+  if (bytes < 1e3) return Format("%.0f B", bytes);
+  if (bytes < 1e6) return Format("%.2f kB", bytes / 1e3);
+  if (bytes < 1e9) return Format("%.2f MB", bytes / 1e6);
+  return Format("%.2f GB", bytes / 1e9);
+}
 std::string Seconds(double s) { return Format("%.6f s", s); }
 
 std::string PadRight(std::string s, size_t width) {
@@ -96,9 +102,9 @@ int Inspect(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
       << g.num_edges() - control << ", control " << control << ")\n"
       << "tensors:          " << g.num_tensors() << "\n"
       << "total FLOPs:      " << Format("%.4g", g.total_flops()) << "\n"
-      << "parameter bytes:  " << Gigabytes(g.total_persistent_bytes())
+      << "parameter bytes:  " << Bytes(g.total_persistent_bytes())
       << " (persistent: weights and optimizer slots)\n"
-      << "activation bytes: " << Gigabytes(activation_bytes)
+      << "activation bytes: " << Bytes(activation_bytes)
       << " (all op outputs)\n";
   std::vector<std::pair<int, std::string>> types;
   for (const auto& [type, count] : type_count) types.push_back({-count, type});
@@ -139,7 +145,7 @@ int ClusterShow(const std::string& name, bool as_json, std::ostream& out,
         << PadRight(d.host, 7)
         << PadRight(Format("%.2f", d.peak_flops / 1e12), 9)
         << PadRight(Format("%.0f", d.memory_bandwidth / 1e9), 8)
-        << PadRight(Gigabytes(d.memory_bytes), 12)
+        << PadRight(Bytes(d.memory_bytes), 12)
         << PadRight(std::to_string(d.compute_slots), 6) << d.model << "\n";
   }
   out << "routes (hops from the first device):\n";
@@ -171,13 +177,13 @@ void PrintSimResult(const Graph& g, const Cluster& c, const SimResult& r,
     const double load = r.step_time > 0 ? r.device_busy_seconds[d] /
                                               dev.compute_slots / r.step_time
                                         : 0;
-    std::string peak = Gigabytes(r.device_peak_bytes[d]);
+    std::string peak = Bytes(r.device_peak_bytes[d]);
     if (r.device_peak_bytes[d] > dev.memory_bytes) peak += " OOM";
     out << PadRight(dev.name, 12)
         << PadRight(std::to_string(r.device_op_count[d]), 8)
         << PadRight(Seconds(r.device_busy_seconds[d]), 12)
         << PadRight(Format("%.1f%%", 100 * load), 8) << PadRight(peak, 14)
-        << Gigabytes(dev.memory_bytes) << "\n";
+        << Bytes(dev.memory_bytes) << "\n";
   }
   bool any_link = false;
   for (LinkId l = 0; l < c.num_links(); ++l) {
@@ -188,7 +194,7 @@ void PrintSimResult(const Graph& g, const Cluster& c, const SimResult& r,
         << PadRight(c.device(c.link(l).from).name + " -> " +
                         c.device(c.link(l).to).name,
                     24)
-        << Gigabytes(r.link_bytes[l]) << "\n";
+        << Bytes(r.link_bytes[l]) << "\n";
   }
   const LowerBounds& b = r.bounds;
   out << "lower bound: " << Format("%.6f", b.Max()) << " s (" << b.MaxName()

@@ -101,7 +101,9 @@ TEST(ClusterTest, PapersPresetsHaveTheirDevices) {
     // PCIe 3.0: every GPU one hop from the CPU and from every other GPU.
     for (DeviceId a = 0; a < c->num_devices(); ++a) {
       for (DeviceId b = 0; b < c->num_devices(); ++b) {
-        if (a != b) EXPECT_EQ(c->route(a, b).size(), 1u);
+        if (a != b) {
+          EXPECT_EQ(c->route(a, b).size(), 1u);
+        }
       }
     }
     EXPECT_EQ(c->link(0).bandwidth, 12e9);

@@ -162,8 +162,7 @@ int ClusterShow(const std::string& name, bool as_json, std::ostream& out,
   return kExitOk;
 }
 
-void PrintSimResult(const Graph& g, const Cluster& c, const SimResult& r,
-                    std::ostream& out) {
+void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
   out << "step time: " << Format("%.6f", r.step_time) << " s\n";
   if (r.feasible) {
     out << "feasible: yes\n";
@@ -204,7 +203,6 @@ void PrintSimResult(const Graph& g, const Cluster& c, const SimResult& r,
       << Seconds(b.total_work) << ", device load " << Seconds(b.device_load)
       << ", link volume " << Seconds(b.link_volume) << ", placed critical path "
       << Seconds(b.placed_critical_path) << "\n";
-  (void)g;
 }
 
 int Simulate(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
@@ -236,7 +234,7 @@ int Simulate(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   out << "graph " << graph->name() << " (" << graph->num_ops() << " ops, hash "
       << graph->hash() << ") on cluster " << cluster->name() << " ("
       << cluster->num_devices() << " devices)\n";
-  PrintSimResult(*graph, *cluster, *result, out);
+  PrintSimResult(*cluster, *result, out);
   out << "simulated in " << Format("%.3f", elapsed * 1e3) << " ms\n";
   if (!flags.trace.empty()) {
     Status s = WriteChromeTrace(*graph, *cluster, *result, flags.trace);

@@ -99,7 +99,8 @@ class Graph {
   // Distinct op types; op_type_id() indexes this.
   const std::vector<std::string>& op_types() const { return types_; }
 
-  // Outputs: op `op` produces tensors output_begin(op) .. output_end(op)-1.
+  // Outputs: op `op` produces tensors output(op, 0) .. output(op, n - 1),
+  // n = num_outputs(op), with consecutive ids.
   int num_outputs(OpId op) const {
     return output_offsets_[op + 1] - output_offsets_[op];
   }

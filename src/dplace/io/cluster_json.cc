@@ -86,10 +86,7 @@ StatusOr<Cluster> ParseCluster(const json& root) {
 
 StatusOr<Cluster> ParseClusterJson(const std::string& text,
                                    const std::string& source) {
-  DPLACE_ASSIGN_OR_RETURN(json root, io_internal::ParseJson(text, source));
-  StatusOr<Cluster> cluster = ParseCluster(root);
-  if (!cluster.ok()) return cluster.status().WithPrefix(source);
-  return cluster;
+  return io_internal::ParseDocument<Cluster>(text, source, ParseCluster);
 }
 
 StatusOr<Cluster> ReadClusterJson(const std::string& path) {

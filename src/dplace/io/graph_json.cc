@@ -154,10 +154,7 @@ StatusOr<Graph> ParseGraph(const json& root) {
 
 StatusOr<Graph> ParseGraphJson(const std::string& text,
                                const std::string& source) {
-  DPLACE_ASSIGN_OR_RETURN(json root, io_internal::ParseJson(text, source));
-  StatusOr<Graph> graph = ParseGraph(root);
-  if (!graph.ok()) return graph.status().WithPrefix(source);
-  return graph;
+  return io_internal::ParseDocument<Graph>(text, source, ParseGraph);
 }
 
 StatusOr<Graph> ReadGraphJson(const std::string& path) {

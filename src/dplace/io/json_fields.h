@@ -22,6 +22,18 @@ using nlohmann::json;
 // Parses `text`; a syntax error names `source`, the line and the column.
 StatusOr<json> ParseJson(const std::string& text, const std::string& source);
 
+// Parses `text` as JSON and hands the root to `parse` (a function
+// `StatusOr<T>(const json&)`); errors of either step name `source`.
+template <typename T, typename ParseFn>
+StatusOr<T> ParseDocument(const std::string& text, const std::string& source,
+                          ParseFn parse) {
+  StatusOr<json> root = ParseJson(text, source);
+  if (!root.ok()) return root.status();
+  StatusOr<T> value = parse(*root);
+  if (!value.ok()) return value.status().WithPrefix(source);
+  return value;
+}
+
 // Describes a JSON value for error messages: `"abc"`, `-5`, `an object`.
 std::string DescribeJson(const json& value);
 

@@ -69,10 +69,9 @@ StatusOr<Placement> ParsePlacementJson(const std::string& text,
                                        const std::string& source,
                                        const Graph& graph,
                                        const Cluster& cluster) {
-  DPLACE_ASSIGN_OR_RETURN(json root, io_internal::ParseJson(text, source));
-  StatusOr<Placement> placement = ParsePlacement(root, graph, cluster);
-  if (!placement.ok()) return placement.status().WithPrefix(source);
-  return placement;
+  return io_internal::ParseDocument<Placement>(
+      text, source,
+      [&](const json& root) { return ParsePlacement(root, graph, cluster); });
 }
 
 StatusOr<Placement> ReadPlacementJson(const std::string& path,

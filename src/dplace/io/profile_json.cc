@@ -29,21 +29,23 @@ Status ReadTimes(const json* object, const std::string& path,
   return Status::Ok();
 }
 
-}  // namespace
-
-StatusOr<ProfileTable> ParseProfileJson(const std::string& text,
-                                        const std::string& source) {
-  DPLACE_ASSIGN_OR_RETURN(json root, io_internal::ParseJson(text, source));
+StatusOr<ProfileTable> ParseProfile(const json& root) {
   FieldReader f(root, "");
   io_internal::CheckFormat(f, "dplace.profile");
   const json* by_type = f.Object("by_type", false);
   const json* by_name = f.Object("by_name", false);
+  DPLACE_RETURN_IF_ERROR(f.Finish());
   ProfileTable table;
-  Status s = f.Finish();
-  if (s.ok()) s = ReadTimes(by_type, "by_type", &table.by_type);
-  if (s.ok()) s = ReadTimes(by_name, "by_name", &table.by_name);
-  if (!s.ok()) return s.WithPrefix(source);
+  DPLACE_RETURN_IF_ERROR(ReadTimes(by_type, "by_type", &table.by_type));
+  DPLACE_RETURN_IF_ERROR(ReadTimes(by_name, "by_name", &table.by_name));
   return table;
+}
+
+}  // namespace
+
+StatusOr<ProfileTable> ParseProfileJson(const std::string& text,
+                                        const std::string& source) {
+  return io_internal::ParseDocument<ProfileTable>(text, source, ParseProfile);
 }
 
 StatusOr<ProfileTable> ReadProfileJson(const std::string& path) {

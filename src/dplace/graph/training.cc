@@ -67,6 +67,10 @@ std::string GradientType(const std::string& type, int input) {
   return type + "Grad";
 }
 
+bool IsGather(const std::string& type) {
+  return type == "Gather" || type == "GatherV2" || type == "ResourceGather";
+}
+
 // Ops whose gradient for `input` is their output gradient itself, so no
 // gradient op is needed (as in TensorFlow).
 bool PassesGradientThrough(const std::string& type, int input) {
@@ -246,9 +250,13 @@ class Expander {
         contributions_[x].push_back(output_grads[0]);
         continue;
       }
+      // The gradient of a gathered table is sparse (TF's IndexedSlices): one
+      // row per looked-up id, the size of the gather's output.
+      const bool sparse = IsGather(f_.op_type(op)) && k == 0;
       OpSpec g = BackwardSpec(
           op, "gradients/" + f_.op_name(op) + "_grad/" + std::to_string(k),
-          GradientType(f_.op_type(op), static_cast<int>(k)), f_.tensor(x));
+          GradientType(f_.op_type(op), static_cast<int>(k)),
+          sparse ? f_.tensor(f_.output(op, 0)) : f_.tensor(x));
       g.flops = f_.flops(op);
       g.bytes_accessed = f_.bytes_accessed(op);
       g.temporary_bytes = f_.temporary_bytes(op);

@@ -67,6 +67,18 @@ std::string GradientType(const std::string& type, int input) {
   return type + "Grad";
 }
 
+// Element-wise binary ops whose TF gradient reduces over broadcast axes.
+bool IsBroadcastingBinary(const std::string& type) {
+  static const std::unordered_set<std::string> types = {
+      "Add",     "AddV2",   "Sub",     "Mul",
+      "RealDiv", "Maximum", "Minimum", "SquaredDifference"};
+  return types.count(type) > 0;
+}
+
+bool IsConcat(const std::string& type) {
+  return type == "ConcatV2" || type == "Concat";
+}
+
 bool IsGather(const std::string& type) {
   return type == "Gather" || type == "GatherV2" || type == "ResourceGather";
 }
@@ -239,6 +251,14 @@ class Expander {
       if (!output_grads.empty()) AddUpdate(op, output_grads[0]);
       return;
     }
+    const std::string& type = f_.op_type(op);
+    if (output_grads.size() == 1) {
+      if (type == "AddN") return PassThroughToAll(op, output_grads[0]);
+      if (IsBroadcastingBinary(type)) {
+        return AddBroadcastingGradients(op, output_grads[0]);
+      }
+      if (IsConcat(type)) return AddConcatGradients(op, output_grads[0]);
+    }
     const Span<EdgeId> inputs = f_.in_edges(op);
     const Saved saved = SavedFor(f_.op_type(op));
     for (size_t k = 0; k < inputs.size(); ++k) {
@@ -279,6 +299,135 @@ class Expander {
       }
       contributions_[x].push_back({id, 0});
     }
+  }
+
+  // Data inputs of `op` whose producers need a gradient, with their index
+  // among the op's inputs.
+  std::vector<std::pair<int, EdgeId>> InputsNeedingGradients(OpId op) const {
+    std::vector<std::pair<int, EdgeId>> out;
+    const Span<EdgeId> inputs = f_.in_edges(op);
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (!f_.is_control(inputs[k]) && needs_[f_.edge_src(inputs[k])]) {
+        out.push_back({static_cast<int>(k), inputs[k]});
+      }
+    }
+    return out;
+  }
+
+  // The forward tensor an edge carries, as an input of backward ops.
+  Contribution ForwardTensor(EdgeId e) const {
+    const OpId src = f_.edge_src(e);
+    return {src, f_.edge_tensor(e) - f_.output(src, 0)};
+  }
+
+  // Adds backward op "gradients/<op>_grad/<suffix>" reading `inputs`.
+  Contribution AddBackwardOp(OpId op, const std::string& suffix,
+                             const std::string& type,
+                             const std::vector<Contribution>& inputs,
+                             std::vector<TensorInfo> outputs, double flops) {
+    OpSpec s =
+        BackwardSpec(op, "gradients/" + f_.op_name(op) + "_grad/" + suffix,
+                     type, outputs[0]);
+    s.outputs = std::move(outputs);
+    s.flops = flops;
+    for (const TensorInfo& t : s.outputs) s.bytes_accessed += t.bytes;
+    const OpId id = b_.AddOp(std::move(s));
+    for (const Contribution& c : inputs) b_.AddEdge(c.op, c.output, id);
+    return {id, 0};
+  }
+
+  void PassThroughToAll(OpId op, Contribution dy) {
+    for (const auto& [k, e] : InputsNeedingGradients(op)) {
+      contributions_[f_.edge_tensor(e)].push_back(dy);
+    }
+  }
+
+  // TF's math_grad for broadcasting binary ops: Shape of each input and
+  // BroadcastGradientArgs, then per input [Mul by the other operand,] Sum
+  // over the broadcast axes and Reshape back to the input's shape.
+  void AddBroadcastingGradients(OpId op, Contribution dy) {
+    const auto needing = InputsNeedingGradients(op);
+    const Span<EdgeId> inputs = f_.in_edges(op);
+    const TensorInfo& out = f_.tensor(f_.output(op, 0));
+    const double elements =
+        static_cast<double>(out.bytes) / std::max(1, DataTypeSize(out.dtype));
+    std::vector<Contribution> shapes;
+    std::vector<TensorInfo> axes;
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      if (f_.is_control(inputs[j])) continue;
+      const TensorInfo& x = f_.tensor(f_.edge_tensor(inputs[j]));
+      const TensorInfo shape{
+          {static_cast<int64_t>(x.shape.size())}, DataType::kInt32, 0};
+      shapes.push_back(AddBackwardOp(op, "Shape_" + std::to_string(j), "Shape",
+                                     {ForwardTensor(inputs[j])},
+                                     {WithBytes(shape)}, 0));
+      axes.push_back(WithBytes(shape));
+    }
+    const Contribution args = AddBackwardOp(
+        op, "BroadcastGradientArgs", "BroadcastGradientArgs", shapes, axes, 0);
+    const bool product = f_.op_type(op) != "Add" && f_.op_type(op) != "AddV2" &&
+                         f_.op_type(op) != "Sub";
+    int shape_index = 0;
+    for (size_t j = 0, n = 0; j < inputs.size(); ++j) {
+      if (f_.is_control(inputs[j])) continue;
+      const int axis_output = static_cast<int>(n++);
+      const bool wanted =
+          std::any_of(needing.begin(), needing.end(),
+                      [&](const auto& p) { return p.second == inputs[j]; });
+      shape_index = axis_output;
+      if (!wanted) continue;
+      const std::string k = std::to_string(j);
+      const TensorInfo& x = f_.tensor(f_.edge_tensor(inputs[j]));
+      Contribution g = dy;
+      if (product) {
+        std::vector<Contribution> operands = {dy};
+        for (size_t other = 0; other < inputs.size(); ++other) {
+          if (other != j && !f_.is_control(inputs[other])) {
+            operands.push_back(ForwardTensor(inputs[other]));
+          }
+        }
+        g = AddBackwardOp(op, "mul_" + k, f_.op_type(op), operands, {out},
+                          elements);
+      }
+      const Contribution sum = AddBackwardOp(
+          op, "Sum_" + k, "Sum", {g, {args.op, axis_output}}, {x}, elements);
+      contributions_[f_.edge_tensor(inputs[j])].push_back(AddBackwardOp(
+          op, "Reshape_" + k, "Reshape", {sum, shapes[shape_index]}, {x}, 0));
+    }
+  }
+
+  // TF's ConcatV2 gradient: ShapeN of the inputs, ConcatOffset, and a Slice
+  // of the output gradient per input.
+  void AddConcatGradients(OpId op, Contribution dy) {
+    const Span<EdgeId> inputs = f_.in_edges(op);
+    std::vector<Contribution> operands;
+    std::vector<TensorInfo> shapes;
+    for (EdgeId e : inputs) {
+      if (f_.is_control(e)) continue;
+      operands.push_back(ForwardTensor(e));
+      const TensorInfo& x = f_.tensor(f_.edge_tensor(e));
+      shapes.push_back(WithBytes(
+          {{static_cast<int64_t>(x.shape.size())}, DataType::kInt32, 0}));
+    }
+    const Contribution shape_n =
+        AddBackwardOp(op, "ShapeN", "ShapeN", operands, shapes, 0);
+    std::vector<Contribution> shape_outputs;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      shape_outputs.push_back({shape_n.op, static_cast<int>(i)});
+    }
+    const Contribution offsets = AddBackwardOp(
+        op, "ConcatOffset", "ConcatOffset", shape_outputs, shapes, 0);
+    for (const auto& [k, e] : InputsNeedingGradients(op)) {
+      const TensorInfo& x = f_.tensor(f_.edge_tensor(e));
+      contributions_[f_.edge_tensor(e)].push_back(
+          AddBackwardOp(op, "Slice_" + std::to_string(k), "Slice",
+                        {dy, {offsets.op, k}, {shape_n.op, k}}, {x}, 0));
+    }
+  }
+
+  static TensorInfo WithBytes(TensorInfo t) {
+    t.bytes = ShapeBytes(t.shape, t.dtype);
+    return t;
   }
 
   void AddUpdate(OpId param, Contribution gradient) {

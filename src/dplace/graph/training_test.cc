@@ -147,6 +147,33 @@ TEST(TrainingTest, RejectsGraphsThatAreNotForwardOrHaveNoParameter) {
   EXPECT_THAT(g.status().message(), HasSubstr("no parameter"));
 }
 
+TEST(TrainingTest, BroadcastingProductFollowsTensorFlowsGradient) {
+  // y = x * w with w broadcast over the batch: TF builds Shape(x), Shape(w),
+  // BroadcastGradientArgs, then per input Mul, Sum and Reshape.
+  GraphBuilder b("scale");
+  const OpId x = b.AddOp(Tensor2("x", "IteratorGetNext", 8, 16));
+  const OpId w = b.AddOp(Parameter("w", 1, 16));
+  const OpId y = b.AddOp(Tensor2("y", "Mul", 8, 16, 128));
+  b.AddEdge(x, 0, y);
+  b.AddEdge(w, 0, y);
+  const Graph forward = *std::move(b).Build();
+  StatusOr<Graph> g = ExpandForTraining(forward);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  for (const char* name :
+       {"gradients/y_grad/Shape_0", "gradients/y_grad/Shape_1",
+        "gradients/y_grad/BroadcastGradientArgs", "gradients/y_grad/mul_1",
+        "gradients/y_grad/Sum_1", "gradients/y_grad/Reshape_1"}) {
+    EXPECT_TRUE(g->FindOp(name).has_value()) << name;
+  }
+  EXPECT_FALSE(g->FindOp("gradients/y_grad/mul_0")) << "x needs none";
+  // dw = Sum(dy * x) reshaped to w's shape feeds the update; it reads x.
+  EXPECT_TRUE(HasEdge(*g, "x", "gradients/y_grad/mul_1"));
+  EXPECT_TRUE(
+      HasEdge(*g, "gradients/y_grad/Reshape_1", "w/ApplyGradientDescent"));
+  const OpId dw = *g->FindOp("gradients/y_grad/Reshape_1");
+  EXPECT_EQ(g->tensor(g->output(dw, 0)).shape, (std::vector<int64_t>{1, 16}));
+}
+
 TEST(TrainingTest, OptimizersByName) {
   for (const char* name : {"sgd", "momentum", "rmsprop", "adam"}) {
     ASSERT_TRUE(ParseOptimizer(name).has_value()) << name;

@@ -71,6 +71,15 @@ Tensor ModelBuilder::Parameter(const std::string& name,
   return {AddOp(std::move(s), {}), 0, std::move(shape)};
 }
 
+Tensor ModelBuilder::Const(const std::string& name, std::vector<int64_t> shape,
+                           DataType dtype) {
+  OpSpec s;
+  s.name = UniqueName(name);
+  s.type = "Const";
+  s.outputs.push_back({shape, dtype, 0});
+  return {AddOp(std::move(s), {}), 0, std::move(shape), dtype};
+}
+
 std::vector<Tensor> ModelBuilder::MultiOp(
     const std::string& type, const std::vector<Tensor>& inputs,
     const std::vector<std::vector<int64_t>>& shapes, double flops,
@@ -141,18 +150,25 @@ Tensor ModelBuilder::Dense(const Tensor& x, int64_t units,
 Tensor ModelBuilder::Conv2D(const Tensor& x, int64_t filters, int64_t kernel_h,
                             int64_t kernel_w, int64_t stride,
                             bool same_padding) {
-  const Tensor w =
-      Parameter("weights", {kernel_h, kernel_w, x.dim(3), filters});
-  const std::vector<int64_t> shape = {
-      x.dim(0), WindowOutput(x.dim(1), kernel_h, stride, same_padding),
-      WindowOutput(x.dim(2), kernel_w, stride, same_padding), filters};
-  const double flops = 2.0 * shape[0] * shape[1] * shape[2] * filters *
-                       kernel_h * kernel_w * x.dim(3);
-  return Op("Conv2D", {x, w}, shape, flops);
+  return Conv2D(x,
+                Parameter("weights", {kernel_h, kernel_w, x.dim(3), filters}),
+                stride, same_padding);
 }
 
-Tensor ModelBuilder::BatchNorm(const Tensor& x) {
-  const Tensor gamma = Parameter("gamma", {x.dim(-1)});
+Tensor ModelBuilder::Conv2D(const Tensor& x, const Tensor& filter,
+                            int64_t stride, bool same_padding) {
+  const int64_t kernel_h = filter.dim(0), kernel_w = filter.dim(1);
+  const std::vector<int64_t> shape = {
+      x.dim(0), WindowOutput(x.dim(1), kernel_h, stride, same_padding),
+      WindowOutput(x.dim(2), kernel_w, stride, same_padding), filter.dim(3)};
+  const double flops = 2.0 * shape[0] * shape[1] * shape[2] * shape[3] *
+                       kernel_h * kernel_w * x.dim(3);
+  return Op("Conv2D", {x, filter}, shape, flops);
+}
+
+Tensor ModelBuilder::BatchNorm(const Tensor& x, bool scale) {
+  const Tensor gamma =
+      scale ? Parameter("gamma", {x.dim(-1)}) : Const("ones", {x.dim(-1)});
   const Tensor beta = Parameter("beta", {x.dim(-1)});
   // Mean, variance, normalise, scale, shift: about 8 FLOPs per element.
   return Op("FusedBatchNorm", {x, gamma, beta}, x.shape, 8.0 * x.elements());
@@ -195,6 +211,17 @@ Tensor ModelBuilder::Reshape(const Tensor& x, std::vector<int64_t> shape) {
 }
 
 Tensor ModelBuilder::Softmax(const Tensor& x) { return Unary("Softmax", x, 5); }
+
+Tensor ModelBuilder::Dropout(const Tensor& x) {
+  auto scope = Scope("dropout");
+  // The random numbers do not depend on x (their shape is static), so no
+  // gradient flows into them.
+  const Tensor random = Op("RandomUniform", {}, x.shape,
+                           static_cast<double>(x.elements()), "random_uniform");
+  const Tensor keep = Const("keep_prob", {});
+  const Tensor mask = Unary("Floor", Binary("Add", random, keep));
+  return Binary("Mul", Binary("RealDiv", x, keep), mask);
+}
 
 Tensor ModelBuilder::Embedding(const Tensor& ids, int64_t vocab, int64_t dim,
                                const std::string& name) {

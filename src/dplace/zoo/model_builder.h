@@ -53,6 +53,9 @@ class ModelBuilder {
                DataType dtype = DataType::kFloat32);
   // A trainable parameter: a VariableV2 op holding its bytes.
   Tensor Parameter(const std::string& name, std::vector<int64_t> shape);
+  // A constant (TF's Const op): scalar operands, fixed masks, ones.
+  Tensor Const(const std::string& name, std::vector<int64_t> shape,
+               DataType dtype = DataType::kFloat32);
 
   // A generic op. Bytes accessed are its inputs plus its outputs.
   Tensor Op(const std::string& type, const std::vector<Tensor>& inputs,
@@ -78,8 +81,12 @@ class ModelBuilder {
   // Conv2D with a [k, k, in, out] filter (no bias; batch norm follows).
   Tensor Conv2D(const Tensor& x, int64_t filters, int64_t kernel_h,
                 int64_t kernel_w, int64_t stride, bool same_padding);
-  // FusedBatchNorm with scale and offset parameters.
-  Tensor BatchNorm(const Tensor& x);
+  // Conv2D with a given [kernel_h, kernel_w, in, out] filter.
+  Tensor Conv2D(const Tensor& x, const Tensor& filter, int64_t stride,
+                bool same_padding);
+  // FusedBatchNorm with an offset parameter and a scale parameter, or, when
+  // `scale` is false (TF-slim's default), a constant scale of ones.
+  Tensor BatchNorm(const Tensor& x, bool scale = true);
   Tensor LayerNorm(const Tensor& x);
   Tensor Pool(const std::string& type, const Tensor& x, int64_t kernel,
               int64_t stride, bool same_padding);
@@ -87,6 +94,11 @@ class ModelBuilder {
   std::vector<Tensor> Split(const Tensor& x, int axis, int parts);
   Tensor Reshape(const Tensor& x, std::vector<int64_t> shape);
   Tensor Softmax(const Tensor& x);
+  // TF 1.x tf.nn.dropout: RandomUniform, Add keep_prob, Floor (the mask),
+  // RealDiv by keep_prob, Mul by the mask. The mask stays alive until the
+  // gradient uses it. (The keep probability is a value, which graphs here do
+  // not carry.)
+  Tensor Dropout(const Tensor& x);
   // Embedding lookup of `ids` in a [vocab, dim] table.
   Tensor Embedding(const Tensor& ids, int64_t vocab, int64_t dim,
                    const std::string& name);

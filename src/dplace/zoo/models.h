@@ -18,6 +18,9 @@ namespace zoo_internal {
 ZooModel RnnlmModel();
 ZooModel NmtModel();
 ZooModel GnmtModel();
+ZooModel InceptionV3Model();
+ZooModel ResNetModel();
+ZooModel BertModel();
 
 // Places every op by the first matching rule on its scope; an op no rule
 // claims goes to `fallback`. Ops that may not run on the chosen device's
@@ -25,6 +28,12 @@ ZooModel GnmtModel();
 Placement PlaceByScope(
     const Graph& graph, const Cluster& cluster,
     const std::function<DeviceId(const std::string& scope)>& rule);
+
+// Every op on the first GPU; ops that may not run there (the input
+// pipeline) on the first CPU. The expert placement of CNNs (Hierarchical
+// Planner, Post) and BERT (EAGLE).
+Placement OneGpuPlacement(const Graph& graph, const Cluster& cluster,
+                          const ZooParams& params);
 
 // The GPU of layer `layer` out of `layers`: GPU i for layer i while there
 // are enough GPUs, otherwise contiguous blocks of layers per GPU.

@@ -18,9 +18,9 @@ const std::string& ZooParams::String(const std::string& key) const {
 
 const std::vector<ZooModel>& ZooModels() {
   static const auto* models = new std::vector<ZooModel>{
-      zoo_internal::RnnlmModel(),
-      zoo_internal::NmtModel(),
-      zoo_internal::GnmtModel(),
+      zoo_internal::RnnlmModel(),  zoo_internal::NmtModel(),
+      zoo_internal::GnmtModel(),   zoo_internal::InceptionV3Model(),
+      zoo_internal::ResNetModel(), zoo_internal::BertModel(),
   };
   return *models;
 }
@@ -122,6 +122,13 @@ Placement PlaceByScope(
     placement[op] = d;
   }
   return placement;
+}
+
+Placement OneGpuPlacement(const Graph& graph, const Cluster& cluster,
+                          const ZooParams& params) {
+  const DeviceId gpu = LayerGpu(cluster, 0, 1);
+  return PlaceByScope(graph, cluster,
+                      [gpu](const std::string&) { return gpu; });
 }
 
 DeviceId LayerGpu(const Cluster& cluster, int64_t layer, int64_t layers) {

@@ -111,5 +111,162 @@ TEST(ZooTest, LayersBeyondTheGpusShareThemInBlocks) {
   EXPECT_EQ(zoo_internal::LayerGpu(c, 0, 1), g0);
 }
 
+// Forward ops of `type`.
+int CountType(const Graph& g, const std::string& type) {
+  int n = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    n += g.phase(op) == Phase::kForward && g.op_type(op) == type;
+  }
+  return n;
+}
+
+double ForwardFlops(const Graph& g) {
+  double flops = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    if (g.phase(op) == Phase::kForward) flops += g.flops(op);
+  }
+  return flops;
+}
+
+// Simulates the model's expert placement on its paper preset.
+SimResult SimulateExpert(const std::string& spec_text) {
+  StatusOr<ZooSpec> spec = ParseZooSpec(spec_text);
+  EXPECT_TRUE(spec.ok()) << spec_text;
+  StatusOr<Graph> g = MakeZooModel(*spec);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  const Cluster c = *MakeClusterPreset(spec->model->paper_preset);
+  const Placement p = spec->model->expert(*g, c, spec->params);
+  EXPECT_TRUE(ValidatePlacement(*g, c, p).ok());
+  const CostModel cost(*g, c);
+  Simulator sim(cost);
+  StatusOr<SimResult> r = sim.Simulate(p);
+  EXPECT_TRUE(r.ok());
+  return *r;
+}
+
+TEST(ZooTest, ResNet50ForwardIsFourPointOneGigaMultiplyAddsPerImage) {
+  // He et al. / torchvision: 4.1 G multiply-adds per 224x224 image, i.e.
+  // 8.2 GFLOPs; batch norm, Relu and pooling add about 1%.
+  StatusOr<Graph> g = MakeZooModel("resnet:depth=50,batch=8");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_NEAR(ForwardFlops(*g) / 8, 2 * 4.1e9, 0.05 * 2 * 4.1e9);
+  // Training is about 3x forward: each MatMul / conv has two gradients.
+  EXPECT_NEAR(g->total_flops() / ForwardFlops(*g), 3.0, 0.45);
+}
+
+TEST(ZooTest, CnnsHaveThePapersLayers) {
+  // Inception-V3: 94 conv + batch-norm layers in the trunk, 2 in the
+  // auxiliary head, and two logits convs. ResNet: one stem conv, 3 per bottleneck, 4 projections.
+  StatusOr<Graph> inception = MakeZooModel("inception_v3:batch=1");
+  ASSERT_TRUE(inception.ok()) << inception.status().message();
+  EXPECT_EQ(CountType(*inception, "FusedBatchNorm"), 94 + 2);
+  EXPECT_EQ(CountType(*inception, "Conv2D"), 94 + 2 + 2);
+  EXPECT_EQ(CountType(*inception, "ConcatV2"), 11 + 4);
+  const std::pair<int, int> depths[] = {
+      {50, 16}, {101, 33}, {152, 50}, {200, 66}};
+  for (const auto& [depth, units] : depths) {
+    SCOPED_TRACE(depth);
+    StatusOr<Graph> g =
+        MakeZooModel("resnet:batch=2,depth=" + std::to_string(depth));
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_EQ(CountType(*g, "Conv2D"), 1 + 3 * units + 4);
+    EXPECT_EQ(CountType(*g, "Add"), units + 1);  // And the loss's.
+  }
+  StatusOr<Graph> bad = MakeZooModel("resnet:depth=34");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("depth must be 50, 101, 152 or 200, got 34"));
+}
+
+TEST(ZooTest, CnnScopesNameBlocksUnitsAndBranches) {
+  StatusOr<Graph> resnet = MakeZooModel("resnet:depth=50,batch=2");
+  StatusOr<Graph> inception = MakeZooModel("inception_v3:batch=1");
+  ASSERT_TRUE(resnet.ok() && inception.ok());
+  EXPECT_TRUE(resnet->FindOp("block_3/unit_2/conv1/Conv2D").has_value());
+  EXPECT_TRUE(resnet->FindOp("block_2/unit_1/shortcut/Conv2D").has_value());
+  EXPECT_FALSE(resnet->FindOp("block_2/unit_2/shortcut/Conv2D").has_value());
+  EXPECT_TRUE(inception->FindOp("mixed_6b/branch_1/conv_2/Conv2D").has_value());
+  const OpId conv = *inception->FindOp("mixed_6b/branch_1/conv_2/Conv2D");
+  // The factorised 1x7 conv keeps the 17x17 grid.
+  EXPECT_EQ(inception->tensor(inception->output(conv, 0)).shape,
+            (std::vector<int64_t>{1, 17, 17, 128}));
+  EXPECT_EQ(inception->scope(conv), "mixed_6b/branch_1/conv_2");
+}
+
+TEST(ZooTest, CnnExpertPlacementsFitOneGpuOfThePaperPreset) {
+  // Inception-V3 at batch 32 (ColocRL, Post) and 1 (Hierarchical Planner),
+  // ResNet-152 at batch 32 on a 12 GB K40; Post's ResNet-50 / 200 at batch
+  // 32 on an 11 GiB K80.
+  for (const char* spec : {"inception_v3", "inception_v3:batch=1", "resnet"}) {
+    SCOPED_TRACE(spec);
+    const SimResult r = SimulateExpert(spec);
+    EXPECT_TRUE(r.feasible);
+    EXPECT_GT(r.step_time, 0);
+  }
+  for (const char* spec : {"resnet:depth=50", "resnet:depth=200"}) {
+    SCOPED_TRACE(spec);
+    StatusOr<Graph> g = MakeZooModel(spec);
+    ASSERT_TRUE(g.ok());
+    const Cluster c = *MakeClusterPreset("k80x4");
+    const ZooModel& m = *FindZooModel("resnet");
+    const Placement p = m.expert(*g, c, ZooParams(m.defaults));
+    const CostModel cost(*g, c);
+    Simulator sim(cost);
+    StatusOr<SimResult> r = sim.Simulate(p);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->feasible) << DescribeInfeasibility(c, *r);
+  }
+}
+
+TEST(ZooTest, CnnExpertKeepsTheInputPipelineOnTheCpu) {
+  StatusOr<ZooSpec> spec = ParseZooSpec("inception_v3:batch=1");
+  ASSERT_TRUE(spec.ok());
+  StatusOr<Graph> g = MakeZooModel(*spec);
+  ASSERT_TRUE(g.ok());
+  const Cluster c = *MakeClusterPreset("k40x4");
+  const Placement p = spec->model->expert(*g, c, spec->params);
+  for (OpId op = 0; op < g->num_ops(); ++op) {
+    const bool input = g->scope(op) == "input";
+    EXPECT_EQ(c.device(p[op]).name, input ? "cpu:0" : "gpu:0")
+        << g->op_name(op);
+  }
+}
+
+TEST(ZooTest, BertBaseDoesNotFitOneP100ButSmallerBatchesDo) {
+  // EAGLE: BERT-Base at sequence 384 and batch 24 does not fit one 16 GB
+  // GPU; Google's README fits batch 12 in 12 GB.
+  const SimResult full = SimulateExpert("bert");
+  EXPECT_FALSE(full.feasible);
+  const Cluster c = *MakeClusterPreset("p100x4");
+  EXPECT_EQ(c.device(full.oom_device).name, "gpu:0");
+  EXPECT_THAT(DescribeInfeasibility(c, full), HasSubstr("out of memory"));
+  EXPECT_TRUE(SimulateExpert("bert:batch=12").feasible);
+}
+
+TEST(ZooTest, BertHasItsLayersAndNamesBadVariants) {
+  StatusOr<Graph> base = MakeZooModel("bert:batch=2,seq=16");
+  StatusOr<Graph> large = MakeZooModel("bert:variant=large,batch=2,seq=16");
+  ASSERT_TRUE(base.ok()) << base.status().message();
+  ASSERT_TRUE(large.ok()) << large.status().message();
+  // Q, K, V, attention output, intermediate and output dense layers per
+  // layer, one embedding gather.
+  EXPECT_EQ(CountType(*base, "BatchMatMulV2"), 2 * 12);
+  EXPECT_EQ(CountType(*large, "BatchMatMulV2"), 2 * 24);
+  EXPECT_EQ(CountType(*base, "Softmax"), 12);
+  EXPECT_EQ(CountType(*base, "LayerNorm"), 1 + 2 * 12);
+  EXPECT_EQ(CountType(*base, "GatherV2"), 1);
+  EXPECT_TRUE(base->FindOp("bert/encoder/layer_11/attention/self/query/kernel")
+                  .has_value());
+  // BERT-Base: 110 M parameters, and Adam's two slots.
+  EXPECT_NEAR(base->total_persistent_bytes() / 3 / 4.0, 110e6, 2e6);
+  EXPECT_GT(large->num_ops(), base->num_ops());
+
+  StatusOr<Graph> huge = MakeZooModel("bert:variant=huge");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(huge.status().message(),
+              HasSubstr("variant must be base or large, got \"huge\""));
+  EXPECT_FALSE(MakeZooModel("bert:seq=513").ok());
+}
+
 }  // namespace
 }  // namespace dplace

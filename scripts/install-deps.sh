@@ -9,6 +9,8 @@ packages=(
   g++ make cmake pkg-config
   # Libraries of the core.
   nlohmann-json3-dev libcli11-dev
+  # ONNX import: libonnx (its generated protobuf classes) and protobuf.
+  libonnx-dev libprotobuf-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
 )

@@ -1,0 +1,91 @@
+// ONNX import: an ONNX model file becomes a forward Graph that
+// ExpandForTraining (dplace/graph/training.h) turns into a training graph.
+//
+// Shapes come from ONNX shape inference (Debian's libonnx) over the model,
+// with the shapes the file declares (graph inputs, outputs, value_info,
+// initializer dims) as its starting point. Weight data is never read: only
+// names, element types and dims, so models exported with
+// export_params=False (weights as graph inputs without data) import like
+// models that carry their weights.
+//
+// What becomes what:
+// - Each node becomes one op of the node's ONNX op type ("Conv", "Gemm",
+//   "MatMul", ...), named after the node (a leading '/' dropped; a node
+//   without a name gets "<OpType>_<index>"), with one output per node output
+//   that is consumed or is a graph output (the first output when none is).
+//   Its scope is the node name's path: "/layer1/layer1.0/conv1/Conv" ->
+//   "layer1/layer1.0/conv1".
+// - Each weight becomes a source op named after the weight, with its size as
+//   persistent bytes and the op's output shaped like the weight, in the scope
+//   of its first consumer. A weight is trainable, of type "VariableV2", when
+//   it is a floating-point tensor not consumed only as BatchNormalization's
+//   running mean or variance; else it is "Const" (no gradient, no update).
+//   Weights are the initializers, and the graph inputs that (a) are consumed
+//   as a parameter operand (Conv and ConvTranspose W and B; Gemm B and C;
+//   BatchNormalization, InstanceNormalization, LayerNormalization and
+//   GroupNormalization scale, bias, mean and variance; LSTM, GRU and RNN W,
+//   R and B; PRelu slope), or (b) are named like a framework parameter (a
+//   dotted path whose last part ends in "weight" or "bias", or is
+//   "running_mean", "running_var" or "num_batches_tracked", as
+//   PyTorch's state_dict names them). Every other graph input is data: a
+//   source op of type "IteratorGetNext" named after the input. Graph inputs
+//   no node consumes are left out.
+// - Shape arithmetic is folded away: small tensors whose value is known at
+//   import (Constant nodes, integer and scalar initializers, Shape and Size
+//   of statically shaped tensors, and Gather, Concat, Unsqueeze, Slice,
+//   Cast, Add, Mul, Div, ... on those) are evaluated, the nodes computing
+//   them become no ops, and their consumers read them as constants (no
+//   edge). This is what lets shape inference resolve the Reshape and Slice
+//   bounds that exporters compute from Shape ops for dynamic dims. A Shape
+//   or Size node that does not fold depends on its input by a control edge:
+//   it reads only the shape, so no data and no gradient flow through it.
+// - Where libonnx 1.12 infers only an output's rank (Einsum), the importer
+//   computes its dims from the operands.
+// - FLOPs count 2 per multiply-add; bytes accessed are the bytes of the
+//   inputs read plus the outputs written (views such as Reshape access none;
+//   Gather reads only the rows it gathers). Operators without a cost formula
+//   get zero FLOPs and their bytes accessed ("memory-only cost"); one
+//   warning lists them all.
+#ifndef DPLACE_IO_ONNX_IMPORT_H_
+#define DPLACE_IO_ONNX_IMPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dplace/graph/graph.h"
+#include "dplace/util/status.h"
+
+namespace dplace {
+
+struct OnnxImportOptions {
+  // Batch size: the first dim of every data input. 0 keeps the model's;
+  // > 0 overrides it (required when the model's is symbolic, e.g. an export
+  // with dynamic_axes). Default: 0.
+  int64_t batch = 0;
+};
+
+struct OnnxImport {
+  Graph forward;  // Every op in Phase::kForward.
+  // One line each, for the user: operators imported without FLOPs, an opset
+  // newer than libonnx knows, model-local functions not expanded.
+  std::vector<std::string> warnings;
+};
+
+// Imports the ONNX model at `path`. The graph is named after the file
+// (without folder and ".onnx"). Errors are one line naming the file and the
+// node or tensor at fault: not an ONNX model, a truncated file, a tensor
+// without a shape, a symbolic dim (other than the batch of a data input
+// overridden by `options.batch`), an unsupported element type.
+StatusOr<OnnxImport> ImportOnnxFile(const std::string& path,
+                                    const OnnxImportOptions& options = {});
+
+// As ImportOnnxFile, from the serialized model `bytes`; `source` names it in
+// errors and, without folder and ".onnx", names the graph.
+StatusOr<OnnxImport> ImportOnnxBytes(const std::string& bytes,
+                                     const std::string& source,
+                                     const OnnxImportOptions& options = {});
+
+}  // namespace dplace
+
+#endif  // DPLACE_IO_ONNX_IMPORT_H_

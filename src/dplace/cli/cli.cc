@@ -8,9 +8,11 @@
 #include <string>
 
 #include "dplace/cost/cost_model.h"
+#include "dplace/graph/training.h"
 #include "dplace/io/chrome_trace.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/graph_json.h"
+#include "dplace/io/onnx_import.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/sim/simulator.h"
@@ -38,15 +40,38 @@ std::string PadRight(std::string s, size_t width) {
   return s;
 }
 
-// Loads the graph named by --graph or --model. Until the zoo and the ONNX
-// importer exist, a model is a graph JSON file.
+bool IsOnnxPath(const std::string& path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+}
+
+// Imports an ONNX model and expands it into its training graph.
+StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,
+                                        const OnnxImportOptions& options,
+                                        Optimizer optimizer,
+                                        std::vector<std::string>* warnings) {
+  StatusOr<OnnxImport> imported = ImportOnnxFile(path, options);
+  if (!imported.ok()) return imported.status();
+  if (warnings) *warnings = imported->warnings;
+  TrainingOptions training_options;
+  training_options.optimizer = optimizer;
+  StatusOr<Graph> training =
+      ExpandForTraining(imported->forward, training_options);
+  if (!training.ok()) return training.status().WithPrefix(path);
+  return training;
+}
+
+// Loads the graph named by --graph or --model: a graph JSON file, or an
+// ONNX model (imported with its own batch size and expanded for training
+// with SGD; `dplace import` chooses both).
 StatusOr<Graph> LoadGraph(const std::string& spec) {
-  if (spec.rfind("zoo:", 0) == 0 ||
-      (spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".onnx") == 0)) {
+  if (spec.rfind("zoo:", 0) == 0) {
     return InvalidArgumentError(
         "--model " + spec +
-        ": this build reads graph JSON files only (zoo models and ONNX "
-        "import are not built yet)");
+        ": this build reads graph JSON and ONNX files only (zoo models are "
+        "not built yet)");
+  }
+  if (IsOnnxPath(spec)) {
+    return ImportOnnxTrainingGraph(spec, {}, Optimizer::kSgd, nullptr);
   }
   return ReadGraphJson(spec);
 }
@@ -63,7 +88,8 @@ void AddGraphFlags(CLI::App* cmd, CommonFlags* flags) {
   auto* graph = cmd->add_option("--graph", flags->graph, "graph JSON file");
   auto* model = cmd->add_option(
       "--model", flags->graph,
-      "model: a graph .json file (zoo:NAME and .onnx come with the zoo)");
+      "model: a graph .json file, or an .onnx model (imported, then "
+      "expanded for training with sgd); zoo:NAME comes with the zoo");
   graph->excludes(model);
   cmd->callback([cmd] {
     if (cmd->count("--graph") + cmd->count("--model") == 0) {
@@ -115,6 +141,45 @@ int Inspect(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   }
   if (types.size() > 8) out << " (+" << types.size() - 8 << " more)";
   out << "\n";
+  return kExitOk;
+}
+
+struct ImportFlags {
+  std::string model;
+  int64_t batch = 0;
+  std::string optimizer = "sgd";
+  std::string output;
+};
+
+// dplace import: ONNX model -> training graph JSON.
+int Import(const ImportFlags& flags, std::ostream& out, std::ostream& err) {
+  OnnxImportOptions options;
+  options.batch = flags.batch;
+  const Optimizer optimizer = *ParseOptimizer(flags.optimizer);
+  std::vector<std::string> warnings;
+  StatusOr<Graph> graph =
+      ImportOnnxTrainingGraph(flags.model, options, optimizer, &warnings);
+  if (!graph.ok()) return Fail(err, graph.status());
+  const Graph& g = *graph;
+  Status written = WriteGraphJson(g, flags.output);
+  if (!written.ok()) return Fail(err, written);
+  int phase_count[3] = {0, 0, 0};
+  double forward_flops = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    ++phase_count[static_cast<int>(g.phase(op))];
+    if (g.phase(op) == Phase::kForward) forward_flops += g.flops(op);
+  }
+  out << "imported " << flags.model << " as graph " << g.name()
+      << ", expanded for training with " << OptimizerName(optimizer) << "\n"
+      << "ops:             " << g.num_ops() << " (forward " << phase_count[0]
+      << ", backward " << phase_count[1] << ", update " << phase_count[2]
+      << ")\n"
+      << "FLOPs per step:  " << Format("%.4g", g.total_flops()) << " (forward "
+      << Format("%.4g", forward_flops) << ")\n"
+      << "parameter bytes: " << Bytes(g.total_persistent_bytes())
+      << " (weights and optimizer slots)\n";
+  for (const std::string& w : warnings) err << "dplace: warning: " << w << "\n";
+  out << "wrote " << flags.output << "\n";
   return kExitOk;
 }
 
@@ -290,6 +355,25 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
                        "profile JSON of measured op times (overrides the "
                        "roofline cost model)");
 
+  ImportFlags import_flags;
+  auto* import = app.add_subcommand(
+      "import",
+      "import an ONNX model, expand it into its training graph and write it "
+      "as graph JSON");
+  import->add_option("model", import_flags.model, "the .onnx model file")
+      ->required();
+  import
+      ->add_option("--batch", import_flags.batch,
+                   "batch size: the first dim of the data inputs (default: "
+                   "the model's; needed when it is symbolic)")
+      ->check(CLI::PositiveNumber);
+  import
+      ->add_option("--optimizer", import_flags.optimizer,
+                   "optimizer of the update ops (default: sgd)")
+      ->check(CLI::IsMember({"sgd", "momentum", "rmsprop", "adam"}));
+  import->add_option("-o,--output", import_flags.output, "graph JSON to write")
+      ->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -320,6 +404,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
 
   if (inspect->parsed()) return Inspect(flags, out, err);
   if (simulate->parsed()) return Simulate(flags, out, err);
+  if (import->parsed()) return Import(import_flags, out, err);
   if (cluster->parsed()) {
     if (show->parsed()) return ClusterShow(show_name, show_json, out, err);
     return ClusterList(out);

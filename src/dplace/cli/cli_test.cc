@@ -422,5 +422,86 @@ TEST_F(CliTest, InspectExample) {
   EXPECT_EQ(json::parse(*placement)["graph_hash"], hash);
 }
 
+// --- dplace import ---------------------------------------------------------
+
+const std::string kResNet18 = kSourceDir + "/testdata/onnx/resnet18.onnx";
+const std::string kEncoder =
+    kSourceDir + "/testdata/onnx/transformer_encoder.onnx";
+
+TEST_F(CliTest, ImportWritesTheTrainingGraph) {
+  const std::string out = dir_ + "/resnet18.json";
+  const CliResult r = Dplace(
+      {"import", kResNet18, "--batch", "8", "--optimizer", "adam", "-o", out});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_THAT(r.out,
+              HasSubstr("as graph resnet18, expanded for training with adam"));
+  EXPECT_THAT(r.out, HasSubstr("update 62)"));
+  EXPECT_THAT(r.out, HasSubstr("wrote " + out));
+  StatusOr<Graph> graph = ReadGraphJson(out);
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  int updates = 0;
+  for (OpId op = 0; op < graph->num_ops(); ++op) {
+    updates += graph->op_type(op) == "ApplyAdam";
+  }
+  EXPECT_EQ(updates, 62);
+  const OpId input = *graph->FindOp("input");
+  EXPECT_EQ(graph->tensor(graph->output(input, 0)).shape[0], 8);
+}
+
+TEST_F(CliTest, ImportPrintsWarnings) {
+  // The fixture with its opset raised past what libonnx knows: still
+  // imported, with a warning on stderr.
+  StatusOr<std::string> bytes = ReadTextFile(kResNet18);
+  ASSERT_TRUE(bytes.ok());
+  // opset_import { version: 17 } is the bytes 0x42 0x02 0x10 0x11 near the
+  // end of the file; 0x11 -> 0x12 makes it 18.
+  std::string model = *bytes;
+  const size_t at = model.rfind(std::string("\x42\x02\x10\x11", 4));
+  ASSERT_NE(at, std::string::npos);
+  model[at + 3] = 0x12;
+  const std::string path = Write("newer.onnx", model);
+  const CliResult r = Dplace({"import", path, "-o", dir_ + "/newer.json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.err,
+              AllOf(StartsWith("dplace: warning: "), HasSubstr("opset 18")));
+}
+
+TEST_F(CliTest, ImportSymbolicBatchNeedsBatchFlag) {
+  const std::string line =
+      BadInput(Dplace({"import", kEncoder, "-o", dir_ + "/e.json"}));
+  EXPECT_THAT(line, AllOf(HasSubstr("transformer_encoder.onnx"),
+                          HasSubstr("'src'"), HasSubstr("--batch")));
+  const CliResult r =
+      Dplace({"import", kEncoder, "--batch", "4", "-o", dir_ + "/e.json"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+}
+
+TEST_F(CliTest, ImportBadInput) {
+  const std::string text = Write("model.onnx", "this is not a model\n");
+  EXPECT_THAT(BadInput(Dplace({"import", text, "-o", dir_ + "/g.json"})),
+              HasSubstr("model.onnx: not"));
+  EXPECT_THAT(BadInput(Dplace(
+                  {"import", dir_ + "/missing.onnx", "-o", dir_ + "/g.json"})),
+              HasSubstr("missing.onnx"));
+  BadInput(Dplace(
+      {"import", kResNet18, "--optimizer", "lbfgs", "-o", dir_ + "/g.json"}));
+  BadInput(
+      Dplace({"import", kResNet18, "--batch", "0", "-o", dir_ + "/g.json"}));
+  BadInput(Dplace({"import", kResNet18}));  // No -o.
+  EXPECT_THAT(BadInput(Dplace(
+                  {"import", kResNet18, "-o", dir_ + "/no/such/dir/g.json"})),
+              HasSubstr("cannot write"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/g.json"));
+}
+
+TEST_F(CliTest, ModelAcceptsOnnxFiles) {
+  const CliResult r = Dplace({"inspect", "--model", kResNet18});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(
+      r.out, AllOf(HasSubstr("graph:            resnet18\n"),
+                   HasSubstr("update 62)"), HasSubstr("ApplyGradientDescent")));
+}
+
 }  // namespace
 }  // namespace dplace

@@ -16,6 +16,7 @@
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/zoo/zoo.h"
 
 namespace dplace {
 namespace {
@@ -60,15 +61,14 @@ StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,
   return training;
 }
 
-// Loads the graph named by --graph or --model: a graph JSON file, or an
-// ONNX model (imported with its own batch size and expanded for training
-// with SGD; `dplace import` chooses both).
+// Loads the graph named by --graph or --model: zoo:NAME[:k=v,...], a graph
+// JSON file, or an ONNX model (imported with its own batch size and
+// expanded for training with SGD; `dplace import` chooses both).
 StatusOr<Graph> LoadGraph(const std::string& spec) {
   if (spec.rfind("zoo:", 0) == 0) {
-    return InvalidArgumentError(
-        "--model " + spec +
-        ": this build reads graph JSON and ONNX files only (zoo models are "
-        "not built yet)");
+    StatusOr<Graph> graph = MakeZooModel(spec.substr(4));
+    if (!graph.ok()) return graph.status().WithPrefix("--model " + spec);
+    return graph;
   }
   if (IsOnnxPath(spec)) {
     return ImportOnnxTrainingGraph(spec, {}, Optimizer::kSgd, nullptr);
@@ -88,8 +88,9 @@ void AddGraphFlags(CLI::App* cmd, CommonFlags* flags) {
   auto* graph = cmd->add_option("--graph", flags->graph, "graph JSON file");
   auto* model = cmd->add_option(
       "--model", flags->graph,
-      "model: a graph .json file, or an .onnx model (imported, then "
-      "expanded for training with sgd); zoo:NAME comes with the zoo");
+      "model: zoo:NAME[:key=value,...] (see `dplace zoo list`), a graph "
+      ".json file, or an .onnx model (imported, then expanded for training "
+      "with sgd)");
   graph->excludes(model);
   cmd->callback([cmd] {
     if (cmd->count("--graph") + cmd->count("--model") == 0) {
@@ -180,6 +181,102 @@ int Import(const ImportFlags& flags, std::ostream& out, std::ostream& err) {
       << " (weights and optimizer slots)\n";
   for (const std::string& w : warnings) err << "dplace: warning: " << w << "\n";
   out << "wrote " << flags.output << "\n";
+  return kExitOk;
+}
+
+int ZooList(std::ostream& out) {
+  for (const ZooModel& m : ZooModels()) {
+    out << PadRight(m.name, 14) << m.description << "\n";
+    std::string defaults;
+    for (const auto& [key, value] : m.defaults) {
+      defaults += (defaults.empty() ? "" : ",") + key + "=" + value;
+    }
+    out << PadRight("", 14) << "defaults " << defaults << "; paper preset "
+        << m.paper_preset << "\n";
+  }
+  return kExitOk;
+}
+
+// Peak memory of `graph` with every op on one GPU of `cluster` (CPU-only ops
+// on the CPU), in bytes.
+int64_t SingleGpuPeak(const Graph& graph, const Cluster& cluster) {
+  const DeviceId gpu = cluster.DevicesOfKind(DeviceKind::kGpu)[0];
+  const DeviceId cpu = cluster.DevicesOfKind(DeviceKind::kCpu)[0];
+  Placement one(graph.num_ops(), gpu);
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    if (!graph.allowed_devices(op).Contains(DeviceKind::kGpu)) one[op] = cpu;
+  }
+  const CostModel cost(graph, cluster);
+  Simulator simulator(cost);
+  return simulator.Simulate(one)->device_peak_bytes[gpu];
+}
+
+// One markdown row per model configuration the papers report: op counts
+// against theirs, FLOPs, weights, single-GPU peak memory and which GPUs it
+// fits, and the expert placement on the paper's machine.
+int ZooStats(std::ostream& out, std::ostream& err) {
+  const char* gpus[] = {"k80x2", "k40x2", "p100x4", "h100x8"};
+  out << "| model | ops | paper ops | vs paper | GFLOPs / step | parameters "
+         "| peak on one GPU | fits one | expert placement | build |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n";
+  for (const ZooModel& m : ZooModels()) {
+    std::vector<std::pair<std::string, int64_t>> configs = {
+        {m.name, m.paper_ops}};
+    for (const auto& [params, ops] : m.paper_variants) {
+      configs.push_back({m.name + ":" + params, ops});
+    }
+    for (const auto& [spec_text, paper_ops] : configs) {
+      const auto start = std::chrono::steady_clock::now();
+      StatusOr<ZooSpec> spec = ParseZooSpec(spec_text);
+      StatusOr<Graph> graph =
+          spec.ok() ? MakeZooModel(*spec) : StatusOr<Graph>(spec.status());
+      if (!graph.ok()) return Fail(err, graph.status());
+      const double build = std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+      const Graph& g = *graph;
+      const Cluster paper = *LoadCluster(m.paper_preset);
+      const int64_t peak = SingleGpuPeak(g, paper);
+      std::string fits;
+      for (const char* preset : gpus) {
+        const Cluster c = *LoadCluster(preset);
+        const Device& gpu = c.device(c.DevicesOfKind(DeviceKind::kGpu)[0]);
+        if (peak <= gpu.memory_bytes) {
+          fits += (fits.empty() ? "" : ", ") + gpu.model;
+        }
+      }
+      const CostModel cost(g, paper);
+      Simulator simulator(cost);
+      const SimResult expert =
+          *simulator.Simulate(m.expert(g, paper, spec->params));
+      out << "| `" << spec_text << "` | " << g.num_ops() << " | "
+          << (paper_ops ? std::to_string(paper_ops) : "-") << " | "
+          << (paper_ops ? Format("%+.0f%%",
+                                 100.0 * (g.num_ops() - paper_ops) / paper_ops)
+                        : "-")
+          << " | " << Format("%.1f", g.total_flops() / 1e9) << " | "
+          << Bytes(g.total_persistent_bytes()) << " | " << Bytes(peak) << " | "
+          << (fits.empty() ? "none" : fits) << " | " << m.paper_preset << ": "
+          << (expert.feasible ? Format("%.3f s", expert.step_time) : "OOM")
+          << " | " << Format("%.0f ms", build * 1e3) << " |\n";
+    }
+  }
+  return kExitOk;
+}
+
+int ZooExport(const std::string& name, const std::vector<std::string>& params,
+              const std::string& output, std::ostream& out, std::ostream& err) {
+  std::string spec = name;
+  for (size_t i = 0; i < params.size(); ++i) {
+    spec +=
+        (i == 0 && name.find(':') == std::string::npos ? ":" : ",") + params[i];
+  }
+  StatusOr<Graph> graph = MakeZooModel(spec);
+  if (!graph.ok()) return Fail(err, graph.status());
+  Status written = WriteGraphJson(*graph, output);
+  if (!written.ok()) return Fail(err, written);
+  out << "wrote " << output << ": " << spec << ", " << graph->num_ops()
+      << " ops, hash " << graph->hash() << "\n";
   return kExitOk;
 }
 
@@ -355,6 +452,27 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
                        "profile JSON of measured op times (overrides the "
                        "roofline cost model)");
 
+  auto* zoo = app.add_subcommand(
+      "zoo",
+      "the papers' benchmark models (use as --model zoo:NAME[:k=v,...])");
+  zoo->require_subcommand(1);
+  auto* zoo_list = zoo->add_subcommand("list", "list the models and defaults");
+  bool zoo_stats = false;
+  zoo_list->add_flag("--stats", zoo_stats,
+                     "build every model the papers report and print a "
+                     "markdown table: op counts vs the papers, FLOPs, "
+                     "memory, what fits");
+  auto* zoo_export = zoo->add_subcommand(
+      "export", "write a model's training graph as graph JSON");
+  std::string zoo_name, zoo_output;
+  std::vector<std::string> zoo_params;
+  zoo_export->add_option("name", zoo_name, "model name (see `dplace zoo list`)")
+      ->required();
+  zoo_export->add_option("--param", zoo_params,
+                         "key=value overriding a default (repeatable)");
+  zoo_export->add_option("-o,--output", zoo_output, "graph JSON to write")
+      ->required();
+
   ImportFlags import_flags;
   auto* import = app.add_subcommand(
       "import",
@@ -405,6 +523,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   if (inspect->parsed()) return Inspect(flags, out, err);
   if (simulate->parsed()) return Simulate(flags, out, err);
   if (import->parsed()) return Import(import_flags, out, err);
+  if (zoo_export->parsed()) {
+    return ZooExport(zoo_name, zoo_params, zoo_output, out, err);
+  }
+  if (zoo_list->parsed()) return zoo_stats ? ZooStats(out, err) : ZooList(out);
   if (cluster->parsed()) {
     if (show->parsed()) return ClusterShow(show_name, show_json, out, err);
     return ClusterList(out);

@@ -15,11 +15,13 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/io/file.h"
 #include "dplace/io/graph_json.h"
+#include "dplace/zoo/zoo.h"
 
 namespace dplace {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using json = nlohmann::json;
@@ -501,6 +503,58 @@ TEST_F(CliTest, ModelAcceptsOnnxFiles) {
   EXPECT_THAT(
       r.out, AllOf(HasSubstr("graph:            resnet18\n"),
                    HasSubstr("update 62)"), HasSubstr("ApplyGradientDescent")));
+}
+
+}  // namespace
+}  // namespace dplace
+
+namespace dplace {
+namespace {
+
+TEST(CliZooTest, ListNamesEveryModelWithItsDefaults) {
+  const CliResult r = Dplace({"zoo", "list"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  for (const char* name : {"rnnlm", "nmt", "gnmt"}) {
+    EXPECT_THAT(r.out, HasSubstr(name));
+  }
+  EXPECT_THAT(r.out, HasSubstr("layers=2"));
+}
+
+TEST(CliZooTest, ExportWritesTheTrainingGraphWithOverrides) {
+  const std::string path = ::testing::TempDir() + "dplace_zoo_export.json";
+  const CliResult r = Dplace({"zoo", "export", "rnnlm", "--param", "layers=1",
+                              "--param", "steps=3", "-o", path});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  StatusOr<Graph> written = ReadGraphJson(path);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  StatusOr<Graph> expected = MakeZooModel("rnnlm:layers=1,steps=3");
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(written->hash(), expected->hash());
+  EXPECT_THAT(r.out, HasSubstr(expected->hash()));
+  std::filesystem::remove(path);
+}
+
+TEST(CliZooTest, ModelFlagTakesZooSpecs) {
+  const CliResult r =
+      Dplace({"inspect", "--model", "zoo:rnnlm:layers=1,steps=2"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("graph:            rnnlm"));
+  EXPECT_THAT(r.out, HasSubstr("hash:             " +
+                               MakeZooModel("rnnlm:layers=1,steps=2")->hash()));
+}
+
+TEST(CliZooTest, UnknownModelOrParameterIsOneErrorLine) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"inspect", "--model", "zoo:alexnet"},
+        std::vector<std::string>{"zoo", "export", "nmt", "--param", "depth=3",
+                                 "-o", "/dev/null"}}) {
+    const CliResult r = Dplace(args);
+    EXPECT_EQ(r.code, kExitBadInput);
+    EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
+    EXPECT_THAT(r.err, StartsWith("dplace: error: "));
+    EXPECT_THAT(r.err, AnyOf(HasSubstr("unknown zoo model \"alexnet\""),
+                             HasSubstr("unknown parameter \"depth\"")));
+  }
 }
 
 }  // namespace

@@ -319,6 +319,7 @@ ZooModel NmtModel() {
                 {"optimizer", "sgd"}};
   m.paper_preset = "k40x4";
   m.paper_ops = 28044;
+  m.paper_variants = {{"layers=4", 46600}, {"layers=8", 83712}};
   m.forward = [](const ZooParams& p) { return Seq2Seq(p, "nmt", {false}); };
   m.expert = [](const Graph& g, const Cluster& c, const ZooParams& p) {
     return RnnExpert(g, c, p.Int("layers"));

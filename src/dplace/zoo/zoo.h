@@ -41,6 +41,9 @@ struct ZooModel {
   std::map<std::string, std::string> defaults;
   std::string paper_preset;  // The cluster the papers placed it on.
   int64_t paper_ops = 0;     // Training-graph op count in the papers; 0: none.
+  // Other configurations the papers report, as parameter overrides
+  // ("layers=4") with their op counts.
+  std::vector<std::pair<std::string, int64_t>> paper_variants;
   // The forward graph (ExpandForTraining makes the training graph).
   std::function<StatusOr<Graph>(const ZooParams&)> forward;
   // The human expert's placement of the training graph (DESIGN.md: CNNs on

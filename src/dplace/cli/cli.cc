@@ -201,14 +201,10 @@ int ZooList(std::ostream& out) {
 // on the CPU), in bytes.
 int64_t SingleGpuPeak(const Graph& graph, const Cluster& cluster) {
   const DeviceId gpu = cluster.DevicesOfKind(DeviceKind::kGpu)[0];
-  const DeviceId cpu = cluster.DevicesOfKind(DeviceKind::kCpu)[0];
-  Placement one(graph.num_ops(), gpu);
-  for (OpId op = 0; op < graph.num_ops(); ++op) {
-    if (!graph.allowed_devices(op).Contains(DeviceKind::kGpu)) one[op] = cpu;
-  }
   const CostModel cost(graph, cluster);
   Simulator simulator(cost);
-  return simulator.Simulate(one)->device_peak_bytes[gpu];
+  return simulator.Simulate(SingleDevicePlacement(graph, cluster, gpu))
+      ->device_peak_bytes[gpu];
 }
 
 // One markdown row per model configuration the papers report: op counts

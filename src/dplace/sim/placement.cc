@@ -30,4 +30,20 @@ Status ValidatePlacement(const Graph& graph, const Cluster& cluster,
   return Status::Ok();
 }
 
+Placement SingleDevicePlacement(const Graph& graph, const Cluster& cluster,
+                                DeviceId device) {
+  Placement placement(graph.num_ops(), device);
+  const DeviceKind kind = cluster.device(device).kind;
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    if (graph.allowed_devices(op).Contains(kind)) continue;
+    for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+      if (graph.allowed_devices(op).Contains(cluster.device(d).kind)) {
+        placement[op] = d;
+        break;
+      }
+    }
+  }
+  return placement;
+}
+
 }  // namespace dplace

@@ -18,6 +18,12 @@ using Placement = std::vector<DeviceId>;
 Status ValidatePlacement(const Graph& graph, const Cluster& cluster,
                          const Placement& placement);
 
+// Every op on `device`, except ops that may not run on its kind (input
+// pipelines, say), which go to the first device of a kind they allow.
+// REQUIRES: every op may run on some device of the cluster.
+Placement SingleDevicePlacement(const Graph& graph, const Cluster& cluster,
+                                DeviceId device);
+
 }  // namespace dplace
 
 #endif  // DPLACE_SIM_PLACEMENT_H_

@@ -126,9 +126,7 @@ Placement PlaceByScope(
 
 Placement OneGpuPlacement(const Graph& graph, const Cluster& cluster,
                           const ZooParams& params) {
-  const DeviceId gpu = LayerGpu(cluster, 0, 1);
-  return PlaceByScope(graph, cluster,
-                      [gpu](const std::string&) { return gpu; });
+  return SingleDevicePlacement(graph, cluster, LayerGpu(cluster, 0, 1));
 }
 
 DeviceId LayerGpu(const Cluster& cluster, int64_t layer, int64_t layers) {

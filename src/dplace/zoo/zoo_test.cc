@@ -11,6 +11,15 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// Simulates `p`; an invalid placement fails the test.
+SimResult Simulated(const Graph& g, const Cluster& c, const Placement& p) {
+  const CostModel cost(g, c);
+  Simulator sim(cost);
+  StatusOr<SimResult> r = sim.Simulate(p);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *std::move(r) : SimResult{};
+}
+
 int CountPhase(const Graph& g, Phase phase) {
   int n = 0;
   for (OpId op = 0; op < g.num_ops(); ++op) n += g.phase(op) == phase;
@@ -73,32 +82,29 @@ TEST(ZooTest, NmtExpertPutsEachLayerOnItsGpuAndFits) {
   for (OpId op = 0; op < g->num_ops(); ++op) {
     const std::string& scope = g->scope(op);
     const std::string& device = c.device(p[op]).name;
-    if (scope.rfind("decoder/lstm_2/", 0) == 0) EXPECT_EQ(device, "gpu:2");
-    if (scope.rfind("encoder/lstm_0/", 0) == 0) EXPECT_EQ(device, "gpu:0");
-    if (scope.rfind("softmax", 0) == 0) EXPECT_EQ(device, "gpu:3") << scope;
-    if (scope.rfind("encoder/embedding", 0) == 0) EXPECT_EQ(device, "gpu:0");
-    if (scope.rfind("input", 0) == 0) EXPECT_EQ(device, "cpu:0");
+    const std::pair<const char*, const char*> expected[] = {
+        {"decoder/lstm_2/", "gpu:2"},
+        {"encoder/lstm_0/", "gpu:0"},
+        {"softmax", "gpu:3"},
+        {"encoder/embedding", "gpu:0"},
+        {"input", "cpu:0"}};
+    for (const auto& [prefix, want] : expected) {
+      if (scope.rfind(prefix, 0) == 0) {
+        EXPECT_EQ(device, want) << scope;
+      }
+    }
   }
-  const CostModel cost(*g, c);
-  Simulator sim(cost);
-  StatusOr<SimResult> r = sim.Simulate(p);
-  ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(r->feasible) << DescribeInfeasibility(c, *r);
+  const SimResult r = Simulated(*g, c, p);
+  EXPECT_TRUE(r.feasible) << DescribeInfeasibility(c, r);
 }
 
 TEST(ZooTest, RnnlmFitsOneK40) {
   StatusOr<Graph> g = MakeZooModel("rnnlm");
   ASSERT_TRUE(g.ok());
   const Cluster c = *MakeClusterPreset("k40x4");
-  Placement one(g->num_ops(), *c.FindDevice("gpu:0"));
-  for (OpId op = 0; op < g->num_ops(); ++op) {
-    if (!g->allowed_devices(op).Contains(DeviceKind::kGpu)) one[op] = 0;
-  }
-  const CostModel cost(*g, c);
-  Simulator sim(cost);
-  StatusOr<SimResult> r = sim.Simulate(one);
-  ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(r->feasible) << DescribeInfeasibility(c, *r);
+  const SimResult r =
+      Simulated(*g, c, SingleDevicePlacement(*g, c, *c.FindDevice("gpu:0")));
+  EXPECT_TRUE(r.feasible) << DescribeInfeasibility(c, r);
 }
 
 TEST(ZooTest, LayersBeyondTheGpusShareThemInBlocks) {
@@ -137,11 +143,7 @@ SimResult SimulateExpert(const std::string& spec_text) {
   const Cluster c = *MakeClusterPreset(spec->model->paper_preset);
   const Placement p = spec->model->expert(*g, c, spec->params);
   EXPECT_TRUE(ValidatePlacement(*g, c, p).ok());
-  const CostModel cost(*g, c);
-  Simulator sim(cost);
-  StatusOr<SimResult> r = sim.Simulate(p);
-  EXPECT_TRUE(r.ok());
-  return *r;
+  return Simulated(*g, c, p);
 }
 
 TEST(ZooTest, ResNet50ForwardIsFourPointOneGigaMultiplyAddsPerImage) {
@@ -156,7 +158,8 @@ TEST(ZooTest, ResNet50ForwardIsFourPointOneGigaMultiplyAddsPerImage) {
 
 TEST(ZooTest, CnnsHaveThePapersLayers) {
   // Inception-V3: 94 conv + batch-norm layers in the trunk, 2 in the
-  // auxiliary head, and two logits convs. ResNet: one stem conv, 3 per bottleneck, 4 projections.
+  // auxiliary head, and two logits convs. ResNet: one stem conv, 3 per
+  // bottleneck, 4 projections.
   StatusOr<Graph> inception = MakeZooModel("inception_v3:batch=1");
   ASSERT_TRUE(inception.ok()) << inception.status().message();
   EXPECT_EQ(CountType(*inception, "FusedBatchNorm"), 94 + 2);
@@ -210,11 +213,8 @@ TEST(ZooTest, CnnExpertPlacementsFitOneGpuOfThePaperPreset) {
     const Cluster c = *MakeClusterPreset("k80x4");
     const ZooModel& m = *FindZooModel("resnet");
     const Placement p = m.expert(*g, c, ZooParams(m.defaults));
-    const CostModel cost(*g, c);
-    Simulator sim(cost);
-    StatusOr<SimResult> r = sim.Simulate(p);
-    ASSERT_TRUE(r.ok());
-    EXPECT_TRUE(r->feasible) << DescribeInfeasibility(c, *r);
+    const SimResult r = Simulated(*g, c, p);
+    EXPECT_TRUE(r.feasible) << DescribeInfeasibility(c, r);
   }
 }
 

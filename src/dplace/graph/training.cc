@@ -185,7 +185,7 @@ class Expander {
   void CopyForward() {
     for (OpId op = 0; op < f_.num_ops(); ++op) {
       OpSpec s = Spec(op);
-      if (needs_[op] && s.colocation_group.empty()) s.colocation_group = s.name;
+      if (needs_[op]) s.colocation_group = GroupOf(op);
       b_.AddOp(std::move(s));
     }
     for (OpId op = 0; op < f_.num_ops(); ++op) {
@@ -200,17 +200,31 @@ class Expander {
     }
   }
 
-  OpSpec BackwardSpec(OpId forward_op, std::string name, std::string type,
-                      const TensorInfo& output) const {
+  // The colocation group of forward op `op` in the training graph: its own,
+  // or its name when it had none.
+  std::string GroupOf(OpId op) const {
+    return f_.colocation_group(op).empty() ? f_.op_name(op)
+                                           : f_.colocation_group(op);
+  }
+
+  // An op derived from forward op `source` (its gradient or its update):
+  // same scope, colocation group and allowed devices.
+  OpSpec DerivedSpec(OpId source, std::string name, std::string type,
+                     Phase phase) const {
     OpSpec s;
     s.name = std::move(name);
     s.type = std::move(type);
-    s.phase = Phase::kBackward;
-    s.scope = f_.scope(forward_op);
-    s.colocation_group = f_.colocation_group(forward_op).empty()
-                             ? f_.op_name(forward_op)
-                             : f_.colocation_group(forward_op);
-    s.allowed_devices = f_.allowed_devices(forward_op);
+    s.phase = phase;
+    s.scope = f_.scope(source);
+    s.colocation_group = GroupOf(source);
+    s.allowed_devices = f_.allowed_devices(source);
+    return s;
+  }
+
+  OpSpec BackwardSpec(OpId forward_op, std::string name, std::string type,
+                      const TensorInfo& output) const {
+    OpSpec s = DerivedSpec(forward_op, std::move(name), std::move(type),
+                           Phase::kBackward);
     s.outputs.push_back(output);
     return s;
   }
@@ -435,15 +449,9 @@ class Expander {
     const int64_t bytes = f_.tensor_bytes(f_.output(param, 0));
     const int64_t elements =
         bytes / std::max(1, DataTypeSize(f_.tensor(f_.output(param, 0)).dtype));
-    OpSpec u;
-    u.name = f_.op_name(param) + "/" + std::string(info.op_type);
-    u.type = std::string(info.op_type);
-    u.phase = Phase::kUpdate;
-    u.scope = f_.scope(param);
-    u.colocation_group = f_.colocation_group(param).empty()
-                             ? f_.op_name(param)
-                             : f_.colocation_group(param);
-    u.allowed_devices = f_.allowed_devices(param);
+    OpSpec u =
+        DerivedSpec(param, f_.op_name(param) + "/" + std::string(info.op_type),
+                    std::string(info.op_type), Phase::kUpdate);
     u.flops = static_cast<double>(info.flops_per_element) * elements;
     u.persistent_bytes = info.slots * bytes;
     // Reads parameter, gradient and slots; writes parameter and slots.

@@ -211,7 +211,12 @@ int64_t SingleGpuPeak(const Graph& graph, const Cluster& cluster) {
 // against theirs, FLOPs, weights, single-GPU peak memory and which GPUs it
 // fits, and the expert placement on the paper's machine.
 int ZooStats(std::ostream& out, std::ostream& err) {
-  const char* gpus[] = {"k80x2", "k40x2", "p100x4", "h100x8"};
+  // One GPU of each generation, to say which a model fits on.
+  std::vector<Device> gpus;
+  for (const char* preset : {"k80x2", "k40x2", "p100x4", "h100x8"}) {
+    const Cluster c = *LoadCluster(preset);
+    gpus.push_back(c.device(c.DevicesOfKind(DeviceKind::kGpu)[0]));
+  }
   out << "| model | ops | paper ops | vs paper | GFLOPs / step | parameters "
          "| peak on one GPU | fits one | expert placement | build |\n"
          "|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n";
@@ -234,9 +239,7 @@ int ZooStats(std::ostream& out, std::ostream& err) {
       const Cluster paper = *LoadCluster(m.paper_preset);
       const int64_t peak = SingleGpuPeak(g, paper);
       std::string fits;
-      for (const char* preset : gpus) {
-        const Cluster c = *LoadCluster(preset);
-        const Device& gpu = c.device(c.DevicesOfKind(DeviceKind::kGpu)[0]);
+      for (const Device& gpu : gpus) {
         if (peak <= gpu.memory_bytes) {
           fits += (fits.empty() ? "" : ", ") + gpu.model;
         }

@@ -632,6 +632,15 @@ bool ReadRaw(const std::string& raw, int64_t n, std::vector<double>* out) {
   return true;
 }
 
+// A tensor's values, from its raw bytes (as `T`) or its typed field.
+template <typename T, typename Field>
+bool ReadValues(const TensorProto& t, const Field& typed, int64_t n,
+                std::vector<double>* out) {
+  if (t.has_raw_data()) return ReadRaw<T>(t.raw_data(), n, out);
+  out->assign(typed.begin(), typed.end());
+  return true;
+}
+
 std::optional<ConstTensor> ConstFromProto(const TensorProto& t) {
   if (!IsFoldableType(t.data_type()) ||
       t.data_location() == TensorProto::EXTERNAL) {
@@ -642,43 +651,22 @@ std::optional<ConstTensor> ConstFromProto(const TensorProto& t) {
   c.dims.assign(t.dims().begin(), t.dims().end());
   const int64_t n = Product(c.dims);
   if (n < 0 || n > kMaxFoldedElements) return std::nullopt;
-  const bool raw = t.has_raw_data();
   bool ok = true;
   switch (t.data_type()) {
     case TensorProto::INT64:
-      if (raw) {
-        ok = ReadRaw<int64_t>(t.raw_data(), n, &c.values);
-      } else {
-        c.values.assign(t.int64_data().begin(), t.int64_data().end());
-      }
+      ok = ReadValues<int64_t>(t, t.int64_data(), n, &c.values);
       break;
     case TensorProto::INT32:
-      if (raw) {
-        ok = ReadRaw<int32_t>(t.raw_data(), n, &c.values);
-      } else {
-        c.values.assign(t.int32_data().begin(), t.int32_data().end());
-      }
+      ok = ReadValues<int32_t>(t, t.int32_data(), n, &c.values);
       break;
-    case TensorProto::BOOL:
-      if (raw) {
-        ok = ReadRaw<uint8_t>(t.raw_data(), n, &c.values);
-      } else {
-        c.values.assign(t.int32_data().begin(), t.int32_data().end());
-      }
+    case TensorProto::BOOL:  // Typed bools live in int32_data.
+      ok = ReadValues<uint8_t>(t, t.int32_data(), n, &c.values);
       break;
     case TensorProto::FLOAT:
-      if (raw) {
-        ok = ReadRaw<float>(t.raw_data(), n, &c.values);
-      } else {
-        c.values.assign(t.float_data().begin(), t.float_data().end());
-      }
+      ok = ReadValues<float>(t, t.float_data(), n, &c.values);
       break;
     case TensorProto::DOUBLE:
-      if (raw) {
-        ok = ReadRaw<double>(t.raw_data(), n, &c.values);
-      } else {
-        c.values.assign(t.double_data().begin(), t.double_data().end());
-      }
+      ok = ReadValues<double>(t, t.double_data(), n, &c.values);
       break;
   }
   if (!ok || static_cast<int64_t>(c.values.size()) != n) return std::nullopt;

@@ -131,7 +131,8 @@ bool StartsWith(const std::string& s, const char* prefix) {
 
 // Expert placement of RNNs (Sutskever et al., GNMT): one LSTM layer per GPU,
 // the embedding with the first layer, attention and softmax with the last.
-Placement RnnExpert(const Graph& g, const Cluster& c, int64_t layers) {
+Placement RnnExpert(const Graph& g, const Cluster& c, const ZooParams& p) {
+  const int64_t layers = p.Int("layers");
   const std::vector<DeviceId> cpus = c.DevicesOfKind(DeviceKind::kCpu);
   return PlaceByScope(g, c, [&](const std::string& scope) -> DeviceId {
     const int64_t layer = LayerOf(scope);
@@ -301,9 +302,7 @@ ZooModel RnnlmModel() {
   m.paper_preset = "k40x4";
   m.paper_ops = 9021;
   m.forward = Rnnlm;
-  m.expert = [](const Graph& g, const Cluster& c, const ZooParams& p) {
-    return RnnExpert(g, c, p.Int("layers"));
-  };
+  m.expert = RnnExpert;
   return m;
 }
 
@@ -321,9 +320,7 @@ ZooModel NmtModel() {
   m.paper_ops = 28044;
   m.paper_variants = {{"layers=4", 46600}, {"layers=8", 83712}};
   m.forward = [](const ZooParams& p) { return Seq2Seq(p, "nmt", {false}); };
-  m.expert = [](const Graph& g, const Cluster& c, const ZooParams& p) {
-    return RnnExpert(g, c, p.Int("layers"));
-  };
+  m.expert = RnnExpert;
   return m;
 }
 
@@ -339,9 +336,7 @@ ZooModel GnmtModel() {
                 {"optimizer", "adam"}};
   m.paper_preset = "p100x4";
   m.forward = [](const ZooParams& p) { return Seq2Seq(p, "gnmt", {true}); };
-  m.expert = [](const Graph& g, const Cluster& c, const ZooParams& p) {
-    return RnnExpert(g, c, p.Int("layers"));
-  };
+  m.expert = RnnExpert;
   return m;
 }
 

@@ -11,6 +11,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   # ONNX import: libonnx (its generated protobuf classes) and protobuf.
   libonnx-dev libprotobuf-dev
+  # Classical placers: Scotch, METIS, and GLPK for m-SCT's LP relaxation.
+  libscotch-dev libmetis-dev libglpk-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
 )

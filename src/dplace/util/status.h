@@ -17,6 +17,7 @@ enum class StatusCode {
   kOk = 0,
   kInvalidArgument,  // Bad input: malformed file, unknown name, bad value.
   kNotFound,         // A named thing (file, preset, device) does not exist.
+  kInfeasible,       // No placement that fits (memory, device kinds).
   kInternal,         // A broken invariant inside dplace.
 };
 
@@ -49,6 +50,9 @@ inline Status InvalidArgumentError(std::string message) {
 }
 inline Status NotFoundError(std::string message) {
   return Status(StatusCode::kNotFound, std::move(message));
+}
+inline Status InfeasibleError(std::string message) {
+  return Status(StatusCode::kInfeasible, std::move(message));
 }
 inline Status InternalError(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));

@@ -1,0 +1,165 @@
+// The papers' simplest baselines: one device, the human expert, random and
+// round-robin placements.
+#include <random>
+
+#include "dplace/placers/placer.h"
+#include "dplace/placers/placer_util.h"
+
+namespace dplace {
+namespace {
+
+// Every op on the first device of `kind`; ops that may not run there go to
+// the first device of a kind they allow.
+StatusOr<Placement> OnFirstDeviceOf(const PlacementProblem& problem,
+                                    DeviceKind kind) {
+  Status s = CheckPlaceable(problem);
+  if (!s.ok()) return s;
+  const std::vector<DeviceId> devices = problem.cluster->DevicesOfKind(kind);
+  if (devices.empty()) {
+    return InfeasibleError("cluster " + problem.cluster->name() + " has no " +
+                           std::string(DeviceKindName(kind)));
+  }
+  return SingleDevicePlacement(*problem.graph, *problem.cluster, devices[0]);
+}
+
+class SingleCpuPlacer : public Placer {
+ public:
+  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+    return OnFirstDeviceOf(problem, DeviceKind::kCpu);
+  }
+};
+
+class SingleGpuPlacer : public Placer {
+ public:
+  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+    return OnFirstDeviceOf(problem, DeviceKind::kGpu);
+  }
+};
+
+class ExpertPlacer : public Placer {
+ public:
+  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+    if (!problem.expert) {
+      return InvalidArgumentError(
+          "method expert: graph " + problem.graph->name() +
+          " has no human-expert placement (only zoo models have one; use "
+          "--model zoo:NAME)");
+    }
+    Status s = CheckPlaceable(problem);
+    if (!s.ok()) return s;
+    return problem.expert();
+  }
+};
+
+// Each colocation-hint group (an op with its gradient ops, a parameter with
+// its update) on a uniformly random device among those its ops allow.
+class RandomPlacer : public Placer {
+ public:
+  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+    Status s = CheckPlaceable(problem);
+    if (!s.ok()) return s;
+    const Graph& g = *problem.graph;
+    const Cluster& c = *problem.cluster;
+    const HintGroups groups = ColocationHintGroups(g);
+    // Kinds every op of a group allows.
+    std::vector<uint8_t> allowed(groups.num_groups, 0xff);
+    for (OpId op = 0; op < g.num_ops(); ++op) {
+      allowed[groups.group[op]] &= g.allowed_devices(op).bits();
+    }
+    std::mt19937_64 rng(problem.seed);
+    std::vector<DeviceId> group_device(groups.num_groups);
+    for (int grp = 0; grp < groups.num_groups; ++grp) {
+      std::vector<DeviceId> candidates;
+      for (DeviceId d = 0; d < c.num_devices(); ++d) {
+        if (allowed[grp] & (1u << static_cast<int>(c.device(d).kind))) {
+          candidates.push_back(d);
+        }
+      }
+      group_device[grp] =
+          candidates.empty()
+              ? -1  // Ops disagree on kinds: each picks for itself below.
+              : candidates[std::uniform_int_distribution<size_t>(
+                    0, candidates.size() - 1)(rng)];
+    }
+    Placement placement(g.num_ops());
+    for (OpId op = 0; op < g.num_ops(); ++op) {
+      DeviceId d = group_device[groups.group[op]];
+      if (d < 0) {
+        const std::vector<DeviceId> own = AllowedDevices(g, c, op);
+        d = own[std::uniform_int_distribution<size_t>(0, own.size() - 1)(rng)];
+      }
+      placement[op] = d;
+    }
+    return placement;
+  }
+};
+
+// Layers (scope paths cut to a depth) dealt to the GPUs in turn, in
+// topological order; ops a GPU may not run go to the CPU.
+struct RoundRobinSettings {
+  // Scope components that name a layer; 0 picks the smallest depth giving
+  // at least two layers per GPU. Default: 0.
+  int depth = 0;
+};
+
+class RoundRobinPlacer : public Placer {
+ public:
+  explicit RoundRobinPlacer(RoundRobinSettings settings)
+      : settings_(settings) {}
+
+  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+    Status s = CheckPlaceable(problem, /*need_gpu=*/true);
+    if (!s.ok()) return s;
+    const Graph& g = *problem.graph;
+    const Cluster& c = *problem.cluster;
+    const std::vector<DeviceId> gpus = c.DevicesOfKind(DeviceKind::kGpu);
+    int num_layers = 0;
+    const std::vector<int32_t> layer =
+        ScopeLayers(g, settings_.depth, 2 * static_cast<int>(gpus.size()),
+                    &num_layers);
+    Placement placement(g.num_ops());
+    for (OpId op = 0; op < g.num_ops(); ++op) {
+      const DeviceId gpu = gpus[layer[op] % gpus.size()];
+      placement[op] = g.allowed_devices(op).Contains(DeviceKind::kGpu)
+                          ? gpu
+                          : AllowedDevices(g, c, op)[0];
+    }
+    return placement;
+  }
+
+ private:
+  RoundRobinSettings settings_;
+};
+
+StatusOr<std::unique_ptr<Placer>> MakeRoundRobin(const PlacerOptions& options) {
+  RoundRobinSettings settings;
+  OptionReader reader("round-robin", options);
+  reader.Int("depth", &settings.depth);
+  Status s = reader.Finish();
+  if (!s.ok()) return s;
+  if (settings.depth < 0) {
+    return InvalidArgumentError("method round-robin: depth must be >= 0");
+  }
+  return std::unique_ptr<Placer>(new RoundRobinPlacer(settings));
+}
+
+REGISTER_PLACER("single-cpu", 0, "every op on the first CPU",
+                NoOptions<SingleCpuPlacer>("single-cpu"));
+REGISTER_PLACER("single-gpu", 1,
+                "every op on the first GPU; ops a GPU may not run on the CPU",
+                NoOptions<SingleGpuPlacer>("single-gpu"));
+REGISTER_PLACER("expert", 2,
+                "the model family's human-expert placement (zoo models: CNNs "
+                "on one GPU, RNNs one LSTM layer per GPU)",
+                NoOptions<ExpertPlacer>("expert"));
+REGISTER_PLACER("random", 3,
+                "each colocation group on a uniformly random allowed device "
+                "(seeded)",
+                NoOptions<RandomPlacer>("random"));
+REGISTER_PLACER("round-robin", 4,
+                "layers (scope paths) dealt to the GPUs in turn; option "
+                "depth=N",
+                MakeRoundRobin);
+
+}  // namespace
+}  // namespace dplace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -11,10 +12,12 @@
 #include "dplace/graph/training.h"
 #include "dplace/io/chrome_trace.h"
 #include "dplace/io/cluster_json.h"
+#include "dplace/io/file.h"
 #include "dplace/io/graph_json.h"
 #include "dplace/io/onnx_import.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
+#include "dplace/placers/placer.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/zoo/zoo.h"
 
@@ -61,19 +64,41 @@ StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,
   return training;
 }
 
+// A graph with what its family knows about it.
+struct LoadedModel {
+  Graph graph;
+  // The human expert's placement of zoo models; empty for graph JSON and
+  // ONNX, which have no family.
+  std::function<Placement(const Graph&, const Cluster&)> expert;
+};
+
 // Loads the graph named by --graph or --model: zoo:NAME[:k=v,...], a graph
 // JSON file, or an ONNX model (imported with its own batch size and
 // expanded for training with SGD; `dplace import` chooses both).
-StatusOr<Graph> LoadGraph(const std::string& spec) {
+StatusOr<LoadedModel> LoadModel(const std::string& spec) {
   if (spec.rfind("zoo:", 0) == 0) {
-    StatusOr<Graph> graph = MakeZooModel(spec.substr(4));
+    StatusOr<ZooSpec> zoo = ParseZooSpec(spec.substr(4));
+    StatusOr<Graph> graph =
+        zoo.ok() ? MakeZooModel(*zoo) : StatusOr<Graph>(zoo.status());
     if (!graph.ok()) return graph.status().WithPrefix("--model " + spec);
-    return graph;
+    const ZooSpec family = *zoo;
+    return LoadedModel{std::move(graph).value(),
+                       [family](const Graph& g, const Cluster& c) {
+                         return family.model->expert(g, c, family.params);
+                       }};
   }
-  if (IsOnnxPath(spec)) {
-    return ImportOnnxTrainingGraph(spec, {}, Optimizer::kSgd, nullptr);
-  }
-  return ReadGraphJson(spec);
+  StatusOr<Graph> graph =
+      IsOnnxPath(spec)
+          ? ImportOnnxTrainingGraph(spec, {}, Optimizer::kSgd, nullptr)
+          : ReadGraphJson(spec);
+  if (!graph.ok()) return graph.status();
+  return LoadedModel{std::move(graph).value(), nullptr};
+}
+
+StatusOr<Graph> LoadGraph(const std::string& spec) {
+  StatusOr<LoadedModel> model = LoadModel(spec);
+  if (!model.ok()) return model.status();
+  return std::move(model->graph);
 }
 
 struct CommonFlags {
@@ -84,7 +109,7 @@ struct CommonFlags {
   std::string profile;
 };
 
-void AddGraphFlags(CLI::App* cmd, CommonFlags* flags) {
+void AddGraphFlags(CLI::App* cmd, CommonFlags* flags, bool required = true) {
   auto* graph = cmd->add_option("--graph", flags->graph, "graph JSON file");
   auto* model = cmd->add_option(
       "--model", flags->graph,
@@ -92,6 +117,7 @@ void AddGraphFlags(CLI::App* cmd, CommonFlags* flags) {
       ".json file, or an .onnx model (imported, then expanded for training "
       "with sgd)");
   graph->excludes(model);
+  if (!required) return;
   cmd->callback([cmd] {
     if (cmd->count("--graph") + cmd->count("--model") == 0) {
       throw CLI::RequiredError("--graph or --model");
@@ -366,6 +392,12 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
       << Seconds(b.placed_critical_path) << "\n";
 }
 
+// The --profile table, or the empty one (roofline only) when none is given.
+StatusOr<ProfileTable> LoadProfile(const std::string& path) {
+  if (path.empty()) return ProfileTable{};
+  return ReadProfileJson(path);
+}
+
 int Simulate(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   StatusOr<Graph> graph = LoadGraph(flags.graph);
   if (!graph.ok()) return Fail(err, graph.status());
@@ -374,15 +406,11 @@ int Simulate(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   StatusOr<Placement> placement =
       ReadPlacementJson(flags.placement, *graph, *cluster);
   if (!placement.ok()) return Fail(err, placement.status());
-  ProfileTable profile;
-  if (!flags.profile.empty()) {
-    StatusOr<ProfileTable> p = ReadProfileJson(flags.profile);
-    if (!p.ok()) return Fail(err, p.status());
-    profile = std::move(p).value();
-  }
+  StatusOr<ProfileTable> profile = LoadProfile(flags.profile);
+  if (!profile.ok()) return Fail(err, profile.status());
 
   const auto start = std::chrono::steady_clock::now();
-  const CostModel cost(*graph, *cluster, profile);
+  const CostModel cost(*graph, *cluster, *profile);
   Simulator simulator(cost);
   SimOptions options;
   options.record_timeline = !flags.trace.empty();
@@ -399,6 +427,188 @@ int Simulate(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   out << "simulated in " << Format("%.3f", elapsed * 1e3) << " ms\n";
   if (!flags.trace.empty()) {
     Status s = WriteChromeTrace(*graph, *cluster, *result, flags.trace);
+    if (!s.ok()) return Fail(err, s);
+    out << "trace: " << flags.trace << " (open in Perfetto)\n";
+  }
+  return result->feasible ? kExitOk : kExitInfeasible;
+}
+
+struct PlaceFlags {
+  std::string method;
+  std::vector<std::string> options;
+  uint64_t seed = 1;
+  std::string out;
+  bool list = false;
+};
+
+int PlaceList(std::ostream& out) {
+  for (const PlacerEntry* e : Placers()) {
+    out << PadRight(e->name, 14) << e->description << "\n";
+  }
+  return kExitOk;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// One row of `place --method all`.
+struct MethodResult {
+  std::string method;
+  bool placed = false;
+  std::string error;  // When not placed.
+  SimResult sim;
+  double place_seconds = 0;
+};
+
+MethodResult RunMethod(const std::string& method,
+                       const PlacementProblem& problem, Simulator* simulator) {
+  MethodResult r;
+  r.method = method;
+  StatusOr<std::unique_ptr<Placer>> placer = MakePlacer(method);
+  if (!placer.ok()) {
+    r.error = placer.status().message();
+    return r;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<Placement> placement = (*placer)->Place(problem);
+  r.place_seconds = SecondsSince(start);
+  if (!placement.ok()) {
+    r.error = placement.status().message();
+    return r;
+  }
+  StatusOr<SimResult> sim = simulator->Simulate(*placement);
+  if (!sim.ok()) {
+    r.error = sim.status().message();
+    return r;
+  }
+  r.placed = true;
+  r.sim = std::move(sim).value();
+  return r;
+}
+
+// Every registered placer on one problem, as a markdown table; the best
+// feasible step time is marked.
+int PlaceAll(const PlacementProblem& problem, std::ostream& out,
+             std::ostream& err) {
+  Simulator simulator(*problem.cost);
+  std::vector<MethodResult> results;
+  for (const PlacerEntry* e : Placers()) {
+    err << "dplace: placing with " << e->name << " ...\n";
+    results.push_back(RunMethod(e->name, problem, &simulator));
+  }
+  const double bound =
+      std::max(simulator.critical_path_bound(), simulator.total_work_bound());
+  double best = 0, single_gpu = 0;
+  for (const MethodResult& r : results) {
+    if (!r.placed || !r.sim.feasible) continue;
+    if (best == 0 || r.sim.step_time < best) best = r.sim.step_time;
+    if (r.method == "single-gpu") single_gpu = r.sim.step_time;
+  }
+  const Cluster& c = *problem.cluster;
+  out << "| method | step time (s) | vs single-gpu | vs lower bound | max "
+         "peak memory | time to place (s) | note |\n"
+         "|---|---:|---:|---:|---:|---:|---|\n";
+  for (const MethodResult& r : results) {
+    out << "| " << r.method << " | ";
+    if (!r.placed) {
+      out << "- | - | - | - | " << Format("%.3f", r.place_seconds) << " | "
+          << r.error << " |\n";
+      continue;
+    }
+    const SimResult& sim = r.sim;
+    int64_t peak = 0;
+    for (int64_t p : sim.device_peak_bytes) peak = std::max(peak, p);
+    out << (sim.feasible ? Format("%.4f", sim.step_time) : "OOM")
+        << (sim.feasible && sim.step_time == best ? " (best)" : "") << " | "
+        << (sim.feasible && single_gpu > 0
+                ? Format("%.2fx", single_gpu / sim.step_time)
+                : "-")
+        << " | "
+        << (sim.feasible ? Format("%.2fx", sim.step_time / bound) : "-")
+        << " | " << Bytes(peak) << " | " << Format("%.3f", r.place_seconds)
+        << " | " << (sim.feasible ? "" : DescribeInfeasibility(c, sim))
+        << " |\n";
+  }
+  out << "lower bound: " << Format("%.4f", bound)
+      << " s (no placement beats the larger of the critical path and the "
+         "total work over all devices)\n";
+  return best > 0 ? kExitOk : kExitInfeasible;
+}
+
+int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
+          std::ostream& err) {
+  if (place.list) return PlaceList(out);
+  if (flags.graph.empty() || flags.cluster.empty() || place.method.empty()) {
+    return Fail(err, InvalidArgumentError(
+                         "place needs --model (or --graph), --cluster and "
+                         "--method (or --list)"));
+  }
+  StatusOr<LoadedModel> model = LoadModel(flags.graph);
+  if (!model.ok()) return Fail(err, model.status());
+  StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
+  if (!cluster.ok()) return Fail(err, cluster.status());
+  StatusOr<ProfileTable> profile = LoadProfile(flags.profile);
+  if (!profile.ok()) return Fail(err, profile.status());
+  const Graph& graph = model->graph;
+  const CostModel cost(graph, *cluster, *profile);
+  PlacementProblem problem;
+  problem.graph = &graph;
+  problem.cluster = &*cluster;
+  problem.cost = &cost;
+  problem.seed = place.seed;
+  if (model->expert) {
+    problem.expert = [&] { return model->expert(graph, *cluster); };
+  }
+  const std::string header =
+      "graph " + graph.name() + " (" + std::to_string(graph.num_ops()) +
+      " ops, hash " + graph.hash() + ") on cluster " + cluster->name() + " (" +
+      std::to_string(cluster->num_devices()) + " devices)\n";
+
+  if (place.method == "all") {
+    if (!place.options.empty() || !place.out.empty() || !flags.trace.empty()) {
+      return Fail(err, InvalidArgumentError(
+                           "--method all compares the placers at their "
+                           "defaults; --option, --out and --trace need one "
+                           "method"));
+    }
+    out << header;
+    return PlaceAll(problem, out, err);
+  }
+
+  StatusOr<PlacerOptions> options = PlacerOptions::Parse(place.options);
+  if (!options.ok()) return Fail(err, options.status());
+  StatusOr<std::unique_ptr<Placer>> placer = MakePlacer(place.method, *options);
+  if (!placer.ok()) return Fail(err, placer.status());
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<Placement> placement = (*placer)->Place(problem);
+  const double place_seconds = SecondsSince(start);
+  if (!placement.ok()) {
+    const Status status =
+        placement.status().WithPrefix("method " + place.method);
+    if (status.code() == StatusCode::kInfeasible) {
+      out << header << "infeasible: " << status.message() << "\n";
+      return kExitInfeasible;
+    }
+    return Fail(err, status);
+  }
+  Simulator simulator(cost);
+  SimOptions sim_options;
+  sim_options.record_timeline = !flags.trace.empty();
+  StatusOr<SimResult> result = simulator.Simulate(*placement, sim_options);
+  if (!result.ok()) return Fail(err, result.status());
+  out << header << "method " << place.method << ": placed in "
+      << Format("%.3f", place_seconds) << " s\n";
+  PrintSimResult(*cluster, *result, out);
+  if (!place.out.empty()) {
+    Status s =
+        WriteTextFile(place.out, PlacementToJson(graph, *cluster, *placement));
+    if (!s.ok()) return Fail(err, s);
+    out << "placement: " << place.out << "\n";
+  }
+  if (!flags.trace.empty()) {
+    Status s = WriteChromeTrace(graph, *cluster, *result, flags.trace);
     if (!s.ok()) return Fail(err, s);
     out << "trace: " << flags.trace << " (open in Perfetto)\n";
   }
@@ -450,6 +660,31 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   simulate->add_option("--profile", flags.profile,
                        "profile JSON of measured op times (overrides the "
                        "roofline cost model)");
+
+  PlaceFlags place_flags;
+  auto* place = app.add_subcommand(
+      "place",
+      "place a model on a cluster with a method, simulate the placement and "
+      "print step time, feasibility, per-device load and peak memory, the "
+      "gap to the lower bound and the time placing took");
+  AddGraphFlags(place, &flags, /*required=*/false);
+  place->add_option("--cluster", flags.cluster,
+                    "preset name (see `dplace cluster list`) or cluster .json");
+  place->add_option("--method", place_flags.method,
+                    "placer name (see --list), or `all` for a table "
+                    "comparing every placer");
+  place->add_option("--option", place_flags.options,
+                    "key=value setting of the method (repeatable)");
+  place->add_option("--seed", place_flags.seed,
+                    "seed of randomised methods (default: 1)");
+  place->add_option("--out", place_flags.out, "write the placement JSON");
+  place->add_option("--trace", flags.trace,
+                    "write the placement's Chrome trace (open in Perfetto)");
+  place->add_option("--profile", flags.profile,
+                    "profile JSON of measured op times (overrides the "
+                    "roofline cost model)");
+  place->add_flag("--list", place_flags.list,
+                  "list every method, one line each");
 
   auto* zoo = app.add_subcommand(
       "zoo",
@@ -521,6 +756,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
 
   if (inspect->parsed()) return Inspect(flags, out, err);
   if (simulate->parsed()) return Simulate(flags, out, err);
+  if (place->parsed()) return Place(flags, place_flags, out, err);
   if (import->parsed()) return Import(import_flags, out, err);
   if (zoo_export->parsed()) {
     return ZooExport(zoo_name, zoo_params, zoo_output, out, err);

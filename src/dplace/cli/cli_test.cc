@@ -341,6 +341,74 @@ TEST_F(CliTest, OutOfMemoryIsInfeasible) {
   EXPECT_THAT(ok.out, HasSubstr("feasible: yes"));
 }
 
+// ------------------------------------------------------------------ place
+
+TEST_F(CliTest, PlaceListNamesEveryMethod) {
+  const CliResult r = Dplace({"place", "--list"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  for (const char* method :
+       {"single-cpu", "single-gpu", "expert", "random", "round-robin"}) {
+    EXPECT_THAT("\n" + r.out, HasSubstr(std::string("\n") + method + " "))
+        << method;
+  }
+}
+
+TEST_F(CliTest, PlaceWritesAPlacementThatSimulateAccepts) {
+  const std::string out = dir_ + "/p.json";
+  const CliResult r = Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                              "--method", "single-gpu", "--out", out});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  // The example's one-GPU placement, simulated in the demo.
+  EXPECT_THAT(r.out, HasSubstr("step time: 0.207971 s\nfeasible: yes\n"));
+  EXPECT_THAT(r.out, HasSubstr("method single-gpu: placed in "));
+  EXPECT_THAT(r.out, HasSubstr("x the bound"));
+  const CliResult sim = Dplace({"simulate", "--graph", kGraph, "--cluster",
+                                "k80x2", "--placement", out});
+  ASSERT_EQ(sim.code, kExitOk) << sim.err;
+  EXPECT_THAT(sim.out, HasSubstr("step time: 0.207971 s"));
+}
+
+TEST_F(CliTest, PlaceAllComparesEveryMethodInOneTable) {
+  const CliResult r = Dplace({"place", "--model", "zoo:rnnlm:steps=4",
+                              "--cluster", "k40x4", "--method", "all"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("| method | step time (s) | vs single-gpu |"));
+  EXPECT_THAT(r.out, HasSubstr("| single-gpu | "));
+  EXPECT_THAT(r.out, HasSubstr("| expert | "));
+  EXPECT_THAT(r.out, HasSubstr("(best)"));
+  EXPECT_THAT(r.out, HasSubstr("lower bound: "));
+  EXPECT_THAT(r.err, HasSubstr("placing with round-robin"));
+}
+
+TEST_F(CliTest, PlaceBadInput) {
+  EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                               "--method", "m-etff"})),
+              HasSubstr("unknown method \"m-etff\" (methods: single-cpu"));
+  EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                               "--method", "expert"})),
+              HasSubstr("no human-expert placement"));
+  EXPECT_THAT(
+      BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                       "--method", "round-robin", "--option", "depht=2"})),
+      HasSubstr("unknown option \"depht\" (options: depth)"));
+  EXPECT_THAT(
+      BadInput(Dplace({"place", "--graph", kGraph, "--method", "single-gpu"})),
+      HasSubstr("place needs --model (or --graph), --cluster"));
+}
+
+TEST_F(CliTest, PlaceWithoutAGpuIsInfeasible) {
+  const std::string cluster = Write("cpus.json", R"({
+  "format": "dplace.cluster", "version": 1, "name": "cpus",
+  "devices": [{"name": "cpu:0", "kind": "cpu", "peak_flops": 1e11,
+               "memory_bandwidth": 1e10, "memory_bytes": 17179869184}]})");
+  const CliResult r = Dplace({"place", "--graph", kGraph, "--cluster", cluster,
+                              "--method", "single-gpu"});
+  EXPECT_EQ(r.code, kExitInfeasible) << r.out << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("infeasible: method single-gpu: cluster cpus has no "
+                        "gpu"));
+}
+
 // ------------------------------------------------------ help and commands
 
 TEST_F(CliTest, HelpExitsZero) {

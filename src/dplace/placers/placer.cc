@@ -93,8 +93,7 @@ Status OptionReader::Finish() const {
                                 first_error_);
   }
   for (const auto& [key, value] : options_->values()) {
-    if (std::find(accepted_.begin(), accepted_.end(), key) !=
-        accepted_.end()) {
+    if (std::find(accepted_.begin(), accepted_.end(), key) != accepted_.end()) {
       continue;
     }
     std::string known;

@@ -103,20 +103,21 @@ bool RegisterPlacer(PlacerEntry entry);
 #define DPLACE_PLACER_CONCAT(a, b) DPLACE_PLACER_CONCAT_(a, b)
 // REGISTER_PLACER("m-etf", 40, "one line", factory): factory is a
 // PlacerFactory. The object file must be linked whole (see CMakeLists.txt).
-#define REGISTER_PLACER(name, rank, description, factory) \
+#define REGISTER_PLACER(name, rank, description, factory)                \
   static const bool DPLACE_PLACER_CONCAT(placer_registered_, __LINE__) = \
       ::dplace::RegisterPlacer({name, rank, description, factory})
 
 // A factory for placers whose only setting is none: rejects every option.
 template <typename T>
 PlacerFactory NoOptions(const char* name) {
-  return [name](const PlacerOptions& options)
-             -> StatusOr<std::unique_ptr<Placer>> {
-    OptionReader reader(name, options);
-    Status s = reader.Finish();
-    if (!s.ok()) return s;
-    return std::unique_ptr<Placer>(new T());
-  };
+  return
+      [name](
+          const PlacerOptions& options) -> StatusOr<std::unique_ptr<Placer>> {
+        OptionReader reader(name, options);
+        Status s = reader.Finish();
+        if (!s.ok()) return s;
+        return std::unique_ptr<Placer>(new T());
+      };
 }
 
 }  // namespace dplace

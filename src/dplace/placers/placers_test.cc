@@ -168,7 +168,8 @@ TEST(SimplePlacersTest, RoundRobinDealsLayersToGpusInTopologicalOrder) {
   EXPECT_EQ(p[*f.graph.FindOp("layer_1/op_grad")], gpus[0]);
 }
 
-TEST(SimplePlacersTest, DISABLED_SingleGpuOnNmt4AtK80IsOutOfMemoryButExpertFits) {
+TEST(SimplePlacersTest,
+     DISABLED_SingleGpuOnNmt4AtK80IsOutOfMemoryButExpertFits) {
   const ZooSpec spec = *ParseZooSpec("nmt:layers=4");
   const Graph graph = *MakeZooModel(spec);
   const Cluster cluster = *MakeClusterPreset("k80x4");
@@ -177,7 +178,9 @@ TEST(SimplePlacersTest, DISABLED_SingleGpuOnNmt4AtK80IsOutOfMemoryButExpertFits)
   problem.graph = &graph;
   problem.cluster = &cluster;
   problem.cost = &cost;
-  problem.expert = [&] { return spec.model->expert(graph, cluster, spec.params); };
+  problem.expert = [&] {
+    return spec.model->expert(graph, cluster, spec.params);
+  };
   Simulator simulator(cost);
   const SimResult single = *simulator.Simulate(Place("single-gpu", problem));
   EXPECT_FALSE(single.feasible);

@@ -114,9 +114,8 @@ class RoundRobinPlacer : public Placer {
     const Cluster& c = *problem.cluster;
     const std::vector<DeviceId> gpus = c.DevicesOfKind(DeviceKind::kGpu);
     int num_layers = 0;
-    const std::vector<int32_t> layer =
-        ScopeLayers(g, settings_.depth, 2 * static_cast<int>(gpus.size()),
-                    &num_layers);
+    const std::vector<int32_t> layer = ScopeLayers(
+        g, settings_.depth, 2 * static_cast<int>(gpus.size()), &num_layers);
     Placement placement(g.num_ops());
     for (OpId op = 0; op < g.num_ops(); ++op) {
       const DeviceId gpu = gpus[layer[op] % gpus.size()];

@@ -93,7 +93,9 @@ struct ColocationOptions {
   // than scope_depth components, get no key. Zoo RNN scopes look like
   // "lstm_2/step_4" (RNNLM) and "encoder/lstm_1/step_7" (NMT), so the marker
   // "step_" gives one group per LSTM cell, attention step and softmax step
-  // in both. Default: "" and 0 (off).
+  // in both; Inception-V3's "mixed_5b/branch_1/conv_1" makes "branch_" give
+  // one group per Inception branch, ColocRL's rule for it. Default: "" and
+  // 0 (off).
   std::string scope_marker;
   int scope_depth = 0;
 };

@@ -216,6 +216,25 @@ TEST(ColocationGroupingTest, ScopeRuleMakesOneGroupPerLstmCell) {
   }
 }
 
+TEST(ColocationGroupingTest, ScopeRuleMakesOneGroupPerInceptionBranch) {
+  const Graph& graph = Inception();
+  ColocationOptions options;
+  options.scope_marker = "branch_";
+  const Grouping g = ColocationGrouping(graph, options);
+  std::map<std::string, std::set<GroupId>> groups_of_branch;
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const std::string& scope = graph.scope(op);
+    if (scope.rfind("mixed_5b/branch_", 0) == 0) {
+      groups_of_branch[scope.substr(0, 17)].insert(g.group[op]);
+    }
+  }
+  EXPECT_EQ(groups_of_branch.size(), 4u);
+  for (const auto& [branch, groups] : groups_of_branch) {
+    EXPECT_EQ(groups.size(), 1u) << branch;
+  }
+  EXPECT_LT(g.num_groups, ColocationGrouping(graph).num_groups / 3);
+}
+
 TEST(MetisGroupingTest, KNonEmptyGroupsPerSeedWithALowCut) {
   const Graph& graph = Inception();
   MetisGroupingOptions options;

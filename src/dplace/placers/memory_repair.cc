@@ -54,6 +54,8 @@ struct Candidate {
   int64_t kept = 0;
   // Bytes it exchanges with other units, by the device of the other end.
   std::vector<int64_t> bytes_to;
+  std::vector<int32_t> input_arcs;  // The arcs it reads.
+  DeviceId device = -1;             // Where it is now.
   // Seconds its ops there would run on each device.
   std::vector<double> seconds_on;
   std::vector<int32_t> local_arcs;  // Arcs to candidates on the same device.
@@ -167,9 +169,12 @@ class MemoryRepairer {
       room[d] = Capacity(d) * (1 - settings_.headroom) - peak[d];
     }
     int moves = 0;
+    arrived_.clear();
     for (DeviceId d = 0; d < cluster_.num_devices(); ++d) {
-      if (peak[d] > Capacity(d))
+      if (peak[d] > Capacity(d)) {
+        from_ = d;
         moves += Unload(d, -room[d] / shrink_[d], &room);
+      }
     }
     return moves;
   }
@@ -178,9 +183,13 @@ class MemoryRepairer {
   // cheapest first. A move makes its neighbours' moves cheaper, so moved
   // units grow into contiguous regions that keep their traffic local.
   int Unload(DeviceId from, double need, std::vector<double>* room) {
-    std::vector<Candidate> candidates;
-    std::unordered_map<int32_t, int32_t> candidate_of_unit;
-    std::vector<Arc> arcs;
+    std::vector<Candidate>& candidates = candidates_;
+    std::unordered_map<int32_t, int32_t>& candidate_of_unit =
+        candidate_of_unit_;
+    std::vector<Arc>& arcs = arcs_;
+    candidates.clear();
+    candidate_of_unit.clear();
+    arcs.clear();
     Collect(from, &candidates, &candidate_of_unit, &arcs);
 
     std::priority_queue<Priority, std::vector<Priority>, std::greater<>> queue;
@@ -201,11 +210,11 @@ class MemoryRepairer {
     for (int32_t c = 0; c < static_cast<int32_t>(candidates.size()); ++c) {
       push(c);
     }
-    std::unordered_map<TensorId, int32_t> readers_left;  // Units on `from`.
+    // Readers on `from` of each tensor there: a local output stays while
+    // one is left, and so does a copy received from another device.
+    std::unordered_map<TensorId, int32_t> readers_left;
     for (const Arc& a : arcs) {
-      if (a.producer_device == from && a.consumer_device == from) {
-        ++readers_left[a.tensor];
-      }
+      if (a.consumer_device == from) ++readers_left[a.tensor];
     }
 
     double freed = 0;
@@ -223,9 +232,20 @@ class MemoryRepairer {
       }
       cand.moved = true;
       left_.insert({cand.unit, from});
-      (*room)[to] -= cand.memory * shrink_[to];
+      (*room)[to] -= Footprint(cand, to);
+      for (int32_t i : cand.input_arcs) {
+        if (ProducerDevice(arcs[i]) != to)
+          arrived_.insert({arcs[i].tensor, to});
+      }
+      cand.device = to;
       received[to] += cand.memory;
-      const int64_t frees = std::max<int64_t>(0, cand.memory - cand.kept);
+      int64_t frees = std::max<int64_t>(0, cand.memory - cand.kept);
+      for (int32_t i : cand.input_arcs) {
+        if (arcs[i].producer_device != from &&
+            --readers_left[arcs[i].tensor] == 0) {
+          frees += arcs[i].bytes;  // The last reader of a received copy.
+        }
+      }
       freed += frees;
       moved_off_[from] += frees;
       ++moves;
@@ -260,6 +280,7 @@ class MemoryRepairer {
         candidates->emplace_back();
         candidates->back().unit = u;
         candidates->back().bytes_to.assign(num_devices, 0);
+        candidates->back().device = from;
         candidates->back().seconds_on.assign(num_devices, 0.0);
       }
       Candidate& c = (*candidates)[it->second];
@@ -305,6 +326,7 @@ class MemoryRepairer {
         Candidate& c = (*candidates)[candidate_of_unit->at(a.consumer)];
         p.bytes_to[from] += a.bytes;
         c.bytes_to[from] += a.bytes;
+        c.input_arcs.push_back(i);
         p.local_arcs.push_back(i);
         c.local_arcs.push_back(i);
         if (counted.emplace(a.tensor, true).second) p.kept += a.bytes;
@@ -312,10 +334,34 @@ class MemoryRepairer {
         (*candidates)[candidate_of_unit->at(a.producer)]
             .bytes_to[a.consumer_device] += a.bytes;
       } else {
-        (*candidates)[candidate_of_unit->at(a.consumer)]
-            .bytes_to[a.producer_device] += a.bytes;
+        Candidate& c = (*candidates)[candidate_of_unit->at(a.consumer)];
+        c.bytes_to[a.producer_device] += a.bytes;
+        c.input_arcs.push_back(i);
       }
     }
+  }
+
+  // The device the producer of `a` is on now.
+  DeviceId ProducerDevice(const Arc& a) const {
+    auto it = candidate_of_unit_.find(a.producer);
+    return it == candidate_of_unit_.end() || a.producer_device != from_
+               ? a.producer_device
+               : candidates_[it->second].device;
+  }
+
+  // What `c` would hold on `to`, conservatively: its ops' estimates plus a
+  // copy of every input it would receive there that has not arrived yet
+  // this round (received copies live until their last reader, often a
+  // gradient op, finishes).
+  double Footprint(const Candidate& c, DeviceId to) const {
+    int64_t bytes = c.memory;
+    for (int32_t i : c.input_arcs) {
+      const Arc& a = arcs_[i];
+      if (ProducerDevice(a) != to && !arrived_.count({a.tensor, to})) {
+        bytes += a.bytes;
+      }
+    }
+    return static_cast<double>(bytes);
   }
 
   // What moving `c` from `from` to `to` adds to the step, roughly: the
@@ -339,8 +385,10 @@ class MemoryRepairer {
     DeviceId best = -1;
     double best_added = 0;
     for (DeviceId to = 0; to < cluster_.num_devices(); ++to) {
-      if (to == from || !allowed.Contains(cluster_.device(to).kind) ||
-          room[to] < c.memory * shrink_[to] || left_.count({c.unit, to})) {
+      const DeviceKind kind = cluster_.device(to).kind;
+      if (to == from || !allowed.Contains(kind) ||
+          !settings_.destination_kinds.Contains(kind) ||
+          room[to] < Footprint(c, to) || left_.count({c.unit, to})) {
         continue;
       }
       const double added = AddedSeconds(c, from, to);
@@ -368,6 +416,13 @@ class MemoryRepairer {
   std::vector<double> shrink_;            // Per device: see LearnShrink().
   std::vector<int64_t> moved_off_;        // Per device: estimated bytes freed.
   std::set<std::pair<int32_t, DeviceId>> left_;  // (unit, device it left).
+  // The round being planned: the device unloaded, its units and their arcs,
+  // and the tensors sent to each device so far.
+  DeviceId from_ = -1;
+  std::vector<Candidate> candidates_;
+  std::unordered_map<int32_t, int32_t> candidate_of_unit_;
+  std::vector<Arc> arcs_;
+  std::set<std::pair<TensorId, DeviceId>> arrived_;
 };
 
 }  // namespace
@@ -381,6 +436,9 @@ StatusOr<Placement> RepairMemory(const PlacementProblem& problem,
       CheckPersistentMemory(*problem.graph, *problem.cluster));
   if (settings.max_simulations < 1) {
     return InvalidArgumentError("memory repair: max_simulations must be >= 1");
+  }
+  if (!(settings.headroom >= 0 && settings.headroom < 1)) {
+    return InvalidArgumentError("memory repair: headroom must be in [0, 1)");
   }
   return MemoryRepairer(problem, settings, std::move(placement)).Run();
 }

@@ -20,20 +20,27 @@ struct MemoryRepairSettings {
   // Fraction of every device's capacity the repair aims to leave free, so
   // that a placement does not fit by a hair only. Default: 0.02.
   double headroom = 0.02;
+  // Kinds of device groups may move to (mincut keeps its groups on GPUs).
+  // Default: all.
+  DeviceKindSet destination_kinds = DeviceKindSet::All();
 };
 
-// Returns `placement` unchanged when the simulator finds it fits; otherwise
-// moves groups off each device whose simulated peak exceeds its capacity, in
-// order of least added communication (bytes the group would then exchange
-// across devices, less those it stops exchanging) per byte of memory freed,
-// each to the device it may run on that keeps the most of its traffic local
-// and still has room, until the simulator finds the placement fits. A group
-// is never moved back to a device it left, so the repair terminates.
+// Returns `placement` unchanged when the simulator finds it fits. Otherwise,
+// round by round: for each device whose simulated peak exceeds its
+// capacity, moves groups off it, cheapest first, until the memory they free
+// (estimated, then corrected by how far earlier moves really lowered the
+// peak) covers the excess. A move's cost is the time it adds: the bytes the
+// group would then send across devices, less those it stops sending, at the
+// route's speed, plus how much slower its ops run at the destination; per
+// byte freed. Moving a group makes its neighbours' moves cheaper, so moved
+// groups grow into contiguous regions. Each goes to the allowed device
+// where it adds the least time and that has room for it and for copies of
+// its inputs. A group never returns to a device it left. Then the simulator
+// judges again, at most max_simulations times.
 //
 // Errors: InvalidArgument for an invalid placement; Infeasible, naming a
 // device, its peak and its capacity, when the graph's persistent memory
-// exceeds the cluster's or no fitting placement was found within
-// max_simulations.
+// exceeds the cluster's or no fitting placement was found.
 StatusOr<Placement> RepairMemory(const PlacementProblem& problem,
                                  Placement placement,
                                  const MemoryRepairSettings& settings = {});

@@ -311,6 +311,18 @@ TEST(MemoryRepairTest, MovesWholeGroupsUntilThePlacementFits) {
   EXPECT_NE(*repaired, on_gpu0);
 }
 
+TEST(MemoryRepairTest, MovesOnlyToTheDeviceKindsItIsGiven) {
+  // 6 x 300 MB fit two 1 GB GPUs, three each, without the CPU (mincut).
+  Problem p(LayeredParams(6, 300'000'000, 1'000'000), SmallGpus());
+  MemoryRepairSettings settings;
+  settings.destination_kinds = DeviceKindSet::Only(DeviceKind::kGpu);
+  StatusOr<Placement> repaired = RepairMemory(
+      p.problem, SingleDevicePlacement(p.graph, p.cluster, 1), settings);
+  ASSERT_TRUE(repaired.ok()) << repaired.status().message();
+  EXPECT_TRUE(Feasible(p.problem, *repaired));
+  for (DeviceId d : *repaired) EXPECT_NE(d, 0);
+}
+
 TEST(MemoryRepairTest, MovesTheGroupThatAddsTheLeastTraffic) {
   // Three 400 MB layers on gpu:0 (1.2 GB > 1 GB): one must go. Layer 0
   // sends 40 MB to layer 1, layer 1 sends 4 kB to layer 2: moving layer 2

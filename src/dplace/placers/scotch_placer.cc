@@ -229,6 +229,9 @@ class ScotchPlacer : public Placer {
     }
     MemoryRepairSettings repair;
     repair.max_simulations = settings_.repair_simulations;
+    if (gpus_only_) {
+      repair.destination_kinds = DeviceKindSet::Only(DeviceKind::kGpu);
+    }
     return RepairMemory(
         problem, ExpandUnitPlacement(pg, cluster, std::move(unit_device)),
         repair);

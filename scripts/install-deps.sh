@@ -13,6 +13,8 @@ packages=(
   libonnx-dev libprotobuf-dev
   # Classical placers: Scotch, METIS, and GLPK for m-SCT's LP relaxation.
   libscotch-dev libmetis-dev libglpk-dev
+  # Learning agents: LibTorch (CPU).
+  libtorch-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
 )

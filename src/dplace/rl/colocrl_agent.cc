@@ -1,0 +1,222 @@
+// ColocRL (Mirhoseini et al., ICML 2017): an attentional seq2seq policy over
+// co-location groups, trained with REINFORCE and a moving-average baseline
+// that starts at the failing signal; after a warm-up only placements that
+// run update it. Options allow PPO and elite imitation (the cross-entropy
+// update for neural policies) for ablations.
+#include <torch/torch.h>
+
+#include "dplace/rl/agent.h"
+#include "dplace/rl/algorithms.h"
+#include "dplace/rl/policy.h"
+
+namespace dplace {
+namespace {
+
+struct ColocRlSettings {
+  SearchSettings search;
+  // Placements per update (Monte-Carlo samples of eq. 2). Default: 4.
+  int batch = 4;
+  // LSTM size. Default: 256 (as the Hierarchical Planner's placer).
+  int hidden = 256;
+  // Op-type and device embedding size. Default: 32.
+  int embedding = 32;
+  // Adam. Default: 0.01.
+  double learning_rate = 0.01;
+  // Gradient-norm clipping; 0: none. Default: 1.
+  double grad_clip = 1;
+  // "reinforce" (ColocRL) or "ppo" (clipped, per-group ratios).
+  // Default: "reinforce".
+  std::string algorithm = "reinforce";
+  // Gradient steps per batch with ppo. Default: 4.
+  int ppo_steps = 4;
+  // Every this many samples, `elite_steps` steps of maximum likelihood on
+  // the best `elite_ratio` of them (the cross-entropy update for neural
+  // policies); 0: never. Default: 0 (ColocRL has none).
+  int ce_every = 0;
+  double elite_ratio = 0.1;  // Default: 0.1.
+  int elite_steps = 1;       // Default: 1.
+};
+
+class ColocRlAgent : public Agent {
+ public:
+  explicit ColocRlAgent(ColocRlSettings settings)
+      : Agent("colocrl", settings.search), settings_(std::move(settings)) {}
+
+ protected:
+  Status DoInit(const AgentSetup& setup) override {
+    num_groups_ = setup.groups.num_groups;
+    Seq2SeqConfig config;
+    config.hidden = settings_.hidden;
+    config.embedding = settings_.embedding;
+    policy_ = std::make_shared<Seq2SeqPolicy>(
+        MakeGroupFeatures(*setup.problem->graph, setup.grouping, setup.groups),
+        setup.num_devices, setup.allowed, config);
+    optimizer_ = std::make_unique<torch::optim::Adam>(
+        policy_->parameters(),
+        torch::optim::AdamOptions(settings_.learning_rate));
+    buffer_actions_ = torch::empty({0, num_groups_}, torch::kInt64);
+    buffer_times_ = torch::empty({0}, torch::kFloat64);
+    return Status::Ok();
+  }
+
+  int BatchSize() const override { return settings_.batch; }
+
+  std::vector<std::vector<DeviceId>> DoSample(int k,
+                                              std::mt19937_64* rng) override {
+    const torch::Tensor actions = policy_->Sample(k, rng);
+    auto a = actions.accessor<int64_t, 2>();
+    std::vector<std::vector<DeviceId>> out(k);
+    for (int i = 0; i < k; ++i) {
+      out[i].resize(num_groups_);
+      for (int g = 0; g < num_groups_; ++g) out[i][g] = a[i][g];
+    }
+    return out;
+  }
+
+  int DoUpdate(const EvaluatedBatch& batch) override {
+    std::vector<int64_t> flat, all;
+    std::vector<double> advantages;
+    for (size_t i = 0; i < batch.group_devices.size(); ++i) {
+      all.insert(all.end(), batch.group_devices[i].begin(),
+                 batch.group_devices[i].end());
+      if (!batch.use[i]) continue;
+      flat.insert(flat.end(), batch.group_devices[i].begin(),
+                  batch.group_devices[i].end());
+      advantages.push_back(batch.advantages[i]);
+    }
+    int updates = 0;
+    if (!advantages.empty()) {
+      const torch::Tensor actions =
+          torch::tensor(flat, torch::kInt64).reshape({-1, num_groups_});
+      const torch::Tensor advantage =
+          torch::tensor(advantages, torch::kFloat64).to(torch::kFloat32);
+      if (settings_.algorithm == "ppo") {
+        PpoSettings ppo;
+        torch::Tensor old;
+        {
+          torch::NoGradGuard no_grad;
+          old = policy_->LogProbs(actions);
+        }
+        for (int step = 0; step < settings_.ppo_steps; ++step) {
+          Step(PpoLoss(policy_->LogProbs(actions), old, actions, advantage,
+                       ppo));
+        }
+      } else {
+        Step(ReinforceLoss(policy_->LogProbs(actions), actions, advantage));
+      }
+      ++updates;
+    }
+    if (settings_.ce_every > 0) {
+      buffer_actions_ = torch::cat(
+          {buffer_actions_,
+           torch::tensor(all, torch::kInt64).reshape({-1, num_groups_})});
+      buffer_times_ = torch::cat(
+          {buffer_times_, torch::tensor(batch.step_times, torch::kFloat64)});
+      if (buffer_actions_.size(0) >= settings_.ce_every) {
+        const std::vector<double> times(
+            buffer_times_.data_ptr<double>(),
+            buffer_times_.data_ptr<double>() + buffer_times_.numel());
+        const torch::Tensor elite = buffer_actions_.index_select(
+            0, torch::tensor(SelectElite(times, settings_.elite_ratio)));
+        for (int step = 0; step < settings_.elite_steps; ++step) {
+          Step(EliteLikelihoodLoss(policy_->LogProbs(elite), elite));
+        }
+        buffer_actions_ = torch::empty({0, num_groups_}, torch::kInt64);
+        buffer_times_ = torch::empty({0}, torch::kFloat64);
+        ++updates;
+      }
+    }
+    return updates;
+  }
+
+  void DoSave(torch::serialize::OutputArchive* archive) const override {
+    torch::serialize::OutputArchive policy, optimizer;
+    policy_->save(policy);
+    optimizer_->save(optimizer);
+    archive->write("policy", policy);
+    archive->write("optimizer", optimizer);
+    archive->write("buffer_actions", buffer_actions_);
+    archive->write("buffer_times", buffer_times_);
+  }
+
+  void DoLoad(torch::serialize::InputArchive* archive) override {
+    torch::serialize::InputArchive policy, optimizer;
+    archive->read("policy", policy);
+    archive->read("optimizer", optimizer);
+    policy_->load(policy);
+    optimizer_->load(optimizer);
+    archive->read("buffer_actions", buffer_actions_);
+    archive->read("buffer_times", buffer_times_);
+    if (buffer_actions_.dim() != 2 || buffer_actions_.size(1) != num_groups_ ||
+        buffer_times_.size(0) != buffer_actions_.size(0)) {
+      throw std::runtime_error("buffer of the wrong shape");
+    }
+  }
+
+ private:
+  void Step(const torch::Tensor& loss) {
+    optimizer_->zero_grad();
+    loss.backward();
+    if (settings_.grad_clip > 0) {
+      torch::nn::utils::clip_grad_norm_(policy_->parameters(),
+                                        settings_.grad_clip);
+    }
+    optimizer_->step();
+  }
+
+  ColocRlSettings settings_;
+  int num_groups_ = 0;
+  std::shared_ptr<Seq2SeqPolicy> policy_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  torch::Tensor buffer_actions_;  // Samples since the last elite update.
+  torch::Tensor buffer_times_;
+};
+
+StatusOr<std::unique_ptr<Agent>> MakeColocRl(const PlacerOptions& options) {
+  ColocRlSettings s;
+  s.search.baseline_starts_failing = true;
+  s.search.feasible_only_after = 500;
+  OptionReader reader("colocrl", options);
+  ReadSearchSettings(&reader, &s.search);
+  reader.Int("batch", &s.batch);
+  reader.Int("hidden", &s.hidden);
+  reader.Int("embedding", &s.embedding);
+  reader.Double("learning_rate", &s.learning_rate);
+  reader.Double("grad_clip", &s.grad_clip);
+  reader.String("algorithm", &s.algorithm);
+  reader.Int("ppo_steps", &s.ppo_steps);
+  reader.Int("ce_every", &s.ce_every);
+  reader.Double("elite_ratio", &s.elite_ratio);
+  reader.Int("elite_steps", &s.elite_steps);
+  DPLACE_RETURN_IF_ERROR(reader.Finish());
+  DPLACE_RETURN_IF_ERROR(ValidateSearchSettings("colocrl", s.search));
+  auto bad = [](const std::string& what) {
+    return InvalidArgumentError("method colocrl: option " + what);
+  };
+  if (s.batch < 1) return bad("batch must be >= 1");
+  if (s.hidden < 1 || s.embedding < 1) {
+    return bad("hidden and embedding must be >= 1");
+  }
+  if (!(s.learning_rate > 0)) return bad("learning_rate must be > 0");
+  if (s.grad_clip < 0) return bad("grad_clip must be >= 0");
+  if (s.algorithm != "reinforce" && s.algorithm != "ppo") {
+    return bad("algorithm=" + s.algorithm + ": expected reinforce or ppo");
+  }
+  if (s.ppo_steps < 1 || s.elite_steps < 1) {
+    return bad("ppo_steps and elite_steps must be >= 1");
+  }
+  if (s.ce_every < 0) return bad("ce_every must be >= 0");
+  if (!(s.elite_ratio > 0 && s.elite_ratio <= 1)) {
+    return bad("elite_ratio must be in (0, 1]");
+  }
+  return std::unique_ptr<Agent>(new ColocRlAgent(s));
+}
+
+REGISTER_AGENT("colocrl", 110,
+               "ColocRL: attentional seq2seq LSTM over co-location groups, "
+               "REINFORCE; options batch, hidden, learning_rate, algorithm, "
+               "...",
+               MakeColocRl);
+
+}  // namespace
+}  // namespace dplace

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Regenerates docs/learning.md: learning curves of the learned placers (post,
+# post-ce, post-pg, spotlight, colocrl) on Post's benchmarks, Inception-V3 on
+# k80x4 and NMT-2 on k80x2, and the best step time each reaches against the
+# classical placers (expert, m-etf, m-sct, scotch).
+#   scripts/make-learning-doc.sh [build/dplace]
+# Environment: BUDGET (samples per Post-family search, default 2400, Post's),
+# COLOCRL_BUDGET (default 2400), SEED (default 1), OUT (default
+# docs/learning.md), LOGS (where the JSONL logs go, default build/learning).
+set -euo pipefail
+dplace=${1:-build/dplace}
+budget=${BUDGET:-2400}
+colocrl_budget=${COLOCRL_BUDGET:-2400}
+seed=${SEED:-1}
+out=${OUT:-docs/learning.md}
+logs=${LOGS:-build/learning}
+mkdir -p "$logs"
+
+benchmarks=("inception_v3 k80x4" "nmt:layers=2 k80x2")
+agents=(post post-ce post-pg spotlight colocrl)
+baselines=(single-gpu expert m-etf m-sct scotch)
+checkpoints=(60 120 240 480 720 960 1200 1440 1680 1920 2160 2400)
+
+# ColocRL reads groups as a sequence: co-location groups (one per LSTM cell
+# with the "step_" scope rule) for NMT, but Inception-V3's co-location
+# groups number in the thousands, so there it reads 256 METIS groups, as the
+# Hierarchical Planner's placer does.
+colocrl_options() {
+  case "$1" in
+    inception_v3) echo "--option grouping=metis --option groups=256" ;;
+    *) echo "" ;;
+  esac
+}
+
+# "1.234567" from a dplace place output, or "OOM" / "-".
+step_time_of() {
+  awk '/^step time: /{t=$3} /^infeasible/{oom=1}
+       END{if (t == "") print "-"; else if (oom) print "OOM"; else print t}'
+}
+
+# From a JSONL log: at each checkpoint n, the mean step time of the feasible
+# samples in (previous checkpoint, n], the share of them that were OOM, and
+# the best step time so far.
+curve() {
+  awk -v cps="${checkpoints[*]}" '
+    BEGIN { n = split(cps, cp, " "); k = 1 }
+    {
+      match($0, /"step_time":[^,}]*/); t = substr($0, RSTART + 12, RLENGTH - 12)
+      feasible = ($0 ~ /"feasible":true/)
+      i = NR
+      if (feasible) { sum += t; cnt++; if (best == "" || t < best) best = t }
+      else oom++
+      if (k <= n && i == cp[k]) {
+        printf "%d %s %.0f %s\n", cp[k], (cnt ? sprintf("%.4f", sum / cnt) : "-"),
+               100 * oom / (cnt + oom), (best == "" ? "-" : sprintf("%.4f", best))
+        sum = 0; cnt = 0; oom = 0; k++
+      }
+    }' "$1"
+}
+
+{
+  cat <<HEAD
+# Learning curves of the learned placers
+
+Post's experiment (Gao et al., 2018, Figure 2 and Table 1) on dplace's
+simulator: each learned placer searches with its paper's settings and a
+budget of $budget sampled placements (ColocRL: $colocrl_budget), seed $seed,
+on the machines Post used (K80s). Generated on $(date -u +%Y-%m-%d) by
+\`scripts/make-learning-doc.sh\`, which runs
+\`dplace place --model zoo:MODEL --cluster PRESET --method AGENT
+--budget-samples N --log L.jsonl\` and reads the logs; do not edit by hand.
+
+Each curve table gives, at a number of samples, the mean simulated step time
+of the feasible placements sampled since the previous row (what Post's
+Figure 2 plots), the share of those samples that ran out of memory, and the
+best step time found so far. Rewards are -sqrt(step time); an OOM placement
+is charged 100 s.
+HEAD
+  for b in "${benchmarks[@]}"; do
+    read -r model preset <<<"$b"
+    name=${model//[:=]/_}
+    echo
+    echo "## \`$model\` on \`$preset\`"
+    echo
+    echo "| method | best step time (s) | samples | search wall time (s) |"
+    echo "|---|---:|---:|---:|"
+    for m in "${baselines[@]}"; do
+      t=$("$dplace" place --model "zoo:$model" --cluster "$preset" \
+            --method "$m" 2>/dev/null | step_time_of || true)
+      echo "| $m | $t | - | - |"
+    done
+    for a in "${agents[@]}"; do
+      n=$budget
+      extra=""
+      if [ "$a" = colocrl ]; then
+        n=$colocrl_budget
+        extra=$(colocrl_options "$model")
+      fi
+      log="$logs/${name}_${a}.jsonl"
+      # shellcheck disable=SC2086
+      result=$("$dplace" place --model "zoo:$model" --cluster "$preset" \
+                 --method "$a" --budget-samples "$n" --seed "$seed" \
+                 --log "$log" $extra 2>/dev/null || true)
+      t=$(step_time_of <<<"$result")
+      wall=$(sed -n 's/.* in \([0-9.]*\) s$/\1/p' <<<"$result" | head -1)
+      groups=$(sed -n 's/.* updates, \([0-9]*\) groups).*/\1/p' <<<"$result")
+      echo "| $a ($groups groups) | $t | $n | ${wall:--} |"
+    done
+    for a in "${agents[@]}"; do
+      echo
+      echo "### \`$a\` on \`$model\`"
+      echo
+      echo "| samples | mean sampled step time (s) | OOM share | best so far (s) |"
+      echo "|---:|---:|---:|---:|"
+      curve "$logs/${name}_${a}.jsonl" |
+        while read -r s mean oom best; do
+          echo "| $s | $mean | $oom% | $best |"
+        done
+    done
+  done
+} >"$out"
+echo "wrote $out"

@@ -169,7 +169,7 @@ TEST(SimplePlacersTest, RoundRobinDealsLayersToGpusInTopologicalOrder) {
 }
 
 TEST(SimplePlacersTest,
-     DISABLED_SingleGpuOnNmt4AtK80IsOutOfMemoryButExpertFits) {
+     SingleGpuOnNmt4AtK80IsOutOfMemoryButExpertFits) {
   const ZooSpec spec = *ParseZooSpec("nmt:layers=4");
   const Graph graph = *MakeZooModel(spec);
   const Cluster cluster = *MakeClusterPreset("k80x4");

@@ -37,7 +37,7 @@ Tensor SplitHeads(ModelBuilder& b, const Tensor& x, int64_t batch, int64_t seq,
                   int64_t heads) {
   const int64_t size = x.dim(-1) / heads;
   const Tensor r = b.Reshape(x, {batch, seq, heads, size});
-  return b.Op("Transpose", {r}, {batch, heads, seq, size}, 0);
+  return b.Transpose(r, {0, 2, 1, 3});
 }
 
 // Multi-head self-attention of `x` ([batch * seq, hidden]) with the additive
@@ -57,15 +57,14 @@ Tensor SelfAttention(ModelBuilder& b, const Tensor& x, const Tensor& mask,
   scores = b.Binary("Mul", scores, b.Const("Mul/y", {}));  // 1 / sqrt(size).
   // adder = (1 - mask) * -10000, recomputed in every layer as modeling.py
   // does.
-  const Tensor expanded = b.Op("ExpandDims", {mask}, {batch, 1, seq, seq}, 0);
+  const Tensor expanded = b.ExpandDims(mask, 1);
   const Tensor adder =
       b.Binary("Mul", b.Binary("Sub", b.Const("sub/x", {}), expanded),
                b.Const("mul/y", {}));
   scores = b.Binary("Add", scores, adder);
   const Tensor probs = b.Dropout(b.Softmax(scores));
   const Tensor context = b.BatchMatMul(probs, v, /*transpose_b=*/false);
-  const Tensor t =
-      b.Op("Transpose", {context}, {batch, seq, heads, hidden / heads}, 0);
+  const Tensor t = b.Transpose(context, {0, 2, 1, 3});
   return b.Reshape(t, {batch * seq, hidden});
 }
 
@@ -109,8 +108,11 @@ Tensor Embeddings(ModelBuilder& b, const Tensor& ids, const Tensor& segments,
   Tensor types;
   {
     auto type_scope = b.Scope("token_type_embeddings");
-    const Tensor one_hot = b.Op("OneHot", {b.Reshape(segments, {batch * seq})},
-                                {batch * seq, kTypeVocab}, 0);
+    const Tensor one_hot = b.Op(
+        "OneHot",
+        {b.Reshape(segments, {batch * seq}), b.IntConst("one_hot/depth"),
+         b.Const("one_hot/on_value", {}), b.Const("one_hot/off_value", {})},
+        {batch * seq, kTypeVocab}, 0);
     const Tensor table = b.Parameter("embedding", {kTypeVocab, hidden});
     types = b.Reshape(b.MatMul(one_hot, table), {batch, seq, hidden});
   }
@@ -118,8 +120,11 @@ Tensor Embeddings(ModelBuilder& b, const Tensor& ids, const Tensor& segments,
   {
     auto position_scope = b.Scope("position_embeddings");
     const Tensor table = b.Parameter("embedding", {kMaxPositions, hidden});
-    positions =
-        b.Reshape(b.Op("Slice", {table}, {seq, hidden}, 0), {1, seq, hidden});
+    const Tensor slice =
+        b.Op("Slice",
+             {table, b.IntConst("Slice/begin", 2), b.IntConst("Slice/size", 2)},
+             {seq, hidden}, 0, "Slice");
+    positions = b.Reshape(slice, {1, seq, hidden});
   }
   Tensor sum = b.Binary("Add", b.Binary("Add", words, types), positions);
   {
@@ -136,21 +141,22 @@ Tensor AttentionMask(ModelBuilder& b, const Tensor& input_mask) {
   const Tensor to_mask =
       b.Unary("Cast", b.Reshape(input_mask, {batch, 1, seq}), 0);
   const Tensor ones = b.Const("ones", {batch, seq, 1});
-  return b.Op("Mul", {ones, to_mask}, {batch, seq, seq},
-              static_cast<double>(batch * seq * seq));
+  return b.Binary("Mul", ones, to_mask);
 }
 
 // -mean(sum(one_hot(positions) * log_softmax(logits))), per run_squad.py.
 Tensor PositionLoss(ModelBuilder& b, const Tensor& logits,
                     const Tensor& positions, const std::string& name) {
   auto scope = b.Scope(name);
-  const Tensor one_hot = b.Op("OneHot", {positions}, logits.shape, 0);
+  const Tensor one_hot =
+      b.Op("OneHot",
+           {positions, b.IntConst("one_hot/depth"),
+            b.Const("one_hot/on_value", {}), b.Const("one_hot/off_value", {})},
+           logits.shape, 0);
   const Tensor log_probs = b.Unary("LogSoftmax", logits, 5);
   const Tensor picked = b.Binary("Mul", one_hot, log_probs);
-  const Tensor sum = b.Op("Sum", {picked}, {logits.dim(0)},
-                          static_cast<double>(picked.elements()));
-  const Tensor mean =
-      b.Op("Mean", {sum}, {}, static_cast<double>(sum.elements()));
+  const Tensor sum = b.Reduce("Sum", picked, {1}, false);
+  const Tensor mean = b.Reduce("Mean", sum, {0}, false);
   return b.Unary("Neg", mean);
 }
 
@@ -197,8 +203,7 @@ StatusOr<Graph> Bert(const ZooParams& p) {
     const Tensor bias = b.Parameter("output_bias", {2});
     const Tensor span =
         b.Reshape(b.BiasAdd(b.MatMul(x, w), bias), {batch, seq, 2});
-    const Tensor t = b.Op("Transpose", {span}, {2, batch, seq}, 0);
-    logits = b.MultiOp("Unpack", {t}, {{batch, seq}, {batch, seq}}, 0);
+    logits = b.Unpack(b.Transpose(span, {2, 0, 1}), 0);
   }
   auto scope = b.Scope("loss");
   const Tensor total =
@@ -222,10 +227,13 @@ ZooModel BertModel() {
                 {"seq", "384"},
                 {"batch", "24"},
                 {"vocab", "30522"},
-                {"optimizer", "adam"}};
+                {"optimizer", "adamw"}};
   m.paper_preset = "p100x4";  // EAGLE and Mars.
   m.paper_ops = 0;            // Not given; EAGLE: "over 10,000 operations".
   m.forward = Bert;
+  // optimization.py: tf.gradients, clipped to a global norm of 1.0, applied
+  // by AdamWeightDecayOptimizer ("adamw").
+  m.training.clip_by_global_norm = true;
   // Google's implementation has no multi-GPU placement (EAGLE, section 5):
   // the expert baseline is one GPU, which runs out of memory.
   m.expert = OneGpuPlacement;

@@ -1,8 +1,9 @@
-// Convolutional benchmarks: Inception-V3 (Szegedy et al. 2016, as TF-slim
-// builds it) and ResNet v1 with bottleneck blocks (He et al. 2016, as the
-// TensorFlow official model builds it), block by block. Every conv layer is
-// Conv2D + FusedBatchNorm + Relu; conv kernels carry L2 weight decay, as both
-// training scripts set it.
+// Convolutional benchmarks as TF-slim builds them for training (the
+// graphs the papers placed): Inception-V3 (Szegedy et al. 2016) and ResNet
+// v1 with bottleneck blocks (He et al. 2016), block by block. Every conv
+// layer is slim.conv2d: Conv2D, a non-fused batch norm (moments,
+// normalisation arithmetic, moving-average updates) and Relu; every conv
+// kernel carries slim's L2 regularizer (Const, L2Loss, Mul).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -13,21 +14,18 @@ namespace dplace {
 namespace zoo_internal {
 namespace {
 
-// A network being built, with the L2 losses of its regularised kernels.
+// A network being built, with the regularization losses of its kernels.
 struct Net {
   explicit Net(const std::string& name) : b(name) {}
   ModelBuilder b;
   std::vector<Tensor> l2_losses;
 };
 
-// L2Loss of a kernel (sum of squares / 2), scaled by the weight decay when
-// `scaled` (TF-slim's l2_regularizer: Const, L2Loss, Mul), else summed and
-// scaled once at the end (the official ResNet).
-void Regularise(Net& n, const Tensor& kernel, bool scaled) {
-  auto scope = n.b.Scope("regularizer");
-  Tensor loss = n.b.Op("L2Loss", {kernel}, {}, 2.0 * kernel.elements());
-  if (scaled) loss = n.b.Binary("Mul", loss, n.b.Const("scale", {}));
-  n.l2_losses.push_back(loss);
+// slim.l2_regularizer(scale)(kernel): scale * L2Loss(kernel).
+void Regularise(Net& n, const Tensor& kernel) {
+  auto scope = n.b.NameScope("l2_regularizer");
+  const Tensor loss = n.b.Op("L2Loss", {kernel}, {}, 2.0 * kernel.elements());
+  n.l2_losses.push_back(n.b.Binary("Mul", n.b.Const("scale", {}), loss));
 }
 
 struct ConvOptions {
@@ -35,31 +33,104 @@ struct ConvOptions {
   bool same = true;       // SAME padding, else VALID.
   bool relu = true;       // Relu after the batch norm.
   bool bn_scale = false;  // Batch norm with a trainable scale (gamma).
-  bool scaled_l2 = true;  // See Regularise().
 };
 
-// Conv2D + FusedBatchNorm (+ Relu) in scope `name`.
+// slim.conv2d with batch norm in scope `name`: Conv2D + BatchNorm (+ Relu).
 Tensor ConvBn(Net& n, const Tensor& x, const std::string& name, int64_t filters,
               int64_t kernel_h, int64_t kernel_w, const ConvOptions& o) {
   auto scope = n.b.Scope(name);
   const Tensor w =
       n.b.Parameter("weights", {kernel_h, kernel_w, x.dim(3), filters});
-  Regularise(n, w, o.scaled_l2);
+  Regularise(n, w);
   Tensor y = n.b.BatchNorm(n.b.Conv2D(x, w, o.stride, o.same), o.bn_scale);
   return o.relu ? n.b.Unary("Relu", y) : y;
 }
 
 // A 1x1 conv with biases and no batch norm (the logits layers), squeezed to
-// [batch, filters].
+// [batch, filters] (slim's SpatialSqueeze).
 Tensor ConvLogits(Net& n, const Tensor& x, const std::string& name,
                   int64_t filters, int64_t kernel) {
   auto scope = n.b.Scope(name);
   const Tensor w =
       n.b.Parameter("weights", {kernel, kernel, x.dim(3), filters});
-  Regularise(n, w, /*scaled=*/true);
+  Regularise(n, w);
   const Tensor y = n.b.BiasAdd(n.b.Conv2D(x, w, 1, /*same_padding=*/false),
                                n.b.Parameter("biases", {filters}));
-  return n.b.Reshape(y, {x.dim(0), filters});  // SpatialSqueeze.
+  return n.b.Squeeze(y, {1, 2});
+}
+
+// tf.losses.softmax_cross_entropy(onehot_labels, logits, weights,
+// label_smoothing) with SUM_BY_NONZERO_WEIGHTS reduction, as TF 1.x builds
+// it: smoothing of the labels, the cross-entropy, the weighted sum and its
+// safe division by the number of non-zero weights.
+Tensor SoftmaxCrossEntropyLoss(Net& n, const Tensor& logits,
+                               const Tensor& onehot, bool smoothing,
+                               const std::string& name) {
+  ModelBuilder& b = n.b;
+  auto scope = b.Scope(name);
+  const int64_t batch = logits.dim(0);
+  Tensor labels = onehot;
+  if (smoothing) {
+    // onehot * (1 - s) + s / num_classes.
+    const Tensor classes = b.Unary(
+        "Cast",
+        b.Op("StridedSlice",
+             {b.Op("Shape", {onehot}, {2}, 0, "Shape", DataType::kInt32),
+              b.IntConst("strided_slice/stack", 1),
+              b.IntConst("strided_slice/stack_1", 1),
+              b.IntConst("strided_slice/stack_2", 1)},
+             {}, 0, "strided_slice", DataType::kInt32),
+        0);
+    const Tensor negatives =
+        b.Binary("RealDiv", b.Const("truediv/x", {}), classes, "truediv");
+    labels =
+        b.Binary("Add", b.WithScalar("Mul", onehot, "mul/y"), negatives, "add");
+  }
+  const Tensor xent = b.MultiOp("SoftmaxCrossEntropyWithLogits",
+                                {logits, labels}, {{batch}, logits.shape},
+                                5.0 * logits.elements(), "xentropy")[0];
+  const Tensor weights = b.Const("weights", {});
+  const Tensor sum =
+      b.Reduce("Sum", b.Binary("Mul", xent, weights), {0}, false, "Sum");
+  // num_present: how many losses have a non-zero weight.
+  Tensor present;
+  {
+    auto count = b.NameScope("num_present");
+    const Tensor zero = b.Op("Equal", {weights, b.Const("Equal/y", {})}, {}, 1,
+                             "Equal", DataType::kBool);
+    const Tensor ones = b.Op("Select",
+                             {zero, b.Unary("ZerosLike", weights, 0),
+                              b.Unary("OnesLike", weights, 0)},
+                             {}, 1, "Select");
+    const Tensor broadcast = b.Binary("Mul", ones, b.Unary("OnesLike", xent, 0),
+                                      "broadcast_weights");
+    present = b.Reduce("Sum", broadcast, {0}, false, "num_present");
+  }
+  // _safe_div(sum, present).
+  auto safe = b.NameScope("value");
+  const Tensor positive = b.Op("Greater", {present, b.Const("Greater/y", {})},
+                               {}, 1, "Greater", DataType::kBool);
+  const Tensor nonzero =
+      b.Op("Select", {positive, present, b.Unary("OnesLike", present, 0)}, {},
+           1, "Select");
+  const Tensor quotient = b.Binary("RealDiv", sum, nonzero, "div");
+  return b.Op("Select", {positive, quotient, b.Unary("ZerosLike", sum, 0)}, {},
+              1, "value");
+}
+
+// model_deploy's clone loss: the sum of the losses plus the sum of the
+// regularization losses.
+void TotalLoss(Net& n, const std::vector<Tensor>& losses) {
+  ModelBuilder& b = n.b;
+  auto scope = b.Scope("loss");
+  const Tensor sum = losses.size() == 1
+                         ? losses[0]
+                         : b.Op("AddN", losses, {},
+                                static_cast<double>(losses.size()), "sum_loss");
+  const Tensor regularization =
+      b.Op("AddN", n.l2_losses, {}, static_cast<double>(n.l2_losses.size()),
+           "regularization_loss");
+  b.Op("AddN", {sum, regularization}, {}, 1, "total_loss");
 }
 
 // ---------------------------------------------------------------------------
@@ -158,24 +229,6 @@ Tensor InceptionC(Net& n, const std::string& name, const Tensor& x) {
   return n.b.Concat(outs, 3);
 }
 
-// Softmax cross-entropy of `logits` against one-hot labels smoothed by 0.1,
-// averaged over the batch and weighted (TF-slim's losses.cross_entropy_loss).
-Tensor SmoothedCrossEntropy(Net& n, const Tensor& logits, const Tensor& labels,
-                            const std::string& name) {
-  auto scope = n.b.Scope(name);
-  const int64_t batch = logits.dim(0), classes = logits.dim(1);
-  Tensor one_hot = n.b.Op("OneHot", {labels}, {batch, classes}, 0);
-  one_hot =
-      n.b.Binary("Add", n.b.Binary("Mul", one_hot, n.b.Const("mul/y", {})),
-                 n.b.Const("add/y", {}));
-  const Tensor xent =
-      n.b.MultiOp("SoftmaxCrossEntropyWithLogits", {logits, one_hot},
-                  {{batch}, {batch, classes}}, 5.0 * logits.elements())[0];
-  const Tensor mean =
-      n.b.Op("Mean", {xent}, {}, static_cast<double>(xent.elements()));
-  return n.b.Binary("Mul", mean, n.b.Const("weight", {}));
-}
-
 StatusOr<Graph> InceptionV3(const ZooParams& p) {
   const int64_t batch = p.Int("batch"), image = p.Int("image");
   const int64_t classes = p.Int("classes");
@@ -190,7 +243,8 @@ StatusOr<Graph> InceptionV3(const ZooParams& p) {
   {
     auto scope = b.Scope("input");
     images = b.Input("images", {batch, image, image, 3});
-    labels = b.Input("labels", {batch}, DataType::kInt32);
+    // One-hot in the input pipeline (slim.one_hot_encoding on the CPU).
+    labels = b.Input("labels", {batch, classes});
   }
   Tensor x = images;
   {
@@ -258,49 +312,60 @@ StatusOr<Graph> InceptionV3(const ZooParams& p) {
     logits = ConvLogits(n, x, "conv", classes, 1);
   }
 
-  auto scope = b.Scope("loss");
-  std::vector<Tensor> losses = {
-      SmoothedCrossEntropy(n, logits, labels, "xent"),
-      SmoothedCrossEntropy(n, aux, labels, "aux_xent")};
-  losses.insert(losses.end(), n.l2_losses.begin(), n.l2_losses.end());
-  b.Op("AddN", losses, {}, static_cast<double>(losses.size()), "total_loss");
+  // train_image_classifier: the two losses (the auxiliary one weighted 0.4,
+  // labels smoothed by 0.1), the regularization losses, and their sum.
+  std::vector<Tensor> losses;
+  {
+    auto scope = b.Scope("loss");
+    losses = {SoftmaxCrossEntropyLoss(n, logits, labels, true, "xent"),
+              SoftmaxCrossEntropyLoss(n, aux, labels, true, "aux_xent")};
+  }
+  TotalLoss(n, losses);
   return std::move(b).Build();
 }
 
 // ---------------------------------------------------------------------------
-// ResNet v1 (the TF official model: stride in the 3x3 conv, "v1.5"; explicit
-// Pad before every strided conv; projection shortcut on each block's first
-// unit).
+// ResNet v1 with bottleneck units, layer by layer as TF-slim builds them
+// (slim.conv2d with a scaled, non-fused batch norm; conv2d_same's explicit
+// Pad before strided convs; a 1x1 logits conv), laid out as TF's official
+// model and torchvision: the stride in the 3x3 conv of each block's first
+// unit ("v1.5", 4.1 G multiply-adds per image at depth 50), a projection
+// shortcut on each block's first unit.
 
-// Conv with TF official's fixed padding: stride 1 convs pad SAME, strided
-// ones Pad explicitly by kernel - 1 and run VALID.
-Tensor ResNetConv(Net& n, Tensor x, const std::string& name, int64_t filters,
-                  int64_t kernel, int64_t stride, bool relu) {
+// slim's conv2d_same: stride 1 pads SAME; strided convs Pad explicitly and
+// run VALID.
+Tensor ConvSame(Net& n, Tensor x, const std::string& name, int64_t filters,
+                int64_t kernel, int64_t stride, bool relu) {
   ConvOptions o;
   o.stride = stride;
   o.relu = relu;
   o.bn_scale = true;
-  o.scaled_l2 = false;
-  if (stride > 1) {
+  if (stride > 1 && kernel > 1) {
     auto scope = n.b.Scope(name);
     const int64_t pad = kernel - 1;
-    x = n.b.Op("Pad", {x}, {x.dim(0), x.dim(1) + pad, x.dim(2) + pad, x.dim(3)},
-               0);
+    x = n.b.Op("Pad", {x, n.b.IntConst("Pad/paddings", 8)},
+               {x.dim(0), x.dim(1) + pad, x.dim(2) + pad, x.dim(3)}, 0, "Pad");
     o.same = false;
   }
   return ConvBn(n, x, name, filters, kernel, kernel, o);
 }
 
 Tensor Bottleneck(Net& n, const Tensor& x, const std::string& name,
-                  int64_t filters, int64_t stride, bool projection) {
+                  int64_t depth, int64_t stride, bool projection) {
   auto scope = n.b.Scope(name);
-  const Tensor shortcut =
-      projection ? ResNetConv(n, x, "shortcut", 4 * filters, 1, stride, false)
-                 : x;
-  Tensor y = ResNetConv(n, x, "conv1", filters, 1, 1, true);
-  y = ResNetConv(n, y, "conv2", filters, 3, stride, true);
-  y = ResNetConv(n, y, "conv3", 4 * filters, 1, 1, false);
-  return n.b.Unary("Relu", n.b.Binary("Add", y, shortcut));
+  Tensor shortcut = x;
+  if (projection) {
+    ConvOptions o;
+    o.stride = stride;
+    o.relu = false;
+    o.bn_scale = true;
+    shortcut = ConvBn(n, x, "shortcut", depth, 1, 1, o);
+  }
+  const int64_t bottleneck = depth / 4;
+  Tensor y = ConvSame(n, x, "conv1", bottleneck, 1, 1, true);
+  y = ConvSame(n, y, "conv2", bottleneck, 3, stride, true);
+  y = ConvSame(n, y, "conv3", depth, 1, 1, false);
+  return n.b.Unary("Relu", n.b.Binary("Add", shortcut, y));
 }
 
 // Bottleneck units per block, by depth (He et al., Table 1).
@@ -333,53 +398,51 @@ StatusOr<Graph> ResNet(const ZooParams& p) {
         "zoo model resnet: image must be at least 32, got " +
         std::to_string(image));
   }
-  Net n("resnet_" + std::to_string(depth));
+  Net n("resnet_v1_" + std::to_string(depth));
   ModelBuilder& b = n.b;
   Tensor images, labels;
   {
     auto scope = b.Scope("input");
     images = b.Input("images", {batch, image, image, 3});
-    labels = b.Input("labels", {batch}, DataType::kInt32);
+    labels = b.Input("labels", {batch, classes});
   }
   Tensor x;
   {
     auto scope = b.Scope("stem");
-    x = ResNetConv(n, images, "conv1", 64, 7, 2, true);
+    x = ConvSame(n, images, "conv1", 64, 7, 2, true);
     auto pool = b.Scope("pool1");
     x = b.Pool("MaxPool", x, 3, 2, true);
   }
   for (size_t block = 0; block < units.size(); ++block) {
     auto scope = b.Scope("block_" + std::to_string(block + 1));
-    const int64_t filters = int64_t{64} << block;
+    const int64_t depth_out = int64_t{256} << block;
     for (int u = 0; u < units[block]; ++u) {
       const int64_t stride = (block > 0 && u == 0) ? 2 : 1;
-      x = Bottleneck(n, x, "unit_" + std::to_string(u + 1), filters, stride,
+      x = Bottleneck(n, x, "unit_" + std::to_string(u + 1), depth_out, stride,
                      u == 0);
     }
   }
   Tensor logits;
   {
     auto scope = b.Scope("logits");
-    x = b.Op("Mean", {x}, {batch, 1, 1, x.dim(3)},
-             static_cast<double>(x.elements()));
-    x = b.Reshape(x, {batch, x.dim(3)});  // Squeeze.
-    auto dense = b.Scope("dense");
-    const Tensor w = b.Parameter("kernel", {x.dim(1), classes});
-    const Tensor bias = b.Parameter("bias", {classes});
-    Regularise(n, w, false);
-    Regularise(n, bias, false);
-    logits = b.BiasAdd(b.MatMul(x, w), bias);
+    x = b.Reduce("Mean", x, {1, 2}, true, "pool5");
+    logits = ConvLogits(n, x, "conv", classes, 1);
   }
-  auto scope = b.Scope("loss");
-  const Tensor xent =
-      b.MultiOp("SparseSoftmaxCrossEntropyWithLogits", {logits, labels},
-                {{batch}, {batch, classes}}, 5.0 * logits.elements())[0];
-  const Tensor mean =
-      b.Op("Mean", {xent}, {}, static_cast<double>(xent.elements()));
-  const Tensor l2 = b.Op("AddN", n.l2_losses, {},
-                         static_cast<double>(n.l2_losses.size()), "l2_loss");
-  b.Binary("Add", mean, b.Binary("Mul", l2, b.Const("weight_decay", {})));
+  std::vector<Tensor> losses;
+  {
+    auto scope = b.Scope("loss");
+    losses = {SoftmaxCrossEntropyLoss(n, logits, labels, false, "xent")};
+  }
+  TotalLoss(n, losses);
   return std::move(b).Build();
+}
+
+// TF-slim's train_image_classifier: optimizer.compute_gradients, which
+// gates each op's gradients (GATE_OP); no clipping.
+TrainingOptions SlimTraining() {
+  TrainingOptions o;
+  o.gate_gradients = true;
+  return o;
 }
 
 }  // namespace
@@ -390,8 +453,8 @@ ZooModel InceptionV3Model() {
   m.description =
       "Inception-V3 (Szegedy et al.) as TF-slim builds it: stem, 3 "
       "Inception-A, reduction, 4 Inception-B with 1x7/7x1 convs, reduction, "
-      "2 Inception-C, auxiliary head; each conv Conv2D + FusedBatchNorm + "
-      "Relu";
+      "2 Inception-C, auxiliary head; each conv Conv2D + non-fused batch "
+      "norm + Relu, L2-regularised; smoothed softmax losses";
   // Batch 32 as ColocRL and Post trained it; the Hierarchical Planner used
   // batch 1 (its 24,713-op graph; the op count does not depend on batch).
   m.defaults = {{"batch", "32"},
@@ -401,6 +464,7 @@ ZooModel InceptionV3Model() {
   m.paper_preset = "k40x4";  // ColocRL and the Hierarchical Planner.
   m.paper_ops = 24713;       // Hierarchical Planner, section 4.
   m.forward = InceptionV3;
+  m.training = SlimTraining();
   m.expert = OneGpuPlacement;
   return m;
 }
@@ -409,9 +473,10 @@ ZooModel ResNetModel() {
   ZooModel m;
   m.name = "resnet";
   m.description =
-      "ResNet v1 (He et al.) with bottleneck blocks, as the TF official "
-      "model builds it (stride in the 3x3 conv, projection shortcuts); "
-      "depth 50, 101, 152 or 200";
+      "ResNet v1 (He et al.) with bottleneck blocks (stride in the 3x3 conv "
+      "of each block's first unit, projection shortcuts), layer by layer as "
+      "TF-slim builds it: non-fused batch norm, L2-regularised; depth 50, "
+      "101, 152 or 200";
   // Depth 152: the Hierarchical Planner's ResNet, on K40s, whose graph had
   // 20,586 ops. Batch 32, as Post placed ResNet-50 and ResNet-200: the
   // Hierarchical Planner states batch 128, but ResNet-152 at batch 128 needs
@@ -424,6 +489,7 @@ ZooModel ResNetModel() {
                 {"optimizer", "momentum"}};
   m.paper_preset = "k40x4";
   m.paper_ops = 20586;
+  m.paper_variants = {{"batch=128", 20586}};
   m.forward = ResNet;
   m.expert = OneGpuPlacement;
   return m;

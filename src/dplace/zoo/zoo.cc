@@ -93,10 +93,10 @@ StatusOr<Graph> MakeZooModel(const ZooSpec& spec) {
   if (!optimizer) {
     return InvalidArgumentError("zoo model " + spec.model->name +
                                 ": unknown optimizer \"" + name +
-                                "\" (sgd, momentum, rmsprop, adam)");
+                                "\" (sgd, momentum, rmsprop, adam, adamw)");
   }
   DPLACE_ASSIGN_OR_RETURN(Graph forward, spec.model->forward(spec.params));
-  TrainingOptions options;
+  TrainingOptions options = spec.model->training;
   options.optimizer = *optimizer;
   return ExpandForTraining(forward, options);
 }

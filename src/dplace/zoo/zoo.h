@@ -14,6 +14,7 @@
 
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
+#include "dplace/graph/training.h"
 #include "dplace/sim/placement.h"
 
 namespace dplace {
@@ -46,6 +47,9 @@ struct ZooModel {
   std::vector<std::pair<std::string, int64_t>> paper_variants;
   // The forward graph (ExpandForTraining makes the training graph).
   std::function<StatusOr<Graph>(const ZooParams&)> forward;
+  // How the model's TF training script builds the gradients (gating,
+  // clipping); the optimizer comes from the "optimizer" parameter.
+  TrainingOptions training;
   // The human expert's placement of the training graph (DESIGN.md: CNNs on
   // one GPU; RNNs one LSTM layer per GPU, embedding with the first layer,
   // attention and softmax with the last), from scope paths.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <queue>
 
 namespace dplace {
@@ -77,6 +78,41 @@ std::string HashGraph(const Graph& g) {
   return h.Hex();
 }
 
+// The offset of the first byte that breaks UTF-8 in `s`, or npos. Names
+// end up in JSON files, which must be UTF-8.
+size_t InvalidUtf8At(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t min = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      n = 1, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3, min = 0x10000;
+    } else {
+      return i;
+    }
+    if (i + n >= s.size()) return i;  // Truncated sequence.
+    uint32_t code = c & (0x3F >> n);
+    for (size_t k = 1; k <= n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xC0) != 0x80) return i;
+      code = (code << 6) | (b & 0x3F);
+    }
+    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+      return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
 // Builds CSR offsets and ids from per-edge keys (the op each edge hangs on).
 void BuildCsr(int num_ops, const std::vector<OpId>& key,
               std::vector<int32_t>* offsets, std::vector<EdgeId>* ids) {
@@ -118,10 +154,32 @@ int DataTypeSize(DataType type) {
   return kDataTypes[static_cast<int>(type)].size;
 }
 
+std::optional<int64_t> CheckedShapeBytes(const std::vector<int64_t>& shape,
+                                         DataType dtype) {
+  int64_t bytes = DataTypeSize(dtype);
+  bool overflow = false;
+  for (int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    // A zero dim makes the tensor empty however large the others are.
+    if (d == 0) return 0;
+    overflow = overflow || __builtin_mul_overflow(bytes, d, &bytes);
+  }
+  if (overflow) return std::nullopt;
+  return bytes;
+}
+
 int64_t ShapeBytes(const std::vector<int64_t>& shape, DataType dtype) {
-  int64_t elements = 1;
-  for (int64_t d : shape) elements *= d;
-  return elements * DataTypeSize(dtype);
+  return CheckedShapeBytes(shape, dtype)
+      .value_or(std::numeric_limits<int64_t>::max());
+}
+
+std::string DescribeShape(const std::vector<int64_t>& shape, DataType dtype) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ",";
+    text += std::to_string(shape[i]);
+  }
+  return text + "] " + std::string(DataTypeName(dtype));
 }
 
 std::optional<OpId> Graph::FindOp(std::string_view name) const {
@@ -165,11 +223,11 @@ OpId GraphBuilder::AddOp(OpSpec spec) {
 }
 
 void GraphBuilder::AddEdge(OpId src, int output, OpId dst) {
-  edges_.push_back({src, output, dst});
+  edges_.push_back({src, output, dst, false});
 }
 
 void GraphBuilder::AddControlEdge(OpId src, OpId dst) {
-  edges_.push_back({src, -1, dst});
+  edges_.push_back({src, -1, dst, true});
 }
 
 std::optional<OpId> GraphBuilder::FindOp(std::string_view name) const {
@@ -179,6 +237,39 @@ std::optional<OpId> GraphBuilder::FindOp(std::string_view name) const {
 }
 
 Status GraphBuilder::ValidateOps() const {
+  // Ids are int32: refuse what would wrap rather than corrupt the graph.
+  constexpr size_t kMaxIds = std::numeric_limits<int32_t>::max();
+  size_t num_tensors = 0;
+  for (const OpSpec& s : specs_) num_tensors += s.outputs.size();
+  if (specs_.size() > kMaxIds || edges_.size() > kMaxIds ||
+      num_tensors > kMaxIds) {
+    return InvalidArgumentError(
+        "graph has " + std::to_string(specs_.size()) + " ops, " +
+        std::to_string(num_tensors) + " tensors and " +
+        std::to_string(edges_.size()) +
+        " edges; dplace supports at most 2^31-1 of each");
+  }
+  if (InvalidUtf8At(name_) != std::string_view::npos) {
+    return InvalidArgumentError("the graph's name is not valid UTF-8");
+  }
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const OpSpec& s = specs_[i];
+    for (const std::string* text :
+         {&s.name, &s.type, &s.scope, &s.colocation_group}) {
+      const size_t at = InvalidUtf8At(*text);
+      if (at == std::string_view::npos) continue;
+      const char* field = text == &s.name    ? "name"
+                          : text == &s.type  ? "type"
+                          : text == &s.scope ? "scope"
+                                             : "colocation group";
+      char byte[8];
+      std::snprintf(byte, sizeof(byte), "0x%02x",
+                    static_cast<unsigned char>((*text)[at]));
+      return InvalidArgumentError("op " + std::to_string(i) + ": " + field +
+                                  " is not valid UTF-8 (byte " + byte +
+                                  " at offset " + std::to_string(at) + ")");
+    }
+  }
   if (!duplicate_names_.empty()) {
     return InvalidArgumentError("duplicate op name \"" + duplicate_names_[0] +
                                 "\"");
@@ -204,6 +295,11 @@ Status GraphBuilder::ValidateOps() const {
       for (int64_t d : t.shape) {
         if (d < 0) return InvalidArgumentError(out + ": negative dimension");
       }
+      if (!CheckedShapeBytes(t.shape, t.dtype)) {
+        return InvalidArgumentError(out + ": shape " +
+                                    DescribeShape(t.shape, t.dtype) +
+                                    " has more than 2^63-1 bytes");
+      }
     }
   }
   return Status::Ok();
@@ -217,7 +313,9 @@ Status GraphBuilder::ValidateEdges() const {
                                   std::to_string(e.dst) +
                                   " names an op that does not exist");
     }
-    if (e.output >= static_cast<int>(specs_[e.src].outputs.size())) {
+    if (!e.control &&
+        (e.output < 0 ||
+         e.output >= static_cast<int>(specs_[e.src].outputs.size()))) {
       return InvalidArgumentError(
           "edge \"" + specs_[e.src].name + "\" -> \"" + specs_[e.dst].name +
           "\" uses output " + std::to_string(e.output) + " but the op has " +
@@ -331,8 +429,8 @@ StatusOr<Graph> GraphBuilder::Build() && {
   for (const PendingEdge& e : edges_) {
     g.edge_src_.push_back(e.src);
     g.edge_dst_.push_back(e.dst);
-    g.edge_tensor_.push_back(
-        e.output < 0 ? kControlEdge : g.output_offsets_[e.src] + e.output);
+    g.edge_tensor_.push_back(e.control ? kControlEdge
+                                       : g.output_offsets_[e.src] + e.output);
   }
   BuildCsr(n, g.edge_dst_, &g.in_offsets_, &g.in_edges_);
   BuildCsr(n, g.edge_src_, &g.out_offsets_, &g.out_edges_);

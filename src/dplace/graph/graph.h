@@ -49,8 +49,15 @@ struct TensorInfo {
   int64_t bytes = 0;
 };
 
-// Bytes of a dense tensor of `shape` and `dtype` (1 element for a scalar).
+// Bytes of a dense tensor of `shape` and `dtype` (1 element for a scalar);
+// nullopt when a dim is negative or the count does not fit in int64_t.
+std::optional<int64_t> CheckedShapeBytes(const std::vector<int64_t>& shape,
+                                         DataType dtype);
+// As CheckedShapeBytes, but INT64_MAX where that gives nullopt, never a
+// wrapped count (GraphBuilder::Build refuses such a shape, naming the op).
 int64_t ShapeBytes(const std::vector<int64_t>& shape, DataType dtype);
+// "[2,3] float32", for messages.
+std::string DescribeShape(const std::vector<int64_t>& shape, DataType dtype);
 
 // Everything GraphBuilder needs to know about one op.
 struct OpSpec {
@@ -194,8 +201,9 @@ class GraphBuilder {
  private:
   struct PendingEdge {
     OpId src;
-    int output;  // -1: control.
+    int output;  // Ignored for a control edge.
     OpId dst;
+    bool control;
   };
   Status ValidateOps() const;
   Status ValidateEdges() const;

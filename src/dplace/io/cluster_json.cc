@@ -1,5 +1,6 @@
 #include "dplace/io/cluster_json.h"
 
+#include <algorithm>
 #include <set>
 
 #include "dplace/io/file.h"
@@ -35,7 +36,15 @@ Status ReadDevice(const json& value, const std::string& path,
   d.memory_bandwidth = f.Number("memory_bandwidth", 1.0);
   d.memory_bytes = f.Int("memory_bytes", 1);
   d.launch_overhead = f.Number("launch_overhead", 0.0, 0.0);
-  d.compute_slots = static_cast<int>(f.Int("compute_slots", 1, 1));
+  // Bounded so the simulator's per-slot queues stay small and sums of
+  // slots fit in an int.
+  constexpr int64_t kMaxComputeSlots = 4096;
+  const int64_t slots = f.Int("compute_slots", 1, 1);
+  if (f.status().ok() && slots > kMaxComputeSlots) {
+    f.Fail(f.PathOf("compute_slots") + ": expected at most " +
+           std::to_string(kMaxComputeSlots) + ", got " + std::to_string(slots));
+  }
+  d.compute_slots = static_cast<int>(std::min(slots, kMaxComputeSlots));
   DPLACE_RETURN_IF_ERROR(f.Finish());
   builder.AddDevice(std::move(d));
   return Status::Ok();
@@ -89,8 +98,9 @@ StatusOr<Cluster> ParseClusterJson(const std::string& text,
   return io_internal::ParseDocument<Cluster>(text, source, ParseCluster);
 }
 
-StatusOr<Cluster> ReadClusterJson(const std::string& path) {
-  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+StatusOr<Cluster> ReadClusterJson(const std::string& path,
+                                  const FileLimits& limits) {
+  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, limits));
   return ParseClusterJson(text, path);
 }
 
@@ -135,11 +145,12 @@ std::string ClusterToJson(const Cluster& c) {
   return root.dump(2) + "\n";
 }
 
-StatusOr<Cluster> LoadCluster(const std::string& name_or_path) {
+StatusOr<Cluster> LoadCluster(const std::string& name_or_path,
+                              const FileLimits& limits) {
   const bool is_file =
       name_or_path.size() > 5 &&
       name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0;
-  if (is_file) return ReadClusterJson(name_or_path);
+  if (is_file) return ReadClusterJson(name_or_path, limits);
   return MakeClusterPreset(name_or_path);
 }
 

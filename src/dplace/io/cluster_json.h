@@ -5,17 +5,21 @@
 #include <string>
 
 #include "dplace/cluster/cluster.h"
+#include "dplace/io/file.h"
 
 namespace dplace {
 
 StatusOr<Cluster> ParseClusterJson(const std::string& text,
                                    const std::string& source);
-StatusOr<Cluster> ReadClusterJson(const std::string& path);
+// `limits` bounds the file's size.
+StatusOr<Cluster> ReadClusterJson(const std::string& path,
+                                  const FileLimits& limits = {});
 
 std::string ClusterToJson(const Cluster& cluster);
 
 // A preset name ("k80x4") or a path to a cluster JSON file (ends in .json).
-StatusOr<Cluster> LoadCluster(const std::string& name_or_path);
+StatusOr<Cluster> LoadCluster(const std::string& name_or_path,
+                              const FileLimits& limits = {});
 
 }  // namespace dplace
 

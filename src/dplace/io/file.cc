@@ -3,19 +3,28 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 namespace dplace {
 
-StatusOr<std::string> ReadTextFile(const std::string& path) {
+StatusOr<std::string> ReadTextFile(const std::string& path,
+                                   const FileLimits& limits) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return NotFoundError(path + ": cannot open: " + std::strerror(errno));
   }
-  std::ostringstream contents;
-  contents << in.rdbuf();
+  // Read in chunks rather than trusting a size from stat: pipes have none.
+  std::string contents;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    contents.append(chunk, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(contents.size()) > limits.max_file_bytes) {
+      return InvalidArgumentError(path + ": file is larger than the limit of " +
+                                  std::to_string(limits.max_file_bytes) +
+                                  " bytes (FileLimits::max_file_bytes)");
+    }
+  }
   if (in.bad()) return InvalidArgumentError(path + ": read failed");
-  return contents.str();
+  return contents;
 }
 
 Status WriteTextFile(const std::string& path, const std::string& contents) {

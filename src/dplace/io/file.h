@@ -2,13 +2,26 @@
 #ifndef DPLACE_IO_FILE_H_
 #define DPLACE_IO_FILE_H_
 
+#include <cstdint>
 #include <string>
 
 #include "dplace/util/status.h"
 
 namespace dplace {
 
-StatusOr<std::string> ReadTextFile(const std::string& path);
+// Bounds on the files dplace reads, so a wrong or hostile file gives an
+// error instead of exhausting memory (a graph file's JSON tree takes about
+// ten times the file's size in memory).
+struct FileLimits {
+  // Largest file read, in bytes. A million-op training graph is about
+  // 350 MB of graph JSON. Default: 1 GiB.
+  int64_t max_file_bytes = int64_t{1} << 30;
+};
+
+// Reads the whole file; a file larger than `limits.max_file_bytes` is an
+// error naming the file and the bound (pipes are bounded too).
+StatusOr<std::string> ReadTextFile(const std::string& path,
+                                   const FileLimits& limits = {});
 Status WriteTextFile(const std::string& path, const std::string& contents);
 
 }  // namespace dplace

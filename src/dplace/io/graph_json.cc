@@ -1,6 +1,8 @@
 #include "dplace/io/graph_json.h"
 
-#include <cstdlib>
+#include <cstdint>
+#include <limits>
+#include <optional>
 
 #include "dplace/io/file.h"
 #include "dplace/io/json_fields.h"
@@ -38,14 +40,23 @@ void ReadTensor(const json& value, const std::string& path, TensorInfo* t,
       t->shape.push_back(d.get<int64_t>());
     }
   }
-  t->bytes =
-      f.Int("bytes", t->shape.empty() ? 0 : ShapeBytes(t->shape, t->dtype), 0);
+  const std::optional<int64_t> shape_bytes =
+      CheckedShapeBytes(t->shape, t->dtype);
+  if (f.status().ok() && !shape_bytes) {
+    f.Fail(f.PathOf("shape") + ": " + DescribeShape(t->shape, t->dtype) +
+           " has more than 2^63-1 bytes");
+  }
+  t->bytes = f.Int("bytes", t->shape.empty() ? 0 : shape_bytes.value_or(0), 0);
   if (!f.Finish().ok()) parent.Fail(f.status().message());
 }
 
 Status ReadOp(const json& value, const std::string& path, OpSpec* op) {
   FieldReader f(value, path);
   op->name = f.String("name");
+  if (f.status().ok() && !op->name.empty() && op->name[0] == '^') {
+    f.Fail(f.PathOf("name") + ": an op name may not start with '^' (it " +
+           "marks a control input), got \"" + op->name + "\"");
+  }
   op->type = f.String("type");
   const std::string phase = f.String("phase", "forward");
   if (auto parsed = ParsePhase(phase)) {
@@ -86,6 +97,22 @@ Status ReadOp(const json& value, const std::string& path, OpSpec* op) {
   return f.Finish();
 }
 
+// The output index of an input reference ending in ":<digits>", else
+// nullopt (also when the index does not fit in an int).
+std::optional<int> OutputSuffix(const std::string& name) {
+  const size_t colon = name.rfind(':');
+  if (colon == std::string::npos || colon + 1 == name.size()) {
+    return std::nullopt;
+  }
+  int64_t index = 0;
+  for (size_t i = colon + 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    index = index * 10 + (name[i] - '0');
+    if (index > std::numeric_limits<int>::max()) return std::nullopt;
+  }
+  return static_cast<int>(index);
+}
+
 // Adds the edges of op `dst` from its "inputs": "a" (output 0 of a), "a:1"
 // (output 1), "^a" (control edge).
 Status ReadInputs(const json& op, const std::string& path, OpId dst,
@@ -105,14 +132,13 @@ Status ReadInputs(const json& op, const std::string& path, OpId dst,
     const bool control = !name.empty() && name[0] == '^';
     if (control) name.erase(0, 1);
     int output = 0;
-    const size_t colon = name.rfind(':');
-    if (!control && colon != std::string::npos) {
-      const std::string index = name.substr(colon + 1);
-      char* end = nullptr;
-      const long parsed = std::strtol(index.c_str(), &end, 10);
-      if (!index.empty() && *end == '\0' && parsed >= 0) {
-        output = static_cast<int>(parsed);
-        name.erase(colon);
+    // "a:1" is output 1 of op "a" when there is an op "a"; else it names
+    // an op "a:1" (GraphToJson writes "a:1:0" when both exist).
+    if (std::optional<int> index = OutputSuffix(name); !control && index) {
+      const std::string op = name.substr(0, name.rfind(':'));
+      if (builder.FindOp(op)) {
+        output = *index;
+        name = op;
       }
     }
     const std::optional<OpId> src = builder.FindOp(name);
@@ -157,8 +183,9 @@ StatusOr<Graph> ParseGraphJson(const std::string& text,
   return io_internal::ParseDocument<Graph>(text, source, ParseGraph);
 }
 
-StatusOr<Graph> ReadGraphJson(const std::string& path) {
-  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+StatusOr<Graph> ReadGraphJson(const std::string& path,
+                              const FileLimits& limits) {
+  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, limits));
   return ParseGraphJson(text, path);
 }
 
@@ -205,7 +232,11 @@ std::string GraphToJson(const Graph& g) {
         inputs.push_back("^" + src);
       } else {
         const int index = g.edge_tensor(e) - g.output(g.edge_src(e), 0);
-        inputs.push_back(index == 0 ? src : src + ":" + std::to_string(index));
+        // An op name that itself ends in ":<digits>" always gets its index,
+        // so the reader cannot take the name's suffix for one.
+        inputs.push_back(index == 0 && !OutputSuffix(src)
+                             ? src
+                             : src + ":" + std::to_string(index));
       }
     }
     if (!inputs.empty()) o["inputs"] = inputs;

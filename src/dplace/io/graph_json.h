@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dplace/graph/graph.h"
+#include "dplace/io/file.h"
 
 namespace dplace {
 
@@ -12,7 +13,9 @@ namespace dplace {
 // "g.json: ops[3].outputs[0].bytes: expected an integer >= 0, got -5".
 StatusOr<Graph> ParseGraphJson(const std::string& text,
                                const std::string& source);
-StatusOr<Graph> ReadGraphJson(const std::string& path);
+// `limits` bounds the file's size.
+StatusOr<Graph> ReadGraphJson(const std::string& path,
+                              const FileLimits& limits = {});
 
 std::string GraphToJson(const Graph& graph);
 Status WriteGraphJson(const Graph& graph, const std::string& path);

@@ -1,6 +1,7 @@
 #include "dplace/io/json_fields.h"
 
 #include <cmath>
+#include <cstdint>
 
 namespace dplace {
 namespace io_internal {
@@ -8,9 +9,11 @@ namespace io_internal {
 StatusOr<json> ParseJson(const std::string& text, const std::string& source) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message reads "[json.exception.parse_error.101] parse
-    // error at line 3, column 5: ..."; keep what follows the id.
+  } catch (const json::exception& e) {
+    // A syntax error (parse_error) or a number too large for a double
+    // (out_of_range.406). nlohmann's message reads
+    // "[json.exception.parse_error.101] parse error at line 3, column 5:
+    // ..."; keep what follows the id.
     std::string what = e.what();
     const size_t pos = what.find("] ");
     if (pos != std::string::npos) what = what.substr(pos + 2);
@@ -96,7 +99,10 @@ int64_t FieldReader::Int(const char* key, int64_t min) {
   const json* v = Get(key, true);
   if (!v) return min;
   // Integers written as 1e9 are accepted when they are whole numbers.
-  bool whole = v->is_number_integer();
+  // Unsigned integers above INT64_MAX would wrap in get<int64_t>().
+  bool whole = v->is_number_integer() &&
+               !(v->is_number_unsigned() &&
+                 v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX));
   if (v->is_number_float()) {
     const double d = v->get<double>();
     whole = std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e18;

@@ -1,0 +1,232 @@
+// Resource limits and hostile inputs (docs/robustness.md): files over the
+// size bound, shapes whose byte counts overflow int64, numbers that would
+// wrap, op names the graph format could misread, and a million-op graph.
+// Each is refused with a message naming the file, op or field, or handled.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "dplace/cluster/cluster.h"
+#include "dplace/cost/cost_model.h"
+#include "dplace/graph/graph.h"
+#include "dplace/io/cluster_json.h"
+#include "dplace/io/file.h"
+#include "dplace/io/graph_json.h"
+#include "dplace/sim/simulator.h"
+
+namespace dplace {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+std::string WriteTemp(const std::string& name, const std::string& contents) {
+  const std::string path = ::testing::TempDir() + name;
+  EXPECT_TRUE(WriteTextFile(path, contents).ok());
+  return path;
+}
+
+OpSpec Op(const std::string& name, int num_outputs) {
+  OpSpec op;
+  op.name = name;
+  op.type = "T";
+  op.outputs.resize(num_outputs);
+  return op;
+}
+
+std::string GraphText(const std::string& ops) {
+  return R"({"format": "dplace.graph", "version": 1, "ops": [)" + ops + "]}";
+}
+
+TEST(FileLimitsTest, GraphOverTheBoundIsRefusedNamingFileAndBound) {
+  const std::string path =
+      WriteTemp("big_graph.json", GraphText(R"({"name": "a", "type": "T"})"));
+  FileLimits limits;
+  limits.max_file_bytes = 40;
+  StatusOr<Graph> graph = ReadGraphJson(path, limits);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              AllOf(HasSubstr(path), HasSubstr("limit of 40 bytes")));
+  limits.max_file_bytes = 1000;
+  EXPECT_TRUE(ReadGraphJson(path, limits).ok());
+}
+
+TEST(FileLimitsTest, ClusterOverTheBoundIsRefusedNamingFileAndBound) {
+  const std::string path =
+      WriteTemp("big_cluster.json", ClusterToJson(*MakeClusterPreset("k80x2")));
+  FileLimits limits;
+  limits.max_file_bytes = 100;
+  StatusOr<Cluster> cluster = LoadCluster(path, limits);
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_THAT(cluster.status().message(),
+              AllOf(HasSubstr(path), HasSubstr("limit of 100 bytes")));
+  EXPECT_TRUE(LoadCluster(path).ok());  // The default bound is 1 GiB.
+}
+
+TEST(ShapeBytesTest, OverflowIsDetectedNotWrapped) {
+  const int64_t big = int64_t{1} << 31;
+  EXPECT_EQ(CheckedShapeBytes({big, big}, DataType::kInt8), big * big);
+  EXPECT_EQ(CheckedShapeBytes({big, big}, DataType::kFloat32), std::nullopt);
+  EXPECT_EQ(CheckedShapeBytes({big, big, big, 0}, DataType::kFloat32), 0);
+  EXPECT_EQ(CheckedShapeBytes({3, -1}, DataType::kFloat32), std::nullopt);
+  EXPECT_EQ(ShapeBytes({big, big}, DataType::kFloat32), INT64_MAX);
+  EXPECT_EQ(ShapeBytes({}, DataType::kFloat64), 8);
+}
+
+TEST(ShapeBytesTest, GraphBuilderRefusesAnOverflowingShapeNamingTheOp) {
+  GraphBuilder b("g");
+  OpSpec op;
+  op.name = "huge";
+  op.type = "Fill";
+  op.outputs = {{{int64_t{1} << 40, int64_t{1} << 40}}};
+  b.AddOp(op);
+  StatusOr<Graph> graph = std::move(b).Build();
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(),
+            "op \"huge\" output 0: shape [1099511627776,1099511627776] "
+            "float32 has more than 2^63-1 bytes");
+}
+
+TEST(ShapeBytesTest, GraphJsonRefusesAnOverflowingShapeNamingThePath) {
+  StatusOr<Graph> graph =
+      ParseGraphJson(GraphText(R"({"name": "a", "type": "T", "outputs":
+                     [{"shape": [4294967296, 4294967296], "dtype": "int64"}]})"),
+                     "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(),
+            "g.json: ops[0].outputs[0].shape: [4294967296,4294967296] int64 "
+            "has more than 2^63-1 bytes");
+}
+
+TEST(WrapAroundTest, IntegersAboveInt64AreRefused) {
+  StatusOr<Graph> graph = ParseGraphJson(GraphText(R"({"name": "a", "type": "T",
+                    "persistent_bytes": 18446744073709551615})"),
+                                         "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("ops[0].persistent_bytes: expected an integer >= 0"));
+}
+
+TEST(WrapAroundTest, OutputIndexAboveIntIsNotAnIndex) {
+  StatusOr<Graph> graph =
+      ParseGraphJson(GraphText(R"({"name": "a", "type": "T", "outputs": [{}]},
+                   {"name": "b", "type": "T", "inputs": ["a:4294967296"]})"),
+                     "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(),
+            "g.json: ops[1].inputs[0]: unknown op \"a:4294967296\"");
+}
+
+TEST(WrapAroundTest, NegativeOutputIndexIsAnErrorNotAControlEdge) {
+  GraphBuilder b("g");
+  const OpId a = b.AddOp(Op("a", 1));
+  const OpId c = b.AddOp(Op("c", 0));
+  b.AddEdge(a, -1, c);
+  StatusOr<Graph> graph = std::move(b).Build();
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("uses output -1"));
+}
+
+TEST(WrapAroundTest, ComputeSlotsAreBounded) {
+  std::string text = ClusterToJson(*MakeClusterPreset("k80x2"));
+  const std::string slots = "\"compute_slots\": 2";
+  ASSERT_NE(text.find(slots), std::string::npos);
+  text.replace(text.find(slots), slots.size(), "\"compute_slots\": 5000000000");
+  StatusOr<Cluster> cluster = ParseClusterJson(text, "c.json");
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_EQ(cluster.status().message(),
+            "c.json: devices[0].compute_slots: expected at most 4096, got "
+            "5000000000");
+}
+
+// Found by graph_json_fuzzer: nlohmann throws out_of_range, not
+// parse_error, for a number too large for a double; it escaped ParseJson
+// and terminated dplace.
+TEST(FuzzFindingsTest, NumberTooLargeForADoubleIsMalformedJson) {
+  StatusOr<Graph> graph = ParseGraphJson(
+      GraphText(R"({"name": "a", "type": "T", "flops": 1e3084})"), "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              AllOf(HasSubstr("g.json: malformed JSON"),
+                    HasSubstr("number overflow parsing '1e3084'")));
+}
+
+// Found by onnx_import_fuzzer: ONNX strings are bytes, and a name that is
+// not UTF-8 made GraphToJson throw. Graphs now refuse such names.
+TEST(FuzzFindingsTest, NamesThatAreNotUtf8AreRefused) {
+  for (const std::string bad :
+       {"a\x98", "\xe2\x82", "\xc0\xaf", "\xed\xa0\x80"}) {
+    GraphBuilder b("g");
+    OpSpec op = Op("ok", 0);
+    op.scope = "layer/" + bad;
+    b.AddOp(op);
+    StatusOr<Graph> graph = std::move(b).Build();
+    ASSERT_FALSE(graph.ok());
+    EXPECT_THAT(graph.status().message(),
+                HasSubstr("op 0: scope is not valid UTF-8 (byte 0x"));
+  }
+  GraphBuilder b("g");
+  b.AddOp(Op("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 0));
+  EXPECT_TRUE(std::move(b).Build().ok());
+}
+
+// Op names that look like "op:index" or a control input survive a write and
+// a read, or are refused when the format cannot express them.
+TEST(GraphJsonNamesTest, NamesEndingInAnIndexRoundTrip) {
+  GraphBuilder b("g");
+  const OpId x = b.AddOp(Op("x", 2));
+  const OpId x1 = b.AddOp(Op("x:1", 1));
+  const OpId y = b.AddOp(Op("y", 0));
+  b.AddEdge(x, 1, y);
+  b.AddEdge(x1, 0, y);
+  b.AddEdge(x, 0, y);
+  StatusOr<Graph> graph = std::move(b).Build();
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  const std::string text = GraphToJson(*graph);
+  EXPECT_THAT(text, HasSubstr("\"x:1:0\""));
+  StatusOr<Graph> again = ParseGraphJson(text, "g.json");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->hash(), graph->hash());
+}
+
+TEST(GraphJsonNamesTest, NameStartingWithCaretIsRefused) {
+  StatusOr<Graph> graph =
+      ParseGraphJson(GraphText(R"({"name": "^a", "type": "T"})"), "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("g.json: ops[0].name: an op name may not start with"));
+}
+
+// A million-op chain builds, hashes, costs and simulates: nothing in the
+// core is quadratic or recursive in the number of ops.
+TEST(MillionOpGraphTest, BuildsAndSimulates) {
+  constexpr int kOps = 1000000;
+  GraphBuilder b("chain");
+  for (int i = 0; i < kOps; ++i) {
+    OpSpec op;
+    op.name = "op" + std::to_string(i);
+    op.type = "Relu";
+    op.flops = 1e3;
+    op.outputs = {{{256}}};
+    const OpId id = b.AddOp(std::move(op));
+    if (i > 0) b.AddEdge(id - 1, 0, id);
+  }
+  StatusOr<Graph> graph = std::move(b).Build();
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  EXPECT_EQ(graph->num_ops(), kOps);
+  EXPECT_EQ(graph->topological_order().back(), kOps - 1);
+  const Cluster cluster = *MakeClusterPreset("k80x2");
+  const CostModel cost(*graph, cluster);
+  Simulator simulator(cost);
+  StatusOr<SimResult> result =
+      simulator.Simulate(SingleDevicePlacement(*graph, cluster, 1));
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_TRUE(result->feasible);
+  EXPECT_EQ(result->device_op_count[1], kOps);
+  EXPECT_GE(result->step_time, result->bounds.critical_path * (1 - 1e-9));
+}
+
+}  // namespace
+}  // namespace dplace

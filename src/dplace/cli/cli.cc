@@ -1,14 +1,18 @@
 #include "dplace/cli/cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <string>
 
 #include "dplace/cost/cost_model.h"
+#include "dplace/env/environment.h"
 #include "dplace/graph/training.h"
 #include "dplace/io/chrome_trace.h"
 #include "dplace/io/cluster_json.h"
@@ -18,6 +22,7 @@
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/placers/placer.h"
+#include "dplace/rl/agent.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/zoo/zoo.h"
 
@@ -439,13 +444,128 @@ struct PlaceFlags {
   uint64_t seed = 1;
   std::string out;
   bool list = false;
+  // Learned placers (agents) only. Negative: not given.
+  int64_t budget_samples = -1;
+  double budget_seconds = -1;
+  std::string log;
+  std::string checkpoint;
+  std::string resume;
+  std::string env = "simulated";
 };
 
 int PlaceList(std::ostream& out) {
   for (const PlacerEntry* e : Placers()) {
     out << PadRight(e->name, 14) << e->description << "\n";
   }
+  for (const AgentEntry* e : Agents()) {
+    out << PadRight(e->name, 14) << "(learned) " << e->description << "\n";
+  }
   return kExitOk;
+}
+
+bool HasAgentFlags(const PlaceFlags& place) {
+  return place.budget_samples >= 0 || place.budget_seconds >= 0 ||
+         !place.log.empty() || !place.checkpoint.empty() ||
+         !place.resume.empty();
+}
+
+// Where the search checkpoints: --checkpoint, else beside --log
+// (L.jsonl -> L.ckpt), else over the checkpoint it resumed from.
+std::string CheckpointPath(const PlaceFlags& place) {
+  if (!place.checkpoint.empty()) return place.checkpoint;
+  if (!place.log.empty()) {
+    const std::string& log = place.log;
+    const size_t dot = log.rfind('.');
+    const size_t slash = log.rfind('/');
+    const bool has_ext =
+        dot != std::string::npos && (slash == std::string::npos || dot > slash);
+    return (has_ext ? log.substr(0, dot) : log) + ".ckpt";
+  }
+  return place.resume;
+}
+
+// A progress line rewritten in place: samples, time, best step time.
+void PrintProgress(const SearchProgress& p, std::ostream& err) {
+  std::string line = "\r" + std::to_string(p.samples);
+  if (p.budget.samples > 0) {
+    const int width = 20;
+    const int filled = static_cast<int>(
+        width *
+        std::min<double>(1, static_cast<double>(p.samples) / p.budget.samples));
+    line = "\r[" + std::string(filled, '#') + std::string(width - filled, ' ') +
+           "] " + std::to_string(p.samples) + "/" +
+           std::to_string(p.budget.samples);
+  }
+  line += " samples, " + Format("%.1f s", p.wall_seconds) + ", best " +
+          (p.best_step_time > 0 ? Format("%.4f s", p.best_step_time)
+                                : std::string("none feasible yet")) +
+          "   ";
+  err << line << std::flush;
+}
+
+// dplace place --method AGENT: a learned placer's search through the
+// simulated environment; prints the best placement like a placer's.
+int PlaceWithAgent(const PlacementProblem& problem, const PlaceFlags& place,
+                   const PlacerOptions& options, const std::string& header,
+                   const std::string& trace, std::ostream& out,
+                   std::ostream& err) {
+  StatusOr<std::unique_ptr<Agent>> agent = MakeAgent(place.method, options);
+  if (!agent.ok()) return Fail(err, agent.status());
+  SearchOptions search;
+  if (place.budget_samples == 0 || place.budget_seconds == 0) {
+    return Fail(err, InvalidArgumentError(
+                         "--budget-samples and --budget-seconds must be > 0"));
+  }
+  if (place.budget_samples > 0) search.budget.samples = place.budget_samples;
+  if (place.budget_seconds > 0) search.budget.seconds = place.budget_seconds;
+  if (place.budget_samples < 0 && place.budget_seconds < 0) {
+    search.budget.samples = (*agent)->PaperBudgetSamples();
+  }
+  search.log_path = place.log;
+  search.checkpoint_path = CheckpointPath(place);
+  search.resume_path = place.resume;
+  const bool terminal = &err == &std::cerr && ::isatty(STDERR_FILENO);
+  if (terminal) {
+    search.progress = [&err](const SearchProgress& p) {
+      PrintProgress(p, err);
+    };
+  }
+  std::unique_ptr<Environment> env = NewSimulatedEnvironment(*problem.cost);
+  StatusOr<SearchResult> result = (*agent)->Search(problem, env.get(), search);
+  if (terminal) err << "\n";
+  if (!result.ok()) return Fail(err, result.status());
+  const Graph& graph = *problem.graph;
+  const Cluster& cluster = *problem.cluster;
+  Simulator simulator(*problem.cost);
+  SimOptions sim_options;
+  sim_options.record_timeline = !trace.empty();
+  StatusOr<SimResult> sim = simulator.Simulate(result->best, sim_options);
+  if (!sim.ok()) return Fail(err, sim.status());
+  out << header << "method " << place.method << ": searched " << result->samples
+      << " samples ("
+      << (result->first_sample_of_this_run > 0
+              ? "resumed at " +
+                    std::to_string(result->first_sample_of_this_run) + ", "
+              : "")
+      << result->updates << " updates, " << result->num_groups << " groups) in "
+      << Format("%.3f", result->wall_seconds) << " s\n";
+  PrintSimResult(cluster, *sim, out);
+  if (!place.log.empty()) out << "log: " << place.log << "\n";
+  if (!search.checkpoint_path.empty()) {
+    out << "checkpoint: " << search.checkpoint_path << "\n";
+  }
+  if (!place.out.empty()) {
+    Status s =
+        WriteTextFile(place.out, PlacementToJson(graph, cluster, result->best));
+    if (!s.ok()) return Fail(err, s);
+    out << "placement: " << place.out << "\n";
+  }
+  if (!trace.empty()) {
+    Status s = WriteChromeTrace(graph, cluster, *sim, trace);
+    if (!s.ok()) return Fail(err, s);
+    out << "trace: " << trace << " (open in Perfetto)\n";
+  }
+  return sim->feasible ? kExitOk : kExitInfeasible;
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -545,6 +665,23 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
                          "place needs --model (or --graph), --cluster and "
                          "--method (or --list)"));
   }
+  if (place.env != "simulated") {
+    return Fail(err, InvalidArgumentError(
+                         "--env " + place.env +
+                         ": not available yet; the only environment is "
+                         "simulated"));
+  }
+  const bool is_agent = FindAgent(place.method) != nullptr;
+  if (!is_agent && HasAgentFlags(place)) {
+    return Fail(err, InvalidArgumentError(
+                         "--budget-samples, --budget-seconds, --log, "
+                         "--checkpoint and --resume are for learned placers "
+                         "(see --list); " +
+                         (place.method == "all"
+                              ? std::string("--method all runs the classical "
+                                            "placers")
+                              : "method " + place.method + " is not one")));
+  }
   StatusOr<LoadedModel> model = LoadModel(flags.graph);
   if (!model.ok()) return Fail(err, model.status());
   StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
@@ -579,6 +716,10 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
 
   StatusOr<PlacerOptions> options = PlacerOptions::Parse(place.options);
   if (!options.ok()) return Fail(err, options.status());
+  if (is_agent) {
+    return PlaceWithAgent(problem, place, *options, header, flags.trace, out,
+                          err);
+  }
   StatusOr<std::unique_ptr<Placer>> placer = MakePlacer(place.method, *options);
   if (!placer.ok()) return Fail(err, placer.status());
   const auto start = std::chrono::steady_clock::now();
@@ -671,8 +812,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   place->add_option("--cluster", flags.cluster,
                     "preset name (see `dplace cluster list`) or cluster .json");
   place->add_option("--method", place_flags.method,
-                    "placer name (see --list), or `all` for a table "
-                    "comparing every placer");
+                    "placer or learned placer name (see --list), or `all` "
+                    "for a table comparing every classical placer");
   place->add_option("--option", place_flags.options,
                     "key=value setting of the method (repeatable)");
   place->add_option("--seed", place_flags.seed,
@@ -685,6 +826,25 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
                     "roofline cost model)");
   place->add_flag("--list", place_flags.list,
                   "list every method, one line each");
+  place->add_option("--budget-samples", place_flags.budget_samples,
+                    "learned placers: placements to evaluate (default: the "
+                    "agent's paper budget, 2400, when no budget is given)");
+  place->add_option("--budget-seconds", place_flags.budget_seconds,
+                    "learned placers: wall seconds to search");
+  place->add_option("--log", place_flags.log,
+                    "learned placers: write one JSON line per sampled "
+                    "placement (sample, wall_s, step_time, feasible, reward, "
+                    "best_step_time)");
+  place->add_option("--checkpoint", place_flags.checkpoint,
+                    "learned placers: checkpoint file, written every 10 "
+                    "updates and at the end (default: beside --log as "
+                    ".ckpt)");
+  place->add_option("--resume", place_flags.resume,
+                    "learned placers: continue the search saved in this "
+                    "checkpoint (same method, model, cluster, options)");
+  place->add_option("--env", place_flags.env,
+                    "where placements are evaluated: simulated (the only one "
+                    "so far)");
 
   auto* zoo = app.add_subcommand(
       "zoo",
@@ -756,7 +916,16 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
 
   if (inspect->parsed()) return Inspect(flags, out, err);
   if (simulate->parsed()) return Simulate(flags, out, err);
-  if (place->parsed()) return Place(flags, place_flags, out, err);
+  if (place->parsed()) {
+    // A negative budget is as wrong as zero (negative means "not given").
+    if (place->count("--budget-samples") && place_flags.budget_samples < 0) {
+      place_flags.budget_samples = 0;
+    }
+    if (place->count("--budget-seconds") && place_flags.budget_seconds < 0) {
+      place_flags.budget_seconds = 0;
+    }
+    return Place(flags, place_flags, out, err);
+  }
   if (import->parsed()) return Import(import_flags, out, err);
   if (zoo_export->parsed()) {
     return ZooExport(zoo_name, zoo_params, zoo_output, out, err);

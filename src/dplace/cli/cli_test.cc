@@ -409,6 +409,86 @@ TEST_F(CliTest, PlaceWithoutAGpuIsInfeasible) {
                         "gpu"));
 }
 
+// ------------------------------------------------- place with an agent
+
+TEST_F(CliTest, PlaceListNamesEveryAgent) {
+  const CliResult r = Dplace({"place", "--list"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  for (const char* agent :
+       {"post", "post-ce", "post-pg", "spotlight", "colocrl"}) {
+    EXPECT_THAT("\n" + r.out, HasSubstr(std::string("\n") + agent + " "))
+        << agent;
+  }
+}
+
+TEST_F(CliTest, PlaceWithAnAgentSearchesLogsAndResumes) {
+  const std::string log = dir_ + "/search.jsonl";
+  const std::string out = dir_ + "/p.json";
+  const CliResult r =
+      Dplace({"place", "--graph", kGraph, "--cluster", "k80x2", "--method",
+              "post", "--budget-samples", "36", "--log", log, "--out", out});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_THAT(r.out, HasSubstr("method post: searched 36 samples (3 updates"));
+  EXPECT_THAT(r.out, HasSubstr("step time: "));
+  EXPECT_THAT(r.out, HasSubstr("checkpoint: " + dir_ + "/search.ckpt\n"));
+  EXPECT_EQ(Lines(*ReadTextFile(log)).size(), 36u);
+  const json first = json::parse(Lines(*ReadTextFile(log))[0]);
+  for (const char* key : {"sample", "wall_s", "step_time", "feasible", "reward",
+                          "best_step_time"}) {
+    EXPECT_TRUE(first.contains(key)) << key;
+  }
+  const CliResult sim = Dplace({"simulate", "--graph", kGraph, "--cluster",
+                                "k80x2", "--placement", out});
+  EXPECT_EQ(sim.code, kExitOk) << sim.err;
+
+  const CliResult resumed =
+      Dplace({"place", "--graph", kGraph, "--cluster", "k80x2", "--method",
+              "post", "--budget-samples", "60", "--log", log, "--resume",
+              dir_ + "/search.ckpt"});
+  ASSERT_EQ(resumed.code, kExitOk) << resumed.out << resumed.err;
+  EXPECT_THAT(resumed.out,
+              HasSubstr("searched 60 samples (resumed at 36, 5 updates"));
+  EXPECT_EQ(Lines(*ReadTextFile(log)).size(), 60u);
+}
+
+TEST_F(CliTest, PlaceWithAnAgentBadInput) {
+  const std::string one_device = Write("cpus.json", R"({
+  "format": "dplace.cluster", "version": 1, "name": "cpus",
+  "devices": [{"name": "cpu:0", "kind": "cpu", "peak_flops": 1e11,
+               "memory_bandwidth": 1e10, "memory_bytes": 17179869184}]})");
+  const std::vector<std::string> base = {
+      "place", "--graph", kGraph, "--cluster", "k80x2", "--method", "post"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Dplace(args);
+  };
+  EXPECT_THAT(
+      BadInput(Dplace({"place", "--graph", kGraph, "--cluster", one_device,
+                       "--method", "post", "--budget-samples", "12"})),
+      HasSubstr("method post: a learned placer needs a cluster of at "
+                "least two devices; cluster cpus has 1"));
+  EXPECT_THAT(BadInput(with({"--budget-samples", "0"})),
+              HasSubstr("--budget-samples and --budget-seconds must be > 0"));
+  EXPECT_THAT(BadInput(with({"--budget-seconds", "-3"})),
+              HasSubstr("--budget-samples and --budget-seconds must be > 0"));
+  const std::string corrupt = Write("corrupt.ckpt", "garbage");
+  EXPECT_THAT(BadInput(with({"--budget-samples", "12", "--resume", corrupt})),
+              HasSubstr("corrupt.ckpt: cannot read a dplace checkpoint from "
+                        "it (corrupt or not a checkpoint)"));
+  EXPECT_THAT(BadInput(with({"--env", "measured"})),
+              HasSubstr("--env measured: not available yet; the only "
+                        "environment is simulated"));
+  EXPECT_THAT(BadInput(with({"--option", "ce_evry=6"})),
+              HasSubstr("method post: unknown option \"ce_evry\""));
+  EXPECT_THAT(
+      BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                       "--method", "single-gpu", "--budget-samples", "5"})),
+      HasSubstr("are for learned placers (see --list); method "
+                "single-gpu is not one"));
+}
+
 // ------------------------------------------------------ help and commands
 
 TEST_F(CliTest, HelpExitsZero) {

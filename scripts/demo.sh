@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The demo of `make demo`: inspect the example training graph, show the
-# preset it runs on, and simulate two placements of it, writing a trace.
+# preset it runs on, simulate two placements of it (writing a trace), then
+# place a zoo model with a classical placer and a learned one.
 set -euo pipefail
 dplace=${1:-build/dplace}
 out=$(dirname "$dplace")/demo
@@ -18,3 +19,9 @@ run simulate --graph examples/mlp_training.json --cluster k80x2 \
   --placement examples/mlp_one_gpu.placement.json
 run simulate --graph examples/mlp_training.json --cluster k80x2 \
   --placement examples/mlp_two_gpus.placement.json --trace "$out/trace.json"
+# A real placement end to end: the papers' 2-layer NMT (27k ops, too big for
+# one K40) placed by Baechi's m-ETF and by a short Post search.
+run place --model zoo:nmt --cluster k40x2 --method m-etf \
+  --out "$out/nmt.m-etf.placement.json" --trace "$out/nmt.m-etf.trace.json"
+run place --model zoo:nmt --cluster k40x2 --method post --budget-samples 240 \
+  --seed 1 --log "$out/nmt.post.jsonl" --out "$out/nmt.post.placement.json"

@@ -720,6 +720,13 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
     return PlaceWithAgent(problem, place, *options, header, flags.trace, out,
                           err);
   }
+  if (!FindPlacer(place.method)) {
+    std::string known;
+    for (const PlacerEntry* e : Placers()) known += ", " + e->name;
+    for (const AgentEntry* e : Agents()) known += ", " + e->name;
+    return Fail(err, NotFoundError("unknown method \"" + place.method +
+                                   "\" (methods: " + known.substr(2) + ")"));
+  }
   StatusOr<std::unique_ptr<Placer>> placer = MakePlacer(place.method, *options);
   if (!placer.ok()) return Fail(err, placer.status());
   const auto start = std::chrono::steady_clock::now();

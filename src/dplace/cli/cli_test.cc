@@ -383,7 +383,8 @@ TEST_F(CliTest, PlaceAllComparesEveryMethodInOneTable) {
 TEST_F(CliTest, PlaceBadInput) {
   EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
                                "--method", "m-etff"})),
-              HasSubstr("unknown method \"m-etff\" (methods: single-cpu"));
+              AllOf(HasSubstr("unknown method \"m-etff\" (methods: single-cpu"),
+                    HasSubstr("m-sct, post, ")));
   EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
                                "--method", "expert"})),
               HasSubstr("no human-expert placement"));

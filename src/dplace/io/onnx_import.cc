@@ -64,6 +64,26 @@ bool IsFloatingPoint(int32_t elem_type) {
          elem_type == TensorProto::BFLOAT16 || elem_type == TensorProto::DOUBLE;
 }
 
+// Fills in `info.bytes` from its shape; a negative dim or a byte count over
+// 2^63-1 is an error (the caller names the tensor), never a wrapped size.
+StatusOr<TensorInfo> WithBytes(TensorInfo info) {
+  for (int64_t d : info.shape) {
+    if (d < 0) {
+      return InvalidArgumentError("negative dim in shape " +
+                                  DescribeShape(info.shape, info.dtype));
+    }
+  }
+  const std::optional<int64_t> bytes =
+      CheckedShapeBytes(info.shape, info.dtype);
+  if (!bytes) {
+    return InvalidArgumentError("shape " +
+                                DescribeShape(info.shape, info.dtype) +
+                                " has more than 2^63-1 bytes");
+  }
+  info.bytes = *bytes;
+  return info;
+}
+
 // The shape and element type of a value, or why there is none. The message
 // says what is missing, for the caller to prefix with the tensor's name.
 StatusOr<TensorInfo> InfoFromType(const TypeProto& type) {
@@ -101,8 +121,7 @@ StatusOr<TensorInfo> InfoFromType(const TypeProto& type) {
       return InvalidArgumentError("dim " + std::to_string(i) + " is unknown");
     }
   }
-  info.bytes = ShapeBytes(info.shape, info.dtype);
-  return info;
+  return WithBytes(std::move(info));
 }
 
 int64_t Elements(const TensorInfo& t) {
@@ -1066,6 +1085,7 @@ class Importer {
     ClassifyInputs();
     DropWeightData();
     DPLACE_RETURN_IF_ERROR(SetBatch());
+    DPLACE_RETURN_IF_ERROR(CheckInputsAreDefined());
     DPLACE_RETURN_IF_ERROR(InferShapesAndFold());
     DPLACE_RETURN_IF_ERROR(AddOps());
     DPLACE_RETURN_IF_ERROR(AddEdges());
@@ -1153,6 +1173,52 @@ class Importer {
     for (const ValueInfoProto& out : graph().output()) {
       graph_outputs_.insert(out.name());
     }
+  }
+
+  // Every node input must name a graph input, an initializer or some
+  // node's output, and window attributes must be positive. Checked before
+  // shape inference, which libonnx 1.12 does not guard against either: a
+  // null type for an undefined input of Shape (a SEGV found by
+  // onnx_import_fuzzer).
+  Status CheckInputsAreDefined() const {
+    std::unordered_set<std::string> defined;
+    for (const ValueInfoProto& v : graph().input()) defined.insert(v.name());
+    for (const TensorProto& t : graph().initializer()) defined.insert(t.name());
+    for (const auto& t : graph().sparse_initializer()) {
+      defined.insert(t.values().name());
+    }
+    for (const NodeProto& node : graph().node()) {
+      for (const std::string& out : node.output()) defined.insert(out);
+    }
+    for (int i = 0; i < graph().node_size(); ++i) {
+      const NodeProto& node = graph().node(i);
+      for (const std::string& in : node.input()) {
+        if (in.empty() || defined.count(in)) continue;
+        return Error(Describe(node, i) + ": input '" + in +
+                     "' is produced by no node and is no graph input or "
+                     "initializer (is the file truncated?)");
+      }
+      // libonnx 1.12 divides by these in its Conv and pooling inference
+      // (a SIGFPE for strides of 0, found by onnx_import_fuzzer).
+      for (const ::onnx::AttributeProto& a : node.attribute()) {
+        const std::string& n = a.name();
+        if (n != "strides" && n != "dilations" && n != "kernel_shape" &&
+            n != "group") {
+          continue;
+        }
+        for (int64_t v : a.ints()) {
+          if (v < 1) {
+            return Error(Describe(node, i) + ": attribute " + n +
+                         " must be >= 1, got " + std::to_string(v));
+          }
+        }
+        if (n == "group" && a.has_i() && a.i() < 1) {
+          return Error(Describe(node, i) + ": attribute group must be >= 1, " +
+                       "got " + std::to_string(a.i()));
+        }
+      }
+    }
+    return Status::Ok();
   }
 
   // Weights: initializers, and graph inputs in a parameter slot or with a
@@ -1279,9 +1345,14 @@ class Importer {
   // read. Inference runs on a copy of the model in which folded tensors are
   // initializers and the nodes that computed them are gone.
   Status InferShapesAndFold() {
+    // libonnx 1.12's data propagation for Shape dereferences its input's
+    // type unchecked (a SEGV found by onnx_import_fuzzer): infer types once
+    // without it, and refuse a Shape node whose input got none.
+    DPLACE_RETURN_IF_ERROR(InferShapes(/*data_propagation=*/false));
+    DPLACE_RETURN_IF_ERROR(CheckShapeInputsHaveTypes());
     constexpr int kMaxRounds = 100;
     for (int round = 0; round < kMaxRounds; ++round) {
-      DPLACE_RETURN_IF_ERROR(InferShapes());
+      DPLACE_RETURN_IF_ERROR(InferShapes(/*data_propagation=*/true));
       const bool folded = FoldConstants();
       const bool completed = CompleteShapes();
       if (!folded && !completed) return Status::Ok();
@@ -1289,7 +1360,27 @@ class Importer {
     return Status::Ok();
   }
 
-  Status InferShapes() {
+  Status CheckShapeInputsHaveTypes() const {
+    std::unordered_set<std::string> typed;
+    for (const TensorProto& t : inferred_.graph().initializer()) {
+      typed.insert(t.name());
+    }
+    for (const auto& [name, value] : types_) {
+      if (value->has_type()) typed.insert(name);
+    }
+    for (int i = 0; i < graph().node_size(); ++i) {
+      const NodeProto& node = graph().node(i);
+      if (node.op_type() != "Shape" || node.input_size() == 0 ||
+          folded_nodes_.count(i) || typed.count(node.input(0))) {
+        continue;
+      }
+      return Error(Describe(node, i) + ": input '" + node.input(0) +
+                   "' has no type (shape inference could not infer it)");
+    }
+    return Status::Ok();
+  }
+
+  Status InferShapes(bool data_propagation) {
     inferred_ = model_;
     ::onnx::GraphProto* g = inferred_.mutable_graph();
     google::protobuf::RepeatedPtrField<NodeProto> kept;
@@ -1308,7 +1399,7 @@ class Importer {
     // whose outputs stay unknown is reported by name later.
     const ::onnx::ShapeInferenceOptions options(/*check_type_val=*/false,
                                                 /*strict_mode_val=*/0,
-                                                /*data_prop_val=*/true);
+                                                data_propagation);
     try {
       ::onnx::shape_inference::InferShapes(
           inferred_, ::onnx::OpSchemaRegistry::Instance(), options);
@@ -1420,8 +1511,7 @@ class Importer {
       info.dtype =
           FromOnnxType(c->second.elem_type).value_or(DataType::kFloat32);
       info.shape = c->second.dims;
-      info.bytes = ShapeBytes(info.shape, info.dtype);
-      return info;
+      return WithBytes(std::move(info));
     }
     auto it = types_.find(tensor);
     if (it == types_.end()) {
@@ -1446,8 +1536,7 @@ class Importer {
       TensorInfo info;
       info.dtype = *dtype;
       info.shape.assign(t.dims().begin(), t.dims().end());
-      info.bytes = ShapeBytes(info.shape, info.dtype);
-      return info;
+      return WithBytes(std::move(info));
     }
     for (const auto& t : graph().sparse_initializer()) {
       if (t.values().name() != name) continue;

@@ -72,6 +72,8 @@ TEST(OnnxFuzzFindingsTest, CrashInputsAreRefusedWithAMessage) {
        "node '/shape/Shape' (Shape): input 'h' is produced by no node"},
       {"shape-of-untyped-input.onnx",
        "node '/shape/Shape' (Shape): input 'r' has no type"},
+      {"shape-before-its-input-is-produced.onnx",
+       "node '/shape/Shape' (Shape): input 'r' is produced by a later node"},
       {"maxpool-stride-zero.onnx",
        "node '/pool/MaxPool' (MaxPool): attribute strides must be >= 1, "
        "got 0"},

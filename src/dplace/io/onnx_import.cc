@@ -1187,13 +1187,21 @@ class Importer {
     for (const auto& t : graph().sparse_initializer()) {
       defined.insert(t.values().name());
     }
+    std::unordered_set<std::string> produced;
     for (const NodeProto& node : graph().node()) {
-      for (const std::string& out : node.output()) defined.insert(out);
+      for (const std::string& out : node.output()) produced.insert(out);
     }
+    // In node order: libonnx infers in that order and reads an input of a
+    // later node as undefined.
     for (int i = 0; i < graph().node_size(); ++i) {
       const NodeProto& node = graph().node(i);
       for (const std::string& in : node.input()) {
         if (in.empty() || defined.count(in)) continue;
+        if (produced.count(in)) {
+          return Error(Describe(node, i) + ": input '" + in +
+                       "' is produced by a later node (the graph is not in "
+                       "topological order)");
+        }
         return Error(Describe(node, i) + ": input '" + in +
                      "' is produced by no node and is no graph input or "
                      "initializer (is the file truncated?)");
@@ -1217,6 +1225,7 @@ class Importer {
                        "got " + std::to_string(a.i()));
         }
       }
+      for (const std::string& out : node.output()) defined.insert(out);
     }
     return Status::Ok();
   }

@@ -74,6 +74,9 @@ TEST(OnnxFuzzFindingsTest, CrashInputsAreRefusedWithAMessage) {
        "node '/shape/Shape' (Shape): input 'r' has no type"},
       {"shape-before-its-input-is-produced.onnx",
        "node '/shape/Shape' (Shape): input 'r' is produced by a later node"},
+      {"tensor-produced-twice.onnx",
+       "(Gemm): output 'h' is already a graph input, an initializer or an "
+       "earlier node's output"},
       {"maxpool-stride-zero.onnx",
        "node '/pool/MaxPool' (MaxPool): attribute strides must be >= 1, "
        "got 0"},

@@ -1225,7 +1225,15 @@ class Importer {
                        "got " + std::to_string(a.i()));
         }
       }
-      for (const std::string& out : node.output()) defined.insert(out);
+      // ONNX assigns each tensor once; a second producer would let the
+      // tensor's type differ between nodes (another libonnx SEGV).
+      for (const std::string& out : node.output()) {
+        if (!out.empty() && !defined.insert(out).second) {
+          return Error(Describe(node, i) + ": output '" + out +
+                       "' is already a graph input, an initializer or an "
+                       "earlier node's output (ONNX assigns each tensor once)");
+        }
+      }
     }
     return Status::Ok();
   }

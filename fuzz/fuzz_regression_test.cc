@@ -77,6 +77,7 @@ TEST(OnnxFuzzFindingsTest, CrashInputsAreRefusedWithAMessage) {
       {"tensor-produced-twice.onnx",
        "(Gemm): output 'h' is already a graph input, an initializer or an "
        "earlier node's output"},
+      {"conv-kernel-from-w-rank-3-input.onnx", "node '/conv/Conv' (Conv)"},
       {"maxpool-stride-zero.onnx",
        "node '/pool/MaxPool' (MaxPool): attribute strides must be >= 1, "
        "got 0"},

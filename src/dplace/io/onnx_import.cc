@@ -10,6 +10,7 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -1086,6 +1087,7 @@ class Importer {
     DropWeightData();
     DPLACE_RETURN_IF_ERROR(SetBatch());
     DPLACE_RETURN_IF_ERROR(CheckInputsAreDefined());
+    SpellOutKernelShapes();
     DPLACE_RETURN_IF_ERROR(InferShapesAndFold());
     DPLACE_RETURN_IF_ERROR(AddOps());
     DPLACE_RETURN_IF_ERROR(AddEdges());
@@ -1286,6 +1288,51 @@ class Importer {
       t.clear_double_data();
       t.clear_int32_data();  // float16 and bfloat16 values live here.
     }
+  }
+
+  // A convolution without kernel_shape takes it from W's dims; libonnx
+  // 1.12 then reads past the input's dims when W has more spatial dims than
+  // the input (a SEGV found by onnx_import_fuzzer), but checks an explicit
+  // kernel_shape. So spell it out where W's shape is declared: the same
+  // model, per the ONNX spec. (Where W is computed, the risk remains.)
+  void SpellOutKernelShapes() {
+    for (NodeProto& node : *model_.mutable_graph()->mutable_node()) {
+      const std::string& op = node.op_type();
+      const int w = op == "QLinearConv" ? 3 : 1;
+      if ((op != "Conv" && op != "ConvInteger" && op != "ConvTranspose" &&
+           op != "QLinearConv") ||
+          node.input_size() <= w || FindAttribute(node, "kernel_shape")) {
+        continue;
+      }
+      const std::optional<std::vector<int64_t>> dims =
+          DeclaredDims(node.input(w));
+      if (!dims || dims->size() < 2) continue;
+      AttributeProto* a = node.add_attribute();
+      a->set_name("kernel_shape");
+      a->set_type(AttributeProto::INTS);
+      for (size_t i = 2; i < dims->size(); ++i) a->add_ints((*dims)[i]);
+    }
+  }
+
+  // The dims of an initializer or of a graph input with a fully known
+  // shape; nullopt otherwise.
+  std::optional<std::vector<int64_t>> DeclaredDims(
+      const std::string& name) const {
+    for (const TensorProto& t : graph().initializer()) {
+      if (t.name() == name) {
+        return std::vector<int64_t>(t.dims().begin(), t.dims().end());
+      }
+    }
+    for (const ValueInfoProto& v : graph().input()) {
+      if (v.name() != name || !v.type().tensor_type().has_shape()) continue;
+      std::vector<int64_t> dims;
+      for (const auto& d : v.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value()) return std::nullopt;
+        dims.push_back(d.dim_value());
+      }
+      return dims;
+    }
+    return std::nullopt;
   }
 
   ::onnx::TensorShapeProto* DataInputShape(const std::string& name) {

@@ -78,6 +78,8 @@ TEST(OnnxFuzzFindingsTest, CrashInputsAreRefusedWithAMessage) {
        "(Gemm): output 'h' is already a graph input, an initializer or an "
        "earlier node's output"},
       {"conv-kernel-from-w-rank-3-input.onnx", "node '/conv/Conv' (Conv)"},
+      {"op-name-starting-with-caret.onnx",
+       "op \"^conv/Conv\": an op name may not start with '^'"},
       {"maxpool-stride-zero.onnx",
        "node '/pool/MaxPool' (MaxPool): attribute strides must be >= 1, "
        "got 0"},

@@ -277,6 +277,12 @@ Status GraphBuilder::ValidateOps() const {
   for (const OpSpec& s : specs_) {
     const std::string where = "op \"" + s.name + "\"";
     if (s.name.empty()) return InvalidArgumentError("an op has an empty name");
+    // Graph JSON marks a control input with '^' (GraphToJson must be able
+    // to write every graph it is given).
+    if (s.name[0] == '^') {
+      return InvalidArgumentError(where +
+                                  ": an op name may not start with '^'");
+    }
     if (s.type.empty()) return InvalidArgumentError(where + ": empty type");
     if (!(s.flops >= 0)) {
       return InvalidArgumentError(where + ": flops must be >= 0");

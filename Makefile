@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build demo test bench format clean
+.PHONY: all deps configure build demo test bench format clean test-asan fuzz
 
 all: build
 
@@ -23,6 +23,35 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) test-asan
+
+# The robustness builds (docs/robustness.md). test-asan: the tests but those
+# that link LibTorch, built with AddressSanitizer + UBSan (g++), in its own
+# folder; make test runs it. fuzz: each parser fuzzer for FUZZ_SECONDS
+# (clang + libFuzzer) at nice 19; crashes in $(FUZZ_BUILD)/crashes/.
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+
+$(ASAN_BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Release \
+	  -DDPLACE_SANITIZE=ON -DDPLACE_BUILD_BENCHMARKS=OFF
+
+test-asan: deps $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target sanitized_tests
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) \
+	  --exclude-regex '_NOT_BUILT$$'
+
+$(FUZZ_BUILD)/CMakeCache.txt:
+	scripts/install-deps.sh fuzz
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) \
+	  -DCMAKE_BUILD_TYPE=Release -DDPLACE_FUZZ=ON \
+	  -DDPLACE_BUILD_TESTS=OFF -DDPLACE_BUILD_BENCHMARKS=OFF
+
+fuzz: $(FUZZ_BUILD)/CMakeCache.txt
+	scripts/install-deps.sh fuzz
+	nice -n 19 cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+	fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 bench: build
 	$(BUILD)/simulate_benchmark

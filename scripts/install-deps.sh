@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what dplace needs to build and test, from Debian 12 packages only.
-# Idempotent: installs nothing when everything is present, and runs
-# `apt-get update` at most once, only when something is missing.
+# Usage: install-deps.sh [fuzz]. Idempotent: installs nothing when
+# everything is present, and runs `apt-get update` at most once, only when
+# something is missing.
 set -euo pipefail
 
 packages=(
@@ -20,6 +21,12 @@ packages=(
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
 )
+# `install-deps.sh fuzz` (make fuzz): clang with libFuzzer and its
+# sanitizer runtimes, and llvm-symbolizer for readable crash reports. The
+# sanitizer build of `make test` uses g++, whose runtimes come with it.
+if [ "${1:-}" = "fuzz" ]; then
+  packages+=(clang libclang-rt-14-dev llvm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -97,8 +97,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(
         ("Place/" + name + "/nmt8_k40x8").c_str(),
         [name](benchmark::State& s) {
-          dplace::Place(s, name,
-                        dplace::ZooProblem("nmt:layers=8", "k40x8"));
+          dplace::Place(s, name, dplace::ZooProblem("nmt:layers=8", "k40x8"));
         })
         ->Iterations(1)
         ->Unit(benchmark::kSecond);

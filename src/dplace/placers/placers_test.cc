@@ -168,8 +168,7 @@ TEST(SimplePlacersTest, RoundRobinDealsLayersToGpusInTopologicalOrder) {
   EXPECT_EQ(p[*f.graph.FindOp("layer_1/op_grad")], gpus[0]);
 }
 
-TEST(SimplePlacersTest,
-     SingleGpuOnNmt4AtK80IsOutOfMemoryButExpertFits) {
+TEST(SimplePlacersTest, SingleGpuOnNmt4AtK80IsOutOfMemoryButExpertFits) {
   const ZooSpec spec = *ParseZooSpec("nmt:layers=4");
   const Graph graph = *MakeZooModel(spec);
   const Cluster cluster = *MakeClusterPreset("k80x4");

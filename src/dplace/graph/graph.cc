@@ -206,6 +206,14 @@ int64_t Graph::total_output_bytes() const {
   return total;
 }
 
+int64_t OpMemoryEstimate(const Graph& graph, OpId op) {
+  int64_t bytes = graph.persistent_bytes(op) + graph.temporary_bytes(op);
+  for (int i = 0; i < graph.num_outputs(op); ++i) {
+    bytes += graph.tensor_bytes(graph.output(op, i));
+  }
+  return bytes;
+}
+
 GraphBuilder::GraphBuilder(std::string graph_name)
     : name_(std::move(graph_name)) {}
 

@@ -176,6 +176,12 @@ class Graph {
   std::string hash_;
 };
 
+// The memory op `op` needs on its device, conservatively: persistent +
+// temporary + every output, as if outputs lived the whole step (Baechi's
+// estimate). The simulator frees outputs earlier, so a placement within
+// these estimates fits. Placers and the group graph use it.
+int64_t OpMemoryEstimate(const Graph& graph, OpId op);
+
 // Builds a Graph. Errors found while adding (duplicate names, bad ids) are
 // kept and reported by Build(), so callers check one Status.
 class GraphBuilder {

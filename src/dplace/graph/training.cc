@@ -627,6 +627,20 @@ class Expander {
     }
   }
 
+  // Shape of both inputs and their BroadcastGradientArgs, whose outputs 0
+  // and 1 are the reduction axes of each input's gradient.
+  struct BroadcastShapes {
+    Ref sx, sy;
+    OpId args;
+  };
+  BroadcastShapes EmitBroadcastGradientArgs() {
+    const Ref sx = ShapeOf(X(0)), sy = ShapeOf(X(1));
+    const size_t rank = YInfo().shape.size();
+    return {sx, sy,
+            EmitOp("BroadcastGradientArgs", "BroadcastGradientArgs", {sx, sy},
+                   {ShapeVector(rank), ShapeVector(rank)}, 0)};
+  }
+
   // math_grad's broadcasting binary ops: Shape of both inputs,
   // BroadcastGradientArgs, then per input its factor, Sum over the
   // broadcast axes and Reshape back.
@@ -635,11 +649,9 @@ class Expander {
     const std::string& type = f_.op_type(c_.op);
     const bool want_x = Wants(0), want_y = Wants(1);
     if (!want_x && !want_y) return;
-    const Ref sx = ShapeOf(X(0)), sy = ShapeOf(X(1));
-    const size_t rank = YInfo().shape.size();
-    const OpId args =
-        EmitOp("BroadcastGradientArgs", "BroadcastGradientArgs", {sx, sy},
-               {ShapeVector(rank), ShapeVector(rank)}, 0);
+    const BroadcastShapes b = EmitBroadcastGradientArgs();
+    const Ref sx = b.sx, sy = b.sy;
+    const OpId args = b.args;
     const TensorInfo& out = YInfo();
     const double n = Elements(out);
     const Ref dy = Dy();
@@ -704,11 +716,9 @@ class Expander {
   // exponent) = dy * z * log(x) where x > 0.
   void GradPow() {
     if (NumInputs() != 2) return GradGeneric();
-    const Ref sx = ShapeOf(X(0)), sy = ShapeOf(X(1));
-    const size_t rank = YInfo().shape.size();
-    const OpId args =
-        EmitOp("BroadcastGradientArgs", "BroadcastGradientArgs", {sx, sy},
-               {ShapeVector(rank), ShapeVector(rank)}, 0);
+    const BroadcastShapes b = EmitBroadcastGradientArgs();
+    const Ref sx = b.sx, sy = b.sy;
+    const OpId args = b.args;
     const TensorInfo& out = YInfo();
     const double n = Elements(out);
     if (Wants(0)) {

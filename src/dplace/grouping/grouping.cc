@@ -364,8 +364,7 @@ GroupGraph CoarsenGraph(const Graph& graph, const Grouping& grouping) {
     out.persistent_bytes[g] += graph.persistent_bytes(op);
     out.output_bytes[g] += outputs;
     ++out.num_ops[g];
-    out.memory_estimate[g] +=
-        graph.persistent_bytes(op) + graph.temporary_bytes(op) + outputs;
+    out.memory_estimate[g] += OpMemoryEstimate(graph, op);
     const DeviceKindSet allowed = graph.allowed_devices(op);
     DeviceKindSet both;
     for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kGpu}) {

@@ -11,6 +11,7 @@
 
 #include "dplace/graph/random_graph.h"
 #include "dplace/placers/placer.h"
+#include "dplace/placers/placer_test_util.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/zoo/zoo.h"
 
@@ -74,37 +75,7 @@ class Dag {
   std::vector<std::tuple<OpId, int, OpId>> edges_;
 };
 
-struct Problem {
-  Problem(Graph g, Cluster c)
-      : graph(std::move(g)), cluster(std::move(c)), cost(graph, cluster) {
-    problem.graph = &graph;
-    problem.cluster = &cluster;
-    problem.cost = &cost;
-  }
-  Graph graph;
-  Cluster cluster;
-  CostModel cost;
-  PlacementProblem problem;
-};
-
-StatusOr<Placement> TryPlace(const std::string& method,
-                             const PlacementProblem& problem,
-                             const std::vector<std::string>& options = {}) {
-  StatusOr<std::unique_ptr<Placer>> placer =
-      MakePlacer(method, *PlacerOptions::Parse(options));
-  if (!placer.ok()) return placer.status();
-  return (*placer)->Place(problem);
-}
-
-Placement Place(const std::string& method, const PlacementProblem& problem,
-                const std::vector<std::string>& options = {}) {
-  StatusOr<Placement> placement = TryPlace(method, problem, options);
-  EXPECT_TRUE(placement.ok()) << method << ": " << placement.status().message();
-  if (!placement.ok()) return {};
-  EXPECT_TRUE(
-      ValidatePlacement(*problem.graph, *problem.cluster, *placement).ok());
-  return *placement;
-}
+using Problem = PlacerTestProblem;
 
 double StepTime(const Problem& p, const Placement& placement) {
   Simulator simulator(p.cost);

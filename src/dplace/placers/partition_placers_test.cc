@@ -8,6 +8,7 @@
 #include "dplace/graph/random_graph.h"
 #include "dplace/placers/memory_repair.h"
 #include "dplace/placers/placer.h"
+#include "dplace/placers/placer_test_util.h"
 #include "dplace/placers/placer_util.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/zoo/zoo.h"
@@ -20,36 +21,7 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kGB = 1000000000;
 
-struct Problem {
-  Problem(Graph g, Cluster c)
-      : graph(std::move(g)), cluster(std::move(c)), cost(graph, cluster) {
-    problem.graph = &graph;
-    problem.cluster = &cluster;
-    problem.cost = &cost;
-  }
-  Graph graph;
-  Cluster cluster;
-  CostModel cost;
-  PlacementProblem problem;
-};
-
-StatusOr<Placement> TryPlace(const std::string& method,
-                             const PlacementProblem& problem,
-                             std::vector<std::string> options = {}) {
-  StatusOr<std::unique_ptr<Placer>> placer =
-      MakePlacer(method, *PlacerOptions::Parse(options));
-  if (!placer.ok()) return placer.status();
-  return (*placer)->Place(problem);
-}
-
-Placement Place(const std::string& method, const PlacementProblem& problem,
-                std::vector<std::string> options = {}) {
-  StatusOr<Placement> p = TryPlace(method, problem, std::move(options));
-  EXPECT_TRUE(p.ok()) << method << ": " << p.status().message();
-  if (!p.ok()) return {};
-  EXPECT_TRUE(ValidatePlacement(*problem.graph, *problem.cluster, *p).ok());
-  return *p;
-}
+using Problem = PlacerTestProblem;
 
 bool Feasible(const PlacementProblem& problem, const Placement& placement) {
   Simulator sim(*problem.cost);

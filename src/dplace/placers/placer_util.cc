@@ -32,14 +32,6 @@ Status CheckPlaceable(const PlacementProblem& problem, bool need_gpu) {
   return Status::Ok();
 }
 
-int64_t OpMemoryEstimate(const Graph& graph, OpId op) {
-  int64_t bytes = graph.persistent_bytes(op) + graph.temporary_bytes(op);
-  for (int i = 0; i < graph.num_outputs(op); ++i) {
-    bytes += graph.tensor_bytes(graph.output(op, i));
-  }
-  return bytes;
-}
-
 HintGroups ColocationHintGroups(const Graph& graph) {
   HintGroups out;
   out.group.resize(graph.num_ops());

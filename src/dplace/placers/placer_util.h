@@ -1,4 +1,4 @@
-// Small pieces every placer needs: allowed devices, memory estimates,
+// Small pieces every placer needs: allowed devices,
 // colocation-hint groups, layers from scope paths.
 #ifndef DPLACE_PLACERS_PLACER_UTIL_H_
 #define DPLACE_PLACERS_PLACER_UTIL_H_
@@ -18,12 +18,6 @@ std::vector<DeviceId> AllowedDevices(const Graph& graph, const Cluster& cluster,
 // Checks that every op may run on some device of the cluster and, when
 // `need_gpu`, that the cluster has a GPU; errors name the op or the cluster.
 Status CheckPlaceable(const PlacementProblem& problem, bool need_gpu = false);
-
-// The memory a placer reserves for op `op` on its device, conservatively:
-// persistent + temporary + every output, as if outputs lived the whole step
-// (Baechi's estimate). The simulator frees outputs earlier, so a placement
-// within these estimates fits.
-int64_t OpMemoryEstimate(const Graph& graph, OpId op);
 
 // Ops grouped by their colocation hint (the training expansion puts each
 // forward op with its gradient ops, and each parameter with its update).

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "dplace/placers/placer.h"
+#include "dplace/placers/placer_test_util.h"
 #include "dplace/placers/placer_util.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/zoo/zoo.h"
@@ -61,18 +62,6 @@ struct Fixture {
   CostModel cost;
   PlacementProblem problem;
 };
-
-Placement Place(const std::string& method, const PlacementProblem& problem,
-                std::vector<std::string> options = {}) {
-  StatusOr<std::unique_ptr<Placer>> placer =
-      MakePlacer(method, *PlacerOptions::Parse(options));
-  EXPECT_TRUE(placer.ok()) << placer.status().message();
-  StatusOr<Placement> placement = (*placer)->Place(problem);
-  EXPECT_TRUE(placement.ok()) << placement.status().message();
-  EXPECT_TRUE(
-      ValidatePlacement(*problem.graph, *problem.cluster, *placement).ok());
-  return *placement;
-}
 
 TEST(PlacerRegistryTest, ListsTheBaselinesFirstAndNamesUnknownMethods) {
   std::vector<std::string> names;

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "dplace/rl/agent.h"
+#include "dplace/rl/agent_parts.h"
 #include "dplace/rl/algorithms.h"
 #include "dplace/rl/policy.h"
 
@@ -54,8 +55,7 @@ class ColocRlAgent : public Agent {
     optimizer_ = std::make_unique<torch::optim::Adam>(
         policy_->parameters(),
         torch::optim::AdamOptions(settings_.learning_rate));
-    buffer_actions_ = torch::empty({0, num_groups_}, torch::kInt64);
-    buffer_times_ = torch::empty({0}, torch::kFloat64);
+    buffer_.Reset(num_groups_);
     return Status::Ok();
   }
 
@@ -63,33 +63,15 @@ class ColocRlAgent : public Agent {
 
   std::vector<std::vector<DeviceId>> DoSample(int k,
                                               std::mt19937_64* rng) override {
-    const torch::Tensor actions = policy_->Sample(k, rng);
-    auto a = actions.accessor<int64_t, 2>();
-    std::vector<std::vector<DeviceId>> out(k);
-    for (int i = 0; i < k; ++i) {
-      out[i].resize(num_groups_);
-      for (int g = 0; g < num_groups_; ++g) out[i][g] = a[i][g];
-    }
-    return out;
+    return ActionRows(policy_->Sample(k, rng));
   }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
-    std::vector<int64_t> flat, all;
-    std::vector<double> advantages;
-    for (size_t i = 0; i < batch.group_devices.size(); ++i) {
-      all.insert(all.end(), batch.group_devices[i].begin(),
-                 batch.group_devices[i].end());
-      if (!batch.use[i]) continue;
-      flat.insert(flat.end(), batch.group_devices[i].begin(),
-                  batch.group_devices[i].end());
-      advantages.push_back(batch.advantages[i]);
-    }
     int updates = 0;
-    if (!advantages.empty()) {
-      const torch::Tensor actions =
-          torch::tensor(flat, torch::kInt64).reshape({-1, num_groups_});
-      const torch::Tensor advantage =
-          torch::tensor(advantages, torch::kFloat64).to(torch::kFloat32);
+    const torch::Tensor actions =
+        BatchActions(batch, num_groups_, /*used_only=*/true);
+    if (actions.size(0) > 0) {
+      const torch::Tensor advantage = UsedAdvantages(batch);
       if (settings_.algorithm == "ppo") {
         PpoSettings ppo;
         torch::Tensor old;
@@ -107,22 +89,14 @@ class ColocRlAgent : public Agent {
       ++updates;
     }
     if (settings_.ce_every > 0) {
-      buffer_actions_ = torch::cat(
-          {buffer_actions_,
-           torch::tensor(all, torch::kInt64).reshape({-1, num_groups_})});
-      buffer_times_ = torch::cat(
-          {buffer_times_, torch::tensor(batch.step_times, torch::kFloat64)});
-      if (buffer_actions_.size(0) >= settings_.ce_every) {
-        const std::vector<double> times(
-            buffer_times_.data_ptr<double>(),
-            buffer_times_.data_ptr<double>() + buffer_times_.numel());
-        const torch::Tensor elite = buffer_actions_.index_select(
-            0, torch::tensor(SelectElite(times, settings_.elite_ratio)));
+      buffer_.Append(BatchActions(batch, num_groups_, /*used_only=*/false),
+                     batch.step_times);
+      if (buffer_.size() >= settings_.ce_every) {
+        const torch::Tensor elite = buffer_.Elite(settings_.elite_ratio);
         for (int step = 0; step < settings_.elite_steps; ++step) {
           Step(EliteLikelihoodLoss(policy_->LogProbs(elite), elite));
         }
-        buffer_actions_ = torch::empty({0, num_groups_}, torch::kInt64);
-        buffer_times_ = torch::empty({0}, torch::kFloat64);
+        buffer_.Reset(num_groups_);
         ++updates;
       }
     }
@@ -130,27 +104,13 @@ class ColocRlAgent : public Agent {
   }
 
   void DoSave(torch::serialize::OutputArchive* archive) const override {
-    torch::serialize::OutputArchive policy, optimizer;
-    policy_->save(policy);
-    optimizer_->save(optimizer);
-    archive->write("policy", policy);
-    archive->write("optimizer", optimizer);
-    archive->write("buffer_actions", buffer_actions_);
-    archive->write("buffer_times", buffer_times_);
+    SavePolicy(*policy_, *optimizer_, archive);
+    buffer_.Save(archive);
   }
 
   void DoLoad(torch::serialize::InputArchive* archive) override {
-    torch::serialize::InputArchive policy, optimizer;
-    archive->read("policy", policy);
-    archive->read("optimizer", optimizer);
-    policy_->load(policy);
-    optimizer_->load(optimizer);
-    archive->read("buffer_actions", buffer_actions_);
-    archive->read("buffer_times", buffer_times_);
-    if (buffer_actions_.dim() != 2 || buffer_actions_.size(1) != num_groups_ ||
-        buffer_times_.size(0) != buffer_actions_.size(0)) {
-      throw std::runtime_error("buffer of the wrong shape");
-    }
+    LoadPolicy(policy_.get(), optimizer_.get(), archive);
+    buffer_.Load(archive);
   }
 
  private:
@@ -168,8 +128,7 @@ class ColocRlAgent : public Agent {
   int num_groups_ = 0;
   std::shared_ptr<Seq2SeqPolicy> policy_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
-  torch::Tensor buffer_actions_;  // Samples since the last elite update.
-  torch::Tensor buffer_times_;
+  EliteBuffer buffer_;  // Samples since the last elite update.
 };
 
 StatusOr<std::unique_ptr<Agent>> MakeColocRl(const PlacerOptions& options) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "dplace/rl/agent.h"
+#include "dplace/rl/agent_parts.h"
 #include "dplace/rl/algorithms.h"
 #include "dplace/rl/policy.h"
 
@@ -70,8 +71,7 @@ class PostAgent : public Agent {
                      : setup.budget.samples > 0 ? setup.budget.samples
                                                 : 2400;
     samples_ = 0;
-    buffer_actions_ = torch::empty({0, num_groups_}, torch::kInt64);
-    buffer_times_ = torch::empty({0}, torch::kFloat64);
+    buffer_.Reset(num_groups_);
     return Status::Ok();
   }
 
@@ -79,40 +79,28 @@ class PostAgent : public Agent {
 
   std::vector<std::vector<DeviceId>> DoSample(int k,
                                               std::mt19937_64* rng) override {
-    const torch::Tensor actions = policy_->Sample(k, rng);
-    std::vector<std::vector<DeviceId>> out(k);
-    auto a = actions.accessor<int64_t, 2>();
-    for (int i = 0; i < k; ++i) {
-      out[i].resize(num_groups_);
-      for (int g = 0; g < num_groups_; ++g) out[i][g] = a[i][g];
-    }
-    return out;
+    return ActionRows(policy_->Sample(k, rng));
   }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     const int k = static_cast<int>(batch.group_devices.size());
-    const torch::Tensor actions = ToActions(batch, /*used_only=*/false);
+    const torch::Tensor actions =
+        BatchActions(batch, num_groups_, /*used_only=*/false);
     samples_ += k;
     const bool uses_ce =
         mode_ == PostMode::kPost || mode_ == PostMode::kCrossEntropy;
     if (uses_ce) {
-      buffer_actions_ = torch::cat({buffer_actions_, actions});
-      buffer_times_ = torch::cat(
-          {buffer_times_, torch::tensor(batch.step_times, torch::kFloat64)});
-      if (buffer_actions_.size(0) >= settings_.ce_every) {
+      buffer_.Append(actions, batch.step_times);
+      if (buffer_.size() >= settings_.ce_every) {
         CrossEntropyUpdate();
         return 1;
       }
     }
     if (mode_ == PostMode::kCrossEntropy) return 0;
-    const torch::Tensor used = ToActions(batch, /*used_only=*/true);
+    const torch::Tensor used =
+        BatchActions(batch, num_groups_, /*used_only=*/true);
     if (used.size(0) == 0) return 0;
-    std::vector<double> advantages;
-    for (int i = 0; i < k; ++i) {
-      if (batch.use[i]) advantages.push_back(batch.advantages[i]);
-    }
-    const torch::Tensor advantage =
-        torch::tensor(advantages, torch::kFloat64).to(torch::kFloat32);
+    const torch::Tensor advantage = UsedAdvantages(batch);
     if (mode_ == PostMode::kPolicyGradient) {
       optimizer_->zero_grad();
       ReinforceLoss(policy_->LogProbs(used), used, advantage).backward();
@@ -138,62 +126,29 @@ class PostAgent : public Agent {
   }
 
   void DoSave(torch::serialize::OutputArchive* archive) const override {
-    torch::serialize::OutputArchive policy, optimizer;
-    policy_->save(policy);
-    optimizer_->save(optimizer);
-    archive->write("policy", policy);
-    archive->write("optimizer", optimizer);
+    SavePolicy(*policy_, *optimizer_, archive);
     archive->write("samples", torch::tensor({samples_}, torch::kInt64));
-    archive->write("buffer_actions", buffer_actions_);
-    archive->write("buffer_times", buffer_times_);
+    buffer_.Save(archive);
   }
 
   void DoLoad(torch::serialize::InputArchive* archive) override {
-    torch::serialize::InputArchive policy, optimizer;
-    archive->read("policy", policy);
-    archive->read("optimizer", optimizer);
-    policy_->load(policy);
-    optimizer_->load(optimizer);
+    LoadPolicy(policy_.get(), optimizer_.get(), archive);
     torch::Tensor samples;
     archive->read("samples", samples);
     samples_ = samples.item<int64_t>();
-    archive->read("buffer_actions", buffer_actions_);
-    archive->read("buffer_times", buffer_times_);
-    if (buffer_actions_.dim() != 2 || buffer_actions_.size(1) != num_groups_ ||
-        buffer_times_.size(0) != buffer_actions_.size(0)) {
-      throw std::runtime_error("buffer of the wrong shape");
-    }
+    buffer_.Load(archive);
   }
 
  private:
-  torch::Tensor ToActions(const EvaluatedBatch& batch, bool used_only) const {
-    std::vector<int64_t> flat;
-    int64_t rows = 0;
-    for (size_t i = 0; i < batch.group_devices.size(); ++i) {
-      if (used_only && !batch.use[i]) continue;
-      flat.insert(flat.end(), batch.group_devices[i].begin(),
-                  batch.group_devices[i].end());
-      ++rows;
-    }
-    return torch::tensor(flat, torch::kInt64).reshape({rows, num_groups_});
-  }
-
   // Post, Algorithm 1, lines 10-12: the elite's device frequencies, mixed
   // with ε-uniform, become the policy.
   void CrossEntropyUpdate() {
-    const std::vector<double> times(
-        buffer_times_.data_ptr<double>(),
-        buffer_times_.data_ptr<double>() + buffer_times_.numel());
-    const std::vector<int64_t> elite =
-        SelectElite(times, settings_.elite_ratio);
     const double epsilon =
         settings_.epsilon *
         std::max(0.0, 1.0 - static_cast<double>(samples_) / decay_samples_);
     policy_->SetProbabilities(CrossEntropySolution(
-        buffer_actions_.index_select(0, torch::tensor(elite)), allowed_,
-        epsilon));
-    buffer_actions_ = torch::empty({0, num_groups_}, torch::kInt64);
-    buffer_times_ = torch::empty({0}, torch::kFloat64);
+        buffer_.Elite(settings_.elite_ratio), allowed_, epsilon));
+    buffer_.Reset(num_groups_);
   }
 
   PostMode mode_;
@@ -204,9 +159,8 @@ class PostAgent : public Agent {
   std::shared_ptr<SoftmaxPolicy> policy_;
   std::unique_ptr<torch::optim::SGD> optimizer_;
   int64_t decay_samples_ = 2400;
-  int64_t samples_ = 0;           // Seen by this agent, for ε's decay.
-  torch::Tensor buffer_actions_;  // Samples since the last CE solution.
-  torch::Tensor buffer_times_;
+  int64_t samples_ = 0;  // Seen by this agent, for ε's decay.
+  EliteBuffer buffer_;   // Samples since the last CE solution.
 };
 
 AgentFactory MakePostFactory(std::string name, PostMode mode) {

@@ -1,0 +1,118 @@
+// Pieces the LibTorch agents share: converting between sampled action
+// tensors and the search loop's group devices, the buffer of samples the
+// cross-entropy update draws its elite from, and checkpointing a policy
+// with its optimizer. Internal to src/dplace/rl.
+#ifndef DPLACE_RL_AGENT_PARTS_H_
+#define DPLACE_RL_AGENT_PARTS_H_
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "dplace/rl/agent.h"
+#include "dplace/rl/algorithms.h"
+
+namespace dplace {
+
+// Rows of an [k, G] int64 action tensor as device vectors.
+inline std::vector<std::vector<DeviceId>> ActionRows(
+    const torch::Tensor& actions) {
+  auto a = actions.accessor<int64_t, 2>();
+  std::vector<std::vector<DeviceId>> out(actions.size(0));
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].resize(actions.size(1));
+    for (size_t g = 0; g < out[i].size(); ++g) out[i][g] = a[i][g];
+  }
+  return out;
+}
+
+// The batch's placements as an [k, G] action tensor; with `used_only`, only
+// those the warm-up rule lets update the policy.
+inline torch::Tensor BatchActions(const EvaluatedBatch& batch, int num_groups,
+                                  bool used_only) {
+  std::vector<int64_t> flat;
+  int64_t rows = 0;
+  for (size_t i = 0; i < batch.group_devices.size(); ++i) {
+    if (used_only && !batch.use[i]) continue;
+    flat.insert(flat.end(), batch.group_devices[i].begin(),
+                batch.group_devices[i].end());
+    ++rows;
+  }
+  return torch::tensor(flat, torch::kInt64).reshape({rows, num_groups});
+}
+
+// Advantages of the placements the warm-up rule lets update, as float32.
+inline torch::Tensor UsedAdvantages(const EvaluatedBatch& batch) {
+  std::vector<double> advantages;
+  for (size_t i = 0; i < batch.advantages.size(); ++i) {
+    if (batch.use[i]) advantages.push_back(batch.advantages[i]);
+  }
+  return torch::tensor(advantages, torch::kFloat64).to(torch::kFloat32);
+}
+
+// Samples (actions and step times) since the last cross-entropy update.
+class EliteBuffer {
+ public:
+  void Reset(int num_groups) {
+    num_groups_ = num_groups;
+    actions_ = torch::empty({0, num_groups}, torch::kInt64);
+    times_ = torch::empty({0}, torch::kFloat64);
+  }
+  void Append(const torch::Tensor& actions,
+              const std::vector<double>& step_times) {
+    actions_ = torch::cat({actions_, actions});
+    times_ = torch::cat({times_, torch::tensor(step_times, torch::kFloat64)});
+  }
+  int64_t size() const { return actions_.size(0); }
+  // The ceil(ratio * size) samples of lowest step time, [P, G].
+  torch::Tensor Elite(double ratio) const {
+    const std::vector<double> times(times_.data_ptr<double>(),
+                                    times_.data_ptr<double>() + times_.numel());
+    return actions_.index_select(0, torch::tensor(SelectElite(times, ratio)));
+  }
+  void Save(torch::serialize::OutputArchive* archive) const {
+    archive->write("buffer_actions", actions_);
+    archive->write("buffer_times", times_);
+  }
+  // Throws std::runtime_error on a buffer of the wrong shape (the search
+  // loop turns it into a corrupt-checkpoint error).
+  void Load(torch::serialize::InputArchive* archive) {
+    archive->read("buffer_actions", actions_);
+    archive->read("buffer_times", times_);
+    if (actions_.dim() != 2 || actions_.size(1) != num_groups_ ||
+        times_.size(0) != actions_.size(0)) {
+      throw std::runtime_error("buffer of the wrong shape");
+    }
+  }
+
+ private:
+  int num_groups_ = 0;
+  torch::Tensor actions_;
+  torch::Tensor times_;
+};
+
+// A policy and its optimizer in a checkpoint, under "policy" and
+// "optimizer".
+inline void SavePolicy(const torch::nn::Module& policy,
+                       const torch::optim::Optimizer& optimizer,
+                       torch::serialize::OutputArchive* archive) {
+  torch::serialize::OutputArchive p, o;
+  policy.save(p);
+  optimizer.save(o);
+  archive->write("policy", p);
+  archive->write("optimizer", o);
+}
+inline void LoadPolicy(torch::nn::Module* policy,
+                       torch::optim::Optimizer* optimizer,
+                       torch::serialize::InputArchive* archive) {
+  torch::serialize::InputArchive p, o;
+  archive->read("policy", p);
+  archive->read("optimizer", o);
+  policy->load(p);
+  optimizer->load(o);
+}
+
+}  // namespace dplace
+
+#endif  // DPLACE_RL_AGENT_PARTS_H_

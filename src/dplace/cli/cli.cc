@@ -11,6 +11,8 @@
 #include <map>
 #include <string>
 
+#include "dplace/bench/bench.h"
+#include "dplace/bench/method_run.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
 #include "dplace/graph/training.h"
@@ -22,6 +24,7 @@
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/placers/placer.h"
+#include "dplace/report/html_report.h"
 #include "dplace/rl/agent.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/zoo/zoo.h"
@@ -47,57 +50,6 @@ std::string Seconds(double s) { return Format("%.6f s", s); }
 std::string PadRight(std::string s, size_t width) {
   if (s.size() < width) s.resize(width, ' ');
   return s;
-}
-
-bool IsOnnxPath(const std::string& path) {
-  return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
-}
-
-// Imports an ONNX model and expands it into its training graph.
-StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,
-                                        const OnnxImportOptions& options,
-                                        Optimizer optimizer,
-                                        std::vector<std::string>* warnings) {
-  StatusOr<OnnxImport> imported = ImportOnnxFile(path, options);
-  if (!imported.ok()) return imported.status();
-  if (warnings) *warnings = imported->warnings;
-  TrainingOptions training_options;
-  training_options.optimizer = optimizer;
-  StatusOr<Graph> training =
-      ExpandForTraining(imported->forward, training_options);
-  if (!training.ok()) return training.status().WithPrefix(path);
-  return training;
-}
-
-// A graph with what its family knows about it.
-struct LoadedModel {
-  Graph graph;
-  // The human expert's placement of zoo models; empty for graph JSON and
-  // ONNX, which have no family.
-  std::function<Placement(const Graph&, const Cluster&)> expert;
-};
-
-// Loads the graph named by --graph or --model: zoo:NAME[:k=v,...], a graph
-// JSON file, or an ONNX model (imported with its own batch size and
-// expanded for training with SGD; `dplace import` chooses both).
-StatusOr<LoadedModel> LoadModel(const std::string& spec) {
-  if (spec.rfind("zoo:", 0) == 0) {
-    StatusOr<ZooSpec> zoo = ParseZooSpec(spec.substr(4));
-    StatusOr<Graph> graph =
-        zoo.ok() ? MakeZooModel(*zoo) : StatusOr<Graph>(zoo.status());
-    if (!graph.ok()) return graph.status().WithPrefix("--model " + spec);
-    const ZooSpec family = *zoo;
-    return LoadedModel{std::move(graph).value(),
-                       [family](const Graph& g, const Cluster& c) {
-                         return family.model->expert(g, c, family.params);
-                       }};
-  }
-  StatusOr<Graph> graph =
-      IsOnnxPath(spec)
-          ? ImportOnnxTrainingGraph(spec, {}, Optimizer::kSgd, nullptr)
-          : ReadGraphJson(spec);
-  if (!graph.ok()) return graph.status();
-  return LoadedModel{std::move(graph).value(), nullptr};
 }
 
 StatusOr<Graph> LoadGraph(const std::string& spec) {
@@ -451,6 +403,8 @@ struct PlaceFlags {
   std::string checkpoint;
   std::string resume;
   std::string env = "simulated";
+  std::string report;   // HTML report to write.
+  std::string command;  // The command line, shown in the report.
 };
 
 int PlaceList(std::ostream& out) {
@@ -503,109 +457,114 @@ void PrintProgress(const SearchProgress& p, std::ostream& err) {
   err << line << std::flush;
 }
 
-// dplace place --method AGENT: a learned placer's search through the
-// simulated environment; prints the best placement like a placer's.
-int PlaceWithAgent(const PlacementProblem& problem, const PlaceFlags& place,
-                   const PlacerOptions& options, const std::string& header,
-                   const std::string& trace, std::ostream& out,
-                   std::ostream& err) {
-  StatusOr<std::unique_ptr<Agent>> agent = MakeAgent(place.method, options);
-  if (!agent.ok()) return Fail(err, agent.status());
-  SearchOptions search;
-  if (place.budget_samples == 0 || place.budget_seconds == 0) {
-    return Fail(err, InvalidArgumentError(
-                         "--budget-samples and --budget-seconds must be > 0"));
+// Writes the --report page of one placement.
+Status WritePlacementReport(const PlacementProblem& problem,
+                            const MethodRun& run, const std::string& command,
+                            const std::string& path) {
+  PlacementReportInput input;
+  input.graph = problem.graph;
+  input.cluster = problem.cluster;
+  input.placement = &run.placement;
+  input.sim = &run.sim;
+  input.method = run.method;
+  input.command = command;
+  input.wall_seconds = run.wall_seconds;
+  input.lower_bound = PlacementLowerBound(Simulator(*problem.cost));
+  for (const SampleRecord& s : run.search.history) {
+    input.history.push_back({s.step_time, s.feasible, s.best_step_time});
   }
-  if (place.budget_samples > 0) search.budget.samples = place.budget_samples;
-  if (place.budget_seconds > 0) search.budget.seconds = place.budget_seconds;
-  if (place.budget_samples < 0 && place.budget_seconds < 0) {
-    search.budget.samples = (*agent)->PaperBudgetSamples();
+  return WriteTextFile(path, PlacementReportHtml(input));
+}
+
+// The command line, for the record in reports.
+std::string CommandLine(int argc, const char* const* argv) {
+  std::string line = "dplace";
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    const bool plain = arg.find_first_of(" \"'$\\") == std::string::npos;
+    line += " " + (plain ? arg : "'" + arg + "'");
   }
-  search.log_path = place.log;
-  search.checkpoint_path = CheckpointPath(place);
-  search.resume_path = place.resume;
-  const bool terminal = &err == &std::cerr && ::isatty(STDERR_FILENO);
+  return line;
+}
+
+// dplace place --method NAME: one placer, or a learned placer's search
+// through the simulated environment; prints the chosen placement.
+int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
+             const PlacerOptions& options, const std::string& header,
+             const std::string& trace, std::ostream& out, std::ostream& err) {
+  const bool learned = IsLearnedMethod(place.method);
+  MethodRunOptions run_options;
+  run_options.record_timeline = !trace.empty() || !place.report.empty();
+  SearchOptions& search = run_options.search;
+  if (learned) {
+    if (place.budget_samples == 0 || place.budget_seconds == 0) {
+      return Fail(err,
+                  InvalidArgumentError(
+                      "--budget-samples and --budget-seconds must be > 0"));
+    }
+    if (place.budget_samples > 0) search.budget.samples = place.budget_samples;
+    if (place.budget_seconds > 0) search.budget.seconds = place.budget_seconds;
+    search.log_path = place.log;
+    search.checkpoint_path = CheckpointPath(place);
+    search.resume_path = place.resume;
+  }
+  const bool terminal =
+      learned && &err == &std::cerr && ::isatty(STDERR_FILENO);
   if (terminal) {
     search.progress = [&err](const SearchProgress& p) {
       PrintProgress(p, err);
     };
   }
-  std::unique_ptr<Environment> env = NewSimulatedEnvironment(*problem.cost);
-  StatusOr<SearchResult> result = (*agent)->Search(problem, env.get(), search);
+  StatusOr<MethodRun> run =
+      RunMethod(place.method, options, problem, run_options);
   if (terminal) err << "\n";
-  if (!result.ok()) return Fail(err, result.status());
+  if (!run.ok()) return Fail(err, run.status());
+  if (!run->placed) {
+    const Status status(run->error_code, run->error);
+    if (status.code() == StatusCode::kInfeasible) {
+      out << header << "infeasible: " << status.message() << "\n";
+      return kExitInfeasible;
+    }
+    return Fail(err, status);
+  }
   const Graph& graph = *problem.graph;
   const Cluster& cluster = *problem.cluster;
-  Simulator simulator(*problem.cost);
-  SimOptions sim_options;
-  sim_options.record_timeline = !trace.empty();
-  StatusOr<SimResult> sim = simulator.Simulate(result->best, sim_options);
-  if (!sim.ok()) return Fail(err, sim.status());
-  out << header << "method " << place.method << ": searched " << result->samples
-      << " samples ("
-      << (result->first_sample_of_this_run > 0
-              ? "resumed at " +
-                    std::to_string(result->first_sample_of_this_run) + ", "
-              : "")
-      << result->updates << " updates, " << result->num_groups << " groups) in "
-      << Format("%.3f", result->wall_seconds) << " s\n";
-  PrintSimResult(cluster, *sim, out);
+  const SimResult& sim = run->sim;
+  out << header << "method " << place.method << ": ";
+  if (learned) {
+    const SearchResult& result = run->search;
+    out << "searched " << result.samples << " samples ("
+        << (result.first_sample_of_this_run > 0
+                ? "resumed at " +
+                      std::to_string(result.first_sample_of_this_run) + ", "
+                : "")
+        << result.updates << " updates, " << result.num_groups << " groups) in "
+        << Format("%.3f", result.wall_seconds) << " s\n";
+  } else {
+    out << "placed in " << Format("%.3f", run->wall_seconds) << " s\n";
+  }
+  PrintSimResult(cluster, sim, out);
   if (!place.log.empty()) out << "log: " << place.log << "\n";
-  if (!search.checkpoint_path.empty()) {
+  if (learned && !search.checkpoint_path.empty()) {
     out << "checkpoint: " << search.checkpoint_path << "\n";
   }
   if (!place.out.empty()) {
-    Status s =
-        WriteTextFile(place.out, PlacementToJson(graph, cluster, result->best));
+    Status s = WriteTextFile(place.out,
+                             PlacementToJson(graph, cluster, run->placement));
     if (!s.ok()) return Fail(err, s);
     out << "placement: " << place.out << "\n";
   }
   if (!trace.empty()) {
-    Status s = WriteChromeTrace(graph, cluster, *sim, trace);
+    Status s = WriteChromeTrace(graph, cluster, sim, trace);
     if (!s.ok()) return Fail(err, s);
     out << "trace: " << trace << " (open in Perfetto)\n";
   }
-  return sim->feasible ? kExitOk : kExitInfeasible;
-}
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-// One row of `place --method all`.
-struct MethodResult {
-  std::string method;
-  bool placed = false;
-  std::string error;  // When not placed.
-  SimResult sim;
-  double place_seconds = 0;
-};
-
-MethodResult RunMethod(const std::string& method,
-                       const PlacementProblem& problem, Simulator* simulator) {
-  MethodResult r;
-  r.method = method;
-  StatusOr<std::unique_ptr<Placer>> placer = MakePlacer(method);
-  if (!placer.ok()) {
-    r.error = placer.status().message();
-    return r;
+  if (!place.report.empty()) {
+    Status s = WritePlacementReport(problem, *run, place.command, place.report);
+    if (!s.ok()) return Fail(err, s);
+    out << "report: " << place.report << "\n";
   }
-  const auto start = std::chrono::steady_clock::now();
-  StatusOr<Placement> placement = (*placer)->Place(problem);
-  r.place_seconds = SecondsSince(start);
-  if (!placement.ok()) {
-    r.error = placement.status().message();
-    return r;
-  }
-  StatusOr<SimResult> sim = simulator->Simulate(*placement);
-  if (!sim.ok()) {
-    r.error = sim.status().message();
-    return r;
-  }
-  r.placed = true;
-  r.sim = std::move(sim).value();
-  return r;
+  return sim.feasible ? kExitOk : kExitInfeasible;
 }
 
 // Every registered placer on one problem, as a markdown table; the best
@@ -613,15 +572,22 @@ MethodResult RunMethod(const std::string& method,
 int PlaceAll(const PlacementProblem& problem, std::ostream& out,
              std::ostream& err) {
   Simulator simulator(*problem.cost);
-  std::vector<MethodResult> results;
+  std::vector<MethodRun> results;
   for (const PlacerEntry* e : Placers()) {
     err << "dplace: placing with " << e->name << " ...\n";
-    results.push_back(RunMethod(e->name, problem, &simulator));
+    StatusOr<MethodRun> run = RunMethod(e->name, {}, problem, {});
+    if (!run.ok()) {
+      MethodRun failed;
+      failed.method = e->name;
+      failed.error = run.status().message();
+      results.push_back(std::move(failed));
+    } else {
+      results.push_back(std::move(run).value());
+    }
   }
-  const double bound =
-      std::max(simulator.critical_path_bound(), simulator.total_work_bound());
+  const double bound = PlacementLowerBound(simulator);
   double best = 0, single_gpu = 0;
-  for (const MethodResult& r : results) {
+  for (const MethodRun& r : results) {
     if (!r.placed || !r.sim.feasible) continue;
     if (best == 0 || r.sim.step_time < best) best = r.sim.step_time;
     if (r.method == "single-gpu") single_gpu = r.sim.step_time;
@@ -630,10 +596,10 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
   out << "| method | step time (s) | vs single-gpu | vs lower bound | max "
          "peak memory | time to place (s) | note |\n"
          "|---|---:|---:|---:|---:|---:|---|\n";
-  for (const MethodResult& r : results) {
+  for (const MethodRun& r : results) {
     out << "| " << r.method << " | ";
     if (!r.placed) {
-      out << "- | - | - | - | " << Format("%.3f", r.place_seconds) << " | "
+      out << "- | - | - | - | " << Format("%.3f", r.wall_seconds) << " | "
           << r.error << " |\n";
       continue;
     }
@@ -647,7 +613,7 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
                 : "-")
         << " | "
         << (sim.feasible ? Format("%.2fx", sim.step_time / bound) : "-")
-        << " | " << Bytes(peak) << " | " << Format("%.3f", r.place_seconds)
+        << " | " << Bytes(peak) << " | " << Format("%.3f", r.wall_seconds)
         << " | " << (sim.feasible ? "" : DescribeInfeasibility(c, sim))
         << " |\n";
   }
@@ -671,7 +637,7 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
                          ": not available yet; the only environment is "
                          "simulated"));
   }
-  const bool is_agent = FindAgent(place.method) != nullptr;
+  const bool is_agent = IsLearnedMethod(place.method);
   if (!is_agent && HasAgentFlags(place)) {
     return Fail(err, InvalidArgumentError(
                          "--budget-samples, --budget-seconds, --log, "
@@ -681,6 +647,10 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
                               ? std::string("--method all runs the classical "
                                             "placers")
                               : "method " + place.method + " is not one")));
+  }
+  if (place.method != "all" && !IsKnownMethod(place.method)) {
+    return Fail(err, NotFoundError("unknown method \"" + place.method +
+                                   "\" (methods: " + KnownMethodNames() + ")"));
   }
   StatusOr<LoadedModel> model = LoadModel(flags.graph);
   if (!model.ok()) return Fail(err, model.status());
@@ -704,11 +674,12 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
       std::to_string(cluster->num_devices()) + " devices)\n";
 
   if (place.method == "all") {
-    if (!place.options.empty() || !place.out.empty() || !flags.trace.empty()) {
+    if (!place.options.empty() || !place.out.empty() || !flags.trace.empty() ||
+        !place.report.empty()) {
       return Fail(err, InvalidArgumentError(
                            "--method all compares the placers at their "
-                           "defaults; --option, --out and --trace need one "
-                           "method"));
+                           "defaults; --option, --out, --trace and --report "
+                           "need one method"));
     }
     out << header;
     return PlaceAll(problem, out, err);
@@ -716,51 +687,96 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
 
   StatusOr<PlacerOptions> options = PlacerOptions::Parse(place.options);
   if (!options.ok()) return Fail(err, options.status());
-  if (is_agent) {
-    return PlaceWithAgent(problem, place, *options, header, flags.trace, out,
-                          err);
+  return PlaceOne(problem, place, *options, header, flags.trace, out, err);
+}
+
+struct BenchFlags {
+  std::string suite;
+  std::string suites;  // File; empty: the built-in bench/suites.json.
+  std::string output;
+  std::string markdown;
+  std::string report;
+  bool list = false;
+  SuiteFilter filter;
+  std::string methods, models;  // Comma-separated.
+};
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> items;
+  size_t begin = 0;
+  while (begin <= text.size() && !text.empty()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    if (end > begin) items.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
   }
-  if (!FindPlacer(place.method)) {
-    std::string known;
-    for (const PlacerEntry* e : Placers()) known += ", " + e->name;
-    for (const AgentEntry* e : Agents()) known += ", " + e->name;
-    return Fail(err, NotFoundError("unknown method \"" + place.method +
-                                   "\" (methods: " + known.substr(2) + ")"));
-  }
-  StatusOr<std::unique_ptr<Placer>> placer = MakePlacer(place.method, *options);
-  if (!placer.ok()) return Fail(err, placer.status());
-  const auto start = std::chrono::steady_clock::now();
-  StatusOr<Placement> placement = (*placer)->Place(problem);
-  const double place_seconds = SecondsSince(start);
-  if (!placement.ok()) {
-    const Status status =
-        placement.status().WithPrefix("method " + place.method);
-    if (status.code() == StatusCode::kInfeasible) {
-      out << header << "infeasible: " << status.message() << "\n";
-      return kExitInfeasible;
+  return items;
+}
+
+// dplace bench: runs a suite, writes its JSON, Markdown and HTML report.
+int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
+          std::ostream& err) {
+  StatusOr<std::vector<Suite>> suites = LoadSuites(flags.suites);
+  if (!suites.ok()) return Fail(err, suites.status());
+  if (flags.list || flags.suite.empty()) {
+    if (!flags.list) {
+      return Fail(err,
+                  InvalidArgumentError("bench needs --suite NAME (or --list)"));
     }
-    return Fail(err, status);
+    for (const Suite& s : *suites) {
+      out << PadRight(s.name, 8) << s.description << "\n";
+    }
+    return kExitOk;
   }
-  Simulator simulator(cost);
-  SimOptions sim_options;
-  sim_options.record_timeline = !flags.trace.empty();
-  StatusOr<SimResult> result = simulator.Simulate(*placement, sim_options);
-  if (!result.ok()) return Fail(err, result.status());
-  out << header << "method " << place.method << ": placed in "
-      << Format("%.3f", place_seconds) << " s\n";
-  PrintSimResult(*cluster, *result, out);
-  if (!place.out.empty()) {
-    Status s =
-        WriteTextFile(place.out, PlacementToJson(graph, *cluster, *placement));
+  StatusOr<Suite> suite = FindSuite(*suites, flags.suite);
+  if (!suite.ok()) return Fail(err, suite.status());
+  flags.filter.methods = SplitList(flags.methods);
+  flags.filter.models = SplitList(flags.models);
+  StatusOr<Suite> filtered = FilterSuite(*suite, flags.filter);
+  if (!filtered.ok()) return Fail(err, filtered.status());
+  StatusOr<BenchResults> results =
+      RunSuite(*filtered, command, [&err](const std::string& line) {
+        err << "dplace: bench " << line << "\n";
+      });
+  if (!results.ok()) return Fail(err, results.status());
+  const std::string json = BenchResultsToJson(*results);
+  const std::string markdown = BenchResultsToMarkdown(*results);
+  if (!flags.output.empty()) {
+    Status s = WriteTextFile(flags.output, json);
     if (!s.ok()) return Fail(err, s);
-    out << "placement: " << place.out << "\n";
   }
-  if (!flags.trace.empty()) {
-    Status s = WriteChromeTrace(graph, *cluster, *result, flags.trace);
+  if (!flags.markdown.empty()) {
+    Status s = WriteTextFile(flags.markdown, markdown);
     if (!s.ok()) return Fail(err, s);
-    out << "trace: " << flags.trace << " (open in Perfetto)\n";
+  } else {
+    out << markdown;
   }
-  return result->feasible ? kExitOk : kExitInfeasible;
+  if (!flags.report.empty()) {
+    StatusOr<std::string> html = BenchReportHtml(json, "results");
+    if (!html.ok()) return Fail(err, html.status());
+    Status s = WriteTextFile(flags.report, *html);
+    if (!s.ok()) return Fail(err, s);
+  }
+  out << "suite " << results->suite << ": "
+      << Format("%.1f", results->wall_seconds) << " s";
+  if (!flags.output.empty()) out << "; results: " << flags.output;
+  if (!flags.markdown.empty()) out << "; markdown: " << flags.markdown;
+  if (!flags.report.empty()) out << "; report: " << flags.report;
+  out << "\n";
+  return kExitOk;
+}
+
+// dplace report results.json -o report.html
+int Report(const std::string& input, const std::string& output,
+           std::ostream& out, std::ostream& err) {
+  StatusOr<std::string> text = ReadTextFile(input);
+  if (!text.ok()) return Fail(err, text.status());
+  StatusOr<std::string> html = BenchReportHtml(*text, input);
+  if (!html.ok()) return Fail(err, html.status());
+  Status s = WriteTextFile(output, *html);
+  if (!s.ok()) return Fail(err, s);
+  out << "report: " << output << "\n";
+  return kExitOk;
 }
 
 }  // namespace
@@ -852,6 +868,60 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   place->add_option("--env", place_flags.env,
                     "where placements are evaluated: simulated (the only one "
                     "so far)");
+  place->add_option("--report", place_flags.report,
+                    "write a self-contained HTML report: placement by layer "
+                    "and op, per-device load and memory, the step's "
+                    "timeline, and a learned placer's learning curve");
+
+  BenchFlags bench_flags;
+  auto* bench = app.add_subcommand(
+      "bench",
+      "run a benchmark suite (models x clusters x methods x budgets x "
+      "seeds) and print its tables in the papers' layout; see docs/bench.md");
+  bench->add_option("--suite", bench_flags.suite,
+                    "suite name: smoke, paper, scale (see --list)");
+  bench->add_flag("--list", bench_flags.list, "list the suites");
+  bench->add_option("--suites", bench_flags.suites,
+                    "suites JSON file (default: bench/suites.json, built "
+                    "into dplace)");
+  bench->add_option("-o,--output", bench_flags.output,
+                    "write the results as JSON (dplace.bench-results)");
+  bench->add_option("--markdown", bench_flags.markdown,
+                    "write the Markdown tables to this file instead of "
+                    "stdout");
+  bench->add_option("--report", bench_flags.report,
+                    "write the HTML report of the results");
+  bench->add_option("--methods", bench_flags.methods,
+                    "only these methods (comma-separated)");
+  bench->add_option("--models", bench_flags.models,
+                    "only these benchmarks, by name or model spec "
+                    "(comma-separated)");
+  bench
+      ->add_option("--budget-samples", bench_flags.filter.budget_samples,
+                   "learned placers: samples per search, replacing the "
+                   "suite's budgets")
+      ->check(CLI::PositiveNumber);
+  bench
+      ->add_option("--budget-scale", bench_flags.filter.budget_scale,
+                   "learned placers: multiply the suite's sample budgets")
+      ->check(CLI::PositiveNumber);
+  bench
+      ->add_option("--budget-seconds", bench_flags.filter.budget_seconds,
+                   "learned placers: wall seconds per search (with the "
+                   "sample budget, whichever ends first)")
+      ->check(CLI::PositiveNumber);
+  bench
+      ->add_option("--seeds", bench_flags.filter.max_seeds,
+                   "only the first N seeds of each method")
+      ->check(CLI::PositiveNumber);
+
+  auto* report = app.add_subcommand(
+      "report", "render a bench results JSON as a self-contained HTML page");
+  std::string report_input, report_output;
+  report->add_option("results", report_input, "results JSON of dplace bench")
+      ->required();
+  report->add_option("-o,--output", report_output, "HTML page to write")
+      ->required();
 
   auto* zoo = app.add_subcommand(
       "zoo",
@@ -931,8 +1001,13 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
     if (place->count("--budget-seconds") && place_flags.budget_seconds < 0) {
       place_flags.budget_seconds = 0;
     }
+    place_flags.command = CommandLine(argc, argv);
     return Place(flags, place_flags, out, err);
   }
+  if (bench->parsed()) {
+    return Bench(bench_flags, CommandLine(argc, argv), out, err);
+  }
+  if (report->parsed()) return Report(report_input, report_output, out, err);
   if (import->parsed()) return Import(import_flags, out, err);
   if (zoo_export->parsed()) {
     return ZooExport(zoo_name, zoo_params, zoo_output, out, err);

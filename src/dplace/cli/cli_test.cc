@@ -15,6 +15,7 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/io/file.h"
 #include "dplace/io/graph_json.h"
+#include "dplace/report/xml_check.h"
 #include "dplace/zoo/zoo.h"
 
 namespace dplace {
@@ -97,6 +98,95 @@ std::string ExampleHash() {
   StatusOr<Graph> g = ReadGraphJson(kGraph);
   EXPECT_TRUE(g.ok()) << g.status().message();
   return g.ok() ? g->hash() : "";
+}
+
+// ------------------------------------------------------- bench and report
+
+TEST_F(CliTest, PlaceReportIsOneWellFormedPage) {
+  const std::string report = dir_ + "/r.html";
+  const CliResult r = Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                              "--method", "m-etf", "--report", report});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("report: " + report + "\n"));
+  StatusOr<std::string> html = ReadTextFile(report);
+  ASSERT_TRUE(html.ok());
+  const testing_xml::XmlCheck check = testing_xml::CheckXml(*html);
+  ASSERT_TRUE(check.ok()) << check.error;
+  EXPECT_GE(check.elements.at("svg"), 5);
+  EXPECT_THAT(*html, HasSubstr("class=\"gantt\""));
+  EXPECT_THAT(*html, HasSubstr("dplace place --graph"));
+  EXPECT_THAT(*html, ::testing::Not(HasSubstr("Learning curve")));
+
+  const CliResult learned =
+      Dplace({"place", "--graph", kGraph, "--cluster", "k80x2", "--method",
+              "post", "--budget-samples", "24", "--report", report});
+  ASSERT_EQ(learned.code, kExitOk) << learned.out << learned.err;
+  html = ReadTextFile(report);
+  ASSERT_TRUE(testing_xml::CheckXml(*html).ok());
+  EXPECT_THAT(*html, HasSubstr("Learning curve"));
+  EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                               "--method", "all", "--report", report})),
+              HasSubstr("--report need one method"));
+}
+
+TEST_F(CliTest, BenchWritesJsonMarkdownAndReport) {
+  const std::string results = dir_ + "/smoke.json";
+  const std::string md = dir_ + "/smoke.md";
+  const std::string html = dir_ + "/smoke.html";
+  const CliResult r = Dplace({"bench", "--suite", "smoke", "--methods",
+                              "expert,m-etf,post", "--budget-samples", "12",
+                              "--seeds", "1", "-o", results, "--markdown", md});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("dplace: bench [1/"));
+  const json doc = json::parse(*ReadTextFile(results));
+  EXPECT_EQ(doc.at("command"),
+            "dplace bench --suite smoke --methods expert,m-etf,post "
+            "--budget-samples 12 --seeds 1 -o " +
+                results + " --markdown " + md);
+  const json& methods = doc.at("tables")[0].at("benchmarks")[0].at("methods");
+  ASSERT_EQ(methods.size(), 3u);
+  EXPECT_EQ(methods[2].at("runs").size(), 1u);
+  EXPECT_EQ(methods[2].at("runs")[0].at("samples"), 12);
+  EXPECT_THAT(*ReadTextFile(md), HasSubstr("| benchmark | GPUs | expert |"));
+
+  const CliResult rendered = Dplace({"report", results, "-o", html});
+  ASSERT_EQ(rendered.code, kExitOk) << rendered.err;
+  const testing_xml::XmlCheck check =
+      testing_xml::CheckXml(*ReadTextFile(html));
+  ASSERT_TRUE(check.ok()) << check.error;
+  EXPECT_GE(check.elements.at("polyline"), 1);
+}
+
+TEST_F(CliTest, BenchBadInput) {
+  EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smok"})),
+              HasSubstr("unknown suite \"smok\" (suites: smoke, paper, "
+                        "scale)"));
+  EXPECT_THAT(
+      BadInput(Dplace({"bench", "--suite", "smoke", "--methods", "eagel"})),
+      HasSubstr("--methods eagel: suite smoke has no such method"));
+  const std::string suites = Write("s.json", R"({"format": "dplace.suites",
+    "version": 1, "suites": [{"name": "s", "tables": [{"title": "T",
+    "benchmarks": [{"model": "zoo:rnnlm", "cluster": "k40x2"}],
+    "methods": [{"method": "eagel"}]}]}]})");
+  EXPECT_THAT(
+      BadInput(Dplace({"bench", "--suites", suites, "--suite", "s"})),
+      AllOf(HasSubstr("suite s, T: unknown method \"eagel\" (methods: "),
+            HasSubstr("post")));
+  EXPECT_THAT(BadInput(Dplace(
+                  {"report", dir_ + "/missing.json", "-o", dir_ + "/r.html"})),
+              HasSubstr("missing.json"));
+  const CliResult list = Dplace({"bench", "--list"});
+  EXPECT_EQ(list.code, kExitOk);
+  EXPECT_THAT(list.out, AllOf(HasSubstr("smoke "), HasSubstr("paper "),
+                              HasSubstr("scale ")));
+}
+
+TEST_F(CliTest, RandomModelSpec) {
+  const CliResult r = Dplace({"inspect", "--model", "random:ops=300,seed=4"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ops:              300 "));
+  EXPECT_THAT(BadInput(Dplace({"inspect", "--model", "random:ops=0"})),
+              HasSubstr("ops: expected an integer in [1, 10000000]"));
 }
 
 // --------------------------------------------------------------- simulate

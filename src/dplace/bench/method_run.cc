@@ -1,0 +1,194 @@
+#include "dplace/bench/method_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <map>
+
+#include "dplace/env/environment.h"
+#include "dplace/graph/random_graph.h"
+#include "dplace/io/graph_json.h"
+#include "dplace/zoo/zoo.h"
+
+namespace dplace {
+namespace {
+
+bool IsOnnxPath(const std::string& path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// random:ops=N[,seed=K,width=W,reach=R]: a random layered DAG.
+StatusOr<Graph> MakeRandomModel(const std::string& spec) {
+  const std::string params = spec.substr(std::string("random:").size());
+  const std::map<std::string, int64_t> limits = {{"ops", 10'000'000},
+                                                 {"seed", INT64_MAX},
+                                                 {"width", 1'000'000},
+                                                 {"reach", 1000}};
+  std::map<std::string, int64_t> values = {
+      {"ops", 1000}, {"seed", 1}, {"width", 10}, {"reach", 3}};
+  size_t begin = 0;
+  while (begin < params.size()) {
+    size_t end = params.find(',', begin);
+    if (end == std::string::npos) end = params.size();
+    const std::string item = params.substr(begin, end - begin);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    if (eq == std::string::npos || !limits.count(key)) {
+      return InvalidArgumentError(
+          "--model " + spec + ": expected random:key=value,... with keys " +
+          "ops, seed, width, reach; got \"" + item + "\"");
+    }
+    const std::string text = item.substr(eq + 1);
+    char* rest = nullptr;
+    const long long value = std::strtoll(text.c_str(), &rest, 10);
+    if (text.empty() || *rest != '\0' || value < 1 || value > limits.at(key)) {
+      return InvalidArgumentError(
+          "--model " + spec + ": " + key + ": expected an integer in [1, " +
+          std::to_string(limits.at(key)) + "], got \"" + text + "\"");
+    }
+    values[key] = value;
+    begin = end + 1;
+  }
+  RandomGraphOptions options;
+  options.num_ops = static_cast<int>(values["ops"]);
+  options.seed = static_cast<uint64_t>(values["seed"]);
+  options.layer_width = static_cast<int>(values["width"]);
+  options.max_reach = static_cast<int>(values["reach"]);
+  return MakeRandomLayeredGraph(options);
+}
+
+std::string ListMethods() {
+  std::string known;
+  for (const PlacerEntry* e : Placers()) known += ", " + e->name;
+  for (const AgentEntry* e : Agents()) known += ", " + e->name;
+  return known.empty() ? known : known.substr(2);
+}
+
+StatusOr<MethodRun> RunPlacer(const std::string& method,
+                              const PlacerOptions& options,
+                              const PlacementProblem& problem,
+                              const MethodRunOptions& run_options) {
+  StatusOr<std::unique_ptr<Placer>> placer = MakePlacer(method, options);
+  if (!placer.ok()) return placer.status();
+  MethodRun run;
+  run.method = method;
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<Placement> placement = (*placer)->Place(problem);
+  run.wall_seconds = SecondsSince(start);
+  if (!placement.ok()) {
+    const Status status = placement.status().WithPrefix("method " + method);
+    run.error = status.message();
+    run.error_code = status.code();
+    return run;
+  }
+  run.placement = std::move(placement).value();
+  return run;
+}
+
+StatusOr<MethodRun> RunAgent(const std::string& method,
+                             const PlacerOptions& options,
+                             const PlacementProblem& problem,
+                             const MethodRunOptions& run_options) {
+  StatusOr<std::unique_ptr<Agent>> agent = MakeAgent(method, options);
+  if (!agent.ok()) return agent.status();
+  SearchOptions search = run_options.search;
+  if (search.budget.samples <= 0 && search.budget.seconds <= 0) {
+    search.budget.samples = (*agent)->PaperBudgetSamples();
+  }
+  std::unique_ptr<Environment> env =
+      NewSimulatedEnvironment(*problem.cost, run_options.environment_threads);
+  StatusOr<SearchResult> result = (*agent)->Search(problem, env.get(), search);
+  if (!result.ok()) return result.status();
+  MethodRun run;
+  run.method = method;
+  run.learned = true;
+  run.wall_seconds = result->wall_seconds;
+  run.placement = std::move(result->best);
+  run.search = std::move(result).value();
+  run.search.best.clear();
+  return run;
+}
+
+}  // namespace
+
+StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,
+                                        const OnnxImportOptions& options,
+                                        Optimizer optimizer,
+                                        std::vector<std::string>* warnings) {
+  StatusOr<OnnxImport> imported = ImportOnnxFile(path, options);
+  if (!imported.ok()) return imported.status();
+  if (warnings) *warnings = imported->warnings;
+  TrainingOptions training_options;
+  training_options.optimizer = optimizer;
+  StatusOr<Graph> training =
+      ExpandForTraining(imported->forward, training_options);
+  if (!training.ok()) return training.status().WithPrefix(path);
+  return training;
+}
+
+StatusOr<LoadedModel> LoadModel(const std::string& spec) {
+  if (spec.rfind("zoo:", 0) == 0) {
+    StatusOr<ZooSpec> zoo = ParseZooSpec(spec.substr(4));
+    StatusOr<Graph> graph =
+        zoo.ok() ? MakeZooModel(*zoo) : StatusOr<Graph>(zoo.status());
+    if (!graph.ok()) return graph.status().WithPrefix("--model " + spec);
+    const ZooSpec family = *zoo;
+    return LoadedModel{std::move(graph).value(),
+                       [family](const Graph& g, const Cluster& c) {
+                         return family.model->expert(g, c, family.params);
+                       }};
+  }
+  StatusOr<Graph> graph =
+      spec.rfind("random:", 0) == 0 ? MakeRandomModel(spec)
+      : IsOnnxPath(spec)
+          ? ImportOnnxTrainingGraph(spec, {}, Optimizer::kSgd, nullptr)
+          : ReadGraphJson(spec);
+  if (!graph.ok()) return graph.status();
+  return LoadedModel{std::move(graph).value(), nullptr};
+}
+
+std::string KnownMethodNames() { return ListMethods(); }
+
+bool IsKnownMethod(const std::string& method) {
+  return FindPlacer(method) != nullptr || FindAgent(method) != nullptr;
+}
+
+bool IsLearnedMethod(const std::string& method) {
+  return FindAgent(method) != nullptr;
+}
+
+StatusOr<MethodRun> RunMethod(const std::string& method,
+                              const PlacerOptions& options,
+                              const PlacementProblem& problem,
+                              const MethodRunOptions& run_options) {
+  if (!IsKnownMethod(method)) {
+    return NotFoundError("unknown method \"" + method +
+                         "\" (methods: " + ListMethods() + ")");
+  }
+  StatusOr<MethodRun> run =
+      IsLearnedMethod(method)
+          ? RunAgent(method, options, problem, run_options)
+          : RunPlacer(method, options, problem, run_options);
+  if (!run.ok() || !run->error.empty()) return run;
+  Simulator simulator(*problem.cost);
+  SimOptions sim_options;
+  sim_options.record_timeline = run_options.record_timeline;
+  StatusOr<SimResult> sim = simulator.Simulate(run->placement, sim_options);
+  if (!sim.ok()) return sim.status().WithPrefix("method " + method);
+  run->placed = true;
+  run->sim = std::move(sim).value();
+  return run;
+}
+
+double PlacementLowerBound(const Simulator& simulator) {
+  return std::max(simulator.critical_path_bound(),
+                  simulator.total_work_bound());
+}
+
+}  // namespace dplace

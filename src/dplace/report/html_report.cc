@@ -1,0 +1,694 @@
+#include "dplace/report/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "dplace/report/svg.h"
+
+namespace dplace {
+namespace {
+
+using report::Bar;
+using report::BarChartOptions;
+using report::DeviceColour;
+using report::Escape;
+using report::Number;
+using report::PlotOptions;
+using report::ReferenceLine;
+using report::Series;
+using report::SeriesColour;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string Fmt(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, value);
+  return buf;
+}
+
+std::string Bytes(double bytes) {
+  if (bytes < 1e3) return Fmt("%.0f B", bytes);
+  if (bytes < 1e6) return Fmt("%.2f kB", bytes / 1e3);
+  if (bytes < 1e9) return Fmt("%.2f MB", bytes / 1e6);
+  return Fmt("%.2f GB", bytes / 1e9);
+}
+
+std::string PageStart(const std::string& title) {
+  return "<!DOCTYPE html>\n"
+         "<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
+         "<meta charset=\"utf-8\"/>\n<title>" +
+         Escape(title) +
+         "</title>\n<style>\n"
+         "body { font-family: sans-serif; margin: 24px; color: #222; "
+         "max-width: 1160px; }\n"
+         "h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; "
+         "border-bottom: 1px solid #ddd; }\n"
+         "h3 { font-size: 15px; }\n"
+         "table { border-collapse: collapse; margin: 8px 0 16px 0; "
+         "font-size: 13px; }\n"
+         "td, th { border: 1px solid #ccc; padding: 3px 8px; }\n"
+         "td.n { text-align: right; font-variant-numeric: tabular-nums; }\n"
+         "th { background: #f3f3f3; }\n"
+         ".note { color: #555; font-size: 13px; }\n"
+         "code { background: #f4f4f4; padding: 1px 3px; }\n"
+         "svg { display: block; margin: 6px 0 12px 0; }\n"
+         ".swatch { display: inline-block; width: 12px; height: 12px; "
+         "margin: 0 4px 0 12px; vertical-align: middle; }\n"
+         "</style>\n</head>\n<body>\n";
+}
+
+const char* kPageEnd = "</body>\n</html>\n";
+
+std::string Cell(const std::string& text, bool numeric = false) {
+  return std::string(numeric ? "<td class=\"n\">" : "<td>") + Escape(text) +
+         "</td>";
+}
+
+// Colour of each device: CPUs grey, GPUs by their index among GPUs.
+std::vector<std::string> DeviceColours(const Cluster& cluster) {
+  std::vector<std::string> colours;
+  int gpu = 0;
+  for (const Device& d : cluster.devices()) {
+    const bool cpu = d.kind == DeviceKind::kCpu;
+    colours.push_back(DeviceColour(cpu ? 0 : gpu++, cpu));
+  }
+  return colours;
+}
+
+std::string DeviceLegend(const Cluster& cluster,
+                         const std::vector<std::string>& colours) {
+  std::string out = "<p class=\"note\">Devices:";
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+    out += "<span class=\"swatch\" style=\"background:" + colours[d] +
+           "\"></span>" + Escape(cluster.device(d).name);
+  }
+  return out + "</p>\n";
+}
+
+// The op map: ops of each phase in id (topological) order, one cell per
+// run of consecutive ops, coloured by the device most of them run on.
+std::string OpMap(const Graph& graph, const Placement& placement,
+                  const std::vector<std::string>& colours) {
+  const int columns = 120, cell = 8, max_cells = 2400;
+  std::string out;
+  for (Phase phase : {Phase::kForward, Phase::kBackward, Phase::kUpdate}) {
+    std::vector<OpId> ops;
+    for (OpId op = 0; op < graph.num_ops(); ++op) {
+      if (graph.phase(op) == phase) ops.push_back(op);
+    }
+    if (ops.empty()) continue;
+    const size_t per_cell = (ops.size() + max_cells - 1) / max_cells;
+    const int cells = static_cast<int>((ops.size() + per_cell - 1) / per_cell);
+    const int rows = (cells + columns - 1) / columns;
+    const int width = columns * cell + 2, height = rows * cell + 20;
+    out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+           std::to_string(width) + "\" height=\"" + std::to_string(height) +
+           "\" class=\"opmap\"><text x=\"0\" y=\"12\" font-size=\"12\">" +
+           Escape(std::string(PhaseName(phase))) +
+           " ops: " + std::to_string(ops.size()) +
+           (per_cell > 1 ? " (" + std::to_string(per_cell) + " per cell)"
+                         : std::string("")) +
+           "</text>";
+    for (int c = 0; c < cells; ++c) {
+      std::map<DeviceId, int> count;
+      for (size_t i = c * per_cell;
+           i < std::min(ops.size(), (c + 1) * per_cell); ++i) {
+        ++count[placement[ops[i]]];
+      }
+      DeviceId best = count.begin()->first;
+      for (const auto& [d, n] : count) {
+        if (n > count[best]) best = d;
+      }
+      out += "<rect x=\"" + std::to_string(1 + (c % columns) * cell) +
+             "\" y=\"" + std::to_string(18 + (c / columns) * cell) +
+             "\" width=\"" + std::to_string(cell - 1) + "\" height=\"" +
+             std::to_string(cell - 1) + "\" fill=\"" + colours[best] + "\"/>";
+    }
+    out += "</svg>\n";
+  }
+  return out;
+}
+
+// Scope prefix of `depth` components ("encoder/layer_2").
+std::string ScopePrefix(const std::string& scope, int depth) {
+  size_t pos = 0;
+  for (int i = 0; i < depth; ++i) {
+    pos = scope.find('/', pos);
+    if (pos == std::string::npos) return scope.empty() ? "(no scope)" : scope;
+    ++pos;
+  }
+  return scope.substr(0, pos - 1);
+}
+
+// One row per layer (scope prefix), a stacked bar of its ops per device.
+std::string LayerChart(const Graph& graph, const Cluster& cluster,
+                       const Placement& placement,
+                       const std::vector<std::string>& colours) {
+  const size_t max_rows = 60;
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<int>> counts;
+  for (int depth : {2, 1}) {
+    order.clear();
+    counts.clear();
+    for (OpId op = 0; op < graph.num_ops(); ++op) {
+      const std::string key = ScopePrefix(graph.scope(op), depth);
+      auto [it, fresh] = counts.try_emplace(key);
+      if (fresh) {
+        order.push_back(key);
+        it->second.assign(cluster.num_devices(), 0);
+      }
+      ++it->second[placement[op]];
+    }
+    if (order.size() <= max_rows) break;
+  }
+  const size_t shown = std::min(order.size(), max_rows);
+  const int label = 230, bar = 640, row = 14;
+  const int height = static_cast<int>(shown) * row + 24;
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                    std::to_string(label + bar + 80) + "\" height=\"" +
+                    std::to_string(height) +
+                    "\" class=\"layers\"><g font-size=\"11\">";
+  out += "<text x=\"" + std::to_string(label) +
+         "\" y=\"12\">share of the layer's ops on each device</text>";
+  for (size_t i = 0; i < shown; ++i) {
+    const std::vector<int>& c = counts[order[i]];
+    int total = 0;
+    for (int n : c) total += n;
+    const int y = 18 + static_cast<int>(i) * row;
+    out += "<text x=\"" + std::to_string(label - 6) + "\" y=\"" +
+           std::to_string(y + 10) + "\" text-anchor=\"end\">" +
+           Escape(order[i].size() > 36
+                      ? "..." + order[i].substr(order[i].size() - 33)
+                      : order[i]) +
+           "</text>";
+    double x = label;
+    for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+      if (c[d] == 0) continue;
+      const double w = bar * static_cast<double>(c[d]) / total;
+      out += "<rect x=\"" + Fmt("%.1f", x) + "\" y=\"" + std::to_string(y) +
+             "\" width=\"" + Fmt("%.1f", w) + "\" height=\"" +
+             std::to_string(row - 2) + "\" fill=\"" + colours[d] + "\"/>";
+      x += w;
+    }
+    out += "<text x=\"" + std::to_string(label + bar + 6) + "\" y=\"" +
+           std::to_string(y + 10) + "\">" + std::to_string(total) +
+           " ops</text>";
+  }
+  out += "</g></svg>\n";
+  if (order.size() > shown) {
+    out += "<p class=\"note\">" + std::to_string(order.size() - shown) +
+           " more layers not drawn.</p>\n";
+  }
+  return out;
+}
+
+const char* PhaseColour(Phase phase) {
+  switch (phase) {
+    case Phase::kForward:
+      return "#4e79a7";
+    case Phase::kBackward:
+      return "#f28e2b";
+    case Phase::kUpdate:
+      return "#59a14f";
+  }
+  return "#888";
+}
+
+// A Gantt chart of the step: a lane per device slot with work and per link
+// with traffic; intervals closer than step/max_rects are merged and take
+// the colour of the phase that ran longest in them.
+std::string Gantt(const Graph& graph, const Cluster& cluster,
+                  const SimResult& sim, const std::vector<std::string>& colours,
+                  int max_rects) {
+  struct Lane {
+    std::string label;
+    std::string colour;
+    bool transfer = false;
+    std::vector<const TimelineEvent*> events;
+  };
+  std::map<std::pair<int64_t, int>, Lane> lanes;  // (order key, lane).
+  for (const TimelineEvent& e : sim.timeline) {
+    const bool transfer = e.kind == TimelineEvent::Kind::kTransfer;
+    const int64_t key = transfer ? 1'000'000 + e.lane : e.device;
+    Lane& lane = lanes[{key, transfer ? 0 : e.lane}];
+    if (lane.label.empty()) {
+      if (transfer) {
+        const Link& link = cluster.link(e.lane);
+        lane.label = cluster.device(link.from).name + "->" +
+                     cluster.device(link.to).name;
+        lane.colour = "#999";
+      } else {
+        lane.label = cluster.device(e.device).name +
+                     (cluster.device(e.device).compute_slots > 1
+                          ? " #" + std::to_string(e.lane)
+                          : std::string(""));
+        lane.colour = colours[e.device];
+      }
+      lane.transfer = transfer;
+    }
+    lane.events.push_back(&e);
+  }
+  const double step = sim.step_time > 0 ? sim.step_time : 1;
+  const int label = 150, width = 960, row = 16, top = 20;
+  const int height = top + row * static_cast<int>(lanes.size()) + 30;
+  auto px = [&](double t) { return label + t / step * width; };
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                    std::to_string(label + width + 20) + "\" height=\"" +
+                    std::to_string(height) + "\" class=\"gantt\">";
+  out += "<g font-size=\"11\">";
+  int i = 0;
+  size_t rects = 0;
+  const double merge = step / std::max(1, max_rects);
+  for (auto& [key, lane] : lanes) {
+    const int y = top + row * i++;
+    out += "<rect x=\"2\" y=\"" + std::to_string(y + 2) +
+           "\" width=\"10\" height=\"10\" fill=\"" + lane.colour + "\"/>";
+    out += "<text x=\"16\" y=\"" + std::to_string(y + 11) + "\">" +
+           Escape(lane.label) + "</text>";
+    std::sort(lane.events.begin(), lane.events.end(),
+              [](const TimelineEvent* a, const TimelineEvent* b) {
+                return a->start < b->start;
+              });
+    size_t j = 0;
+    while (j < lane.events.size()) {
+      double start = lane.events[j]->start, end = lane.events[j]->end;
+      double by_phase[3] = {0, 0, 0};
+      for (; j < lane.events.size() && lane.events[j]->start - end < merge;
+           ++j) {
+        const TimelineEvent& e = *lane.events[j];
+        end = std::max(end, e.end);
+        if (!lane.transfer) {
+          by_phase[static_cast<int>(graph.phase(e.id))] += e.end - e.start;
+        }
+      }
+      const int major =
+          static_cast<int>(std::max_element(by_phase, by_phase + 3) - by_phase);
+      const char* fill =
+          lane.transfer ? "#8c8c8c" : PhaseColour(static_cast<Phase>(major));
+      out += "<rect x=\"" + Fmt("%.1f", px(start)) + "\" y=\"" +
+             std::to_string(y + 1) + "\" width=\"" +
+             Fmt("%.2f", std::max(0.5, px(end) - px(start))) + "\" height=\"" +
+             std::to_string(row - 3) + "\" fill=\"" + fill + "\"/>";
+      ++rects;
+    }
+  }
+  // Time axis.
+  const int axis_y = top + row * static_cast<int>(lanes.size()) + 4;
+  out += "<line x1=\"" + std::to_string(label) + "\" y1=\"" +
+         std::to_string(axis_y) + "\" x2=\"" + std::to_string(label + width) +
+         "\" y2=\"" + std::to_string(axis_y) + "\" stroke=\"#555\"/>";
+  for (int k = 0; k <= 10; ++k) {
+    const double t = step * k / 10;
+    out += "<text x=\"" + Fmt("%.1f", px(t)) + "\" y=\"" +
+           std::to_string(axis_y + 14) + "\" text-anchor=\"middle\">" +
+           Number(t, "%.3g") + " s</text>";
+  }
+  out += "<text x=\"" + std::to_string(label) +
+         "\" y=\"12\">forward, backward, update ops by colour; grey: "
+         "transfers</text>";
+  out += "</g></svg>\n";
+  out += "<p class=\"note\">" + std::to_string(sim.timeline.size()) +
+         " intervals drawn as " + std::to_string(rects) +
+         " bars (intervals less than " + Number(merge * 1e3, "%.2g") +
+         " ms apart merged).</p>\n";
+  return out;
+}
+
+std::string LearningCurvePlot(const std::vector<ReportSample>& history,
+                              double lower_bound) {
+  Series sampled{"sampled (feasible)", "#3182bd"};
+  sampled.line = false;
+  sampled.points = true;
+  Series oom{"sampled (out of memory)", "#d62728"};
+  oom.line = false;
+  oom.points = true;
+  Series best{"best so far", "#e6550d"};
+  best.width = 2.5;
+  double final_best = 0;
+  for (const ReportSample& s : history) {
+    if (s.best_step_time > 0) final_best = s.best_step_time;
+  }
+  const double clip = final_best > 0 ? 4 * final_best : 0;
+  for (size_t i = 0; i < history.size(); ++i) {
+    const ReportSample& s = history[i];
+    const double x = static_cast<double>(i + 1);
+    if (s.feasible) {
+      sampled.x.push_back(x);
+      sampled.y.push_back(s.step_time);
+    } else {
+      oom.x.push_back(x);
+      oom.y.push_back(clip > 0 ? clip : s.step_time);
+    }
+    best.x.push_back(x);
+    best.y.push_back(s.best_step_time > 0 ? s.best_step_time : kNaN);
+  }
+  PlotOptions o;
+  o.title = "Learning curve";
+  o.x_label = "samples";
+  o.y_label = "step time (s)";
+  o.y_max = clip;
+  std::vector<ReferenceLine> refs;
+  if (lower_bound > 0) {
+    refs.push_back({"lower bound " + Number(lower_bound, "%.4g") + " s",
+                    lower_bound, "#444", true});
+  }
+  return report::Plot({sampled, oom, best}, refs, o);
+}
+
+}  // namespace
+
+std::string PlacementReportHtml(const PlacementReportInput& in) {
+  const Graph& graph = *in.graph;
+  const Cluster& cluster = *in.cluster;
+  const SimResult& sim = *in.sim;
+  const std::vector<std::string> colours = DeviceColours(cluster);
+  std::string html = PageStart("dplace: " + graph.name() + " on " +
+                               cluster.name() + " by " + in.method);
+  html += "<h1>" + Escape(graph.name()) + " on " + Escape(cluster.name()) +
+          ", placed by " + Escape(in.method) + "</h1>\n";
+  if (!in.command.empty()) {
+    html += "<p class=\"note\">Made by <code>" + Escape(in.command) +
+            "</code>. Every figure is dplace's simulation of one training "
+            "step.</p>\n";
+  }
+  html += "<table>";
+  html += "<tr><th>graph</th>" +
+          Cell(graph.name() + ", " + std::to_string(graph.num_ops()) +
+               " ops, hash " + graph.hash()) +
+          "</tr>";
+  html += "<tr><th>cluster</th>" +
+          Cell(cluster.name() + ", " + std::to_string(cluster.num_devices()) +
+               " devices") +
+          "</tr>";
+  html += "<tr><th>step time</th>" +
+          Cell(Fmt("%.6f s", sim.step_time) +
+               (sim.feasible
+                    ? ", feasible"
+                    : ", infeasible: " + DescribeInfeasibility(cluster, sim))) +
+          "</tr>";
+  if (in.lower_bound > 0) {
+    html += "<tr><th>lower bound</th>" +
+            Cell(Fmt("%.6f s", in.lower_bound) + " (step time is " +
+                 Fmt("%.2fx", sim.step_time / in.lower_bound) + " the bound)") +
+            "</tr>";
+  }
+  html += "<tr><th>" +
+          std::string(in.history.empty() ? "time to place" : "search") +
+          "</th>" +
+          Cell(Fmt("%.3f s", in.wall_seconds) +
+               (in.history.empty()
+                    ? std::string("")
+                    : ", " + std::to_string(in.history.size()) + " samples")) +
+          "</tr></table>\n";
+
+  html += "<h2>Placement</h2>\n" + DeviceLegend(cluster, colours);
+  html +=
+      "<h3>Layers</h3>\n" + LayerChart(graph, cluster, *in.placement, colours);
+  html += "<h3>Ops in topological order</h3>\n" +
+          OpMap(graph, *in.placement, colours);
+
+  html += "<h2>Devices</h2>\n";
+  std::vector<Bar> load, memory;
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+    const Device& dev = cluster.device(d);
+    const double share =
+        sim.step_time > 0
+            ? sim.device_busy_seconds[d] / dev.compute_slots / sim.step_time
+            : 0;
+    load.push_back({dev.name, 100 * share, 0, colours[d],
+                    Fmt("%.1f%%", 100 * share) + " (" +
+                        Fmt("%.3f s", sim.device_busy_seconds[d]) + ", " +
+                        std::to_string(sim.device_op_count[d]) + " ops)"});
+    memory.push_back(
+        {dev.name, static_cast<double>(sim.device_peak_bytes[d]),
+         static_cast<double>(dev.memory_bytes), colours[d],
+         Bytes(sim.device_peak_bytes[d]) + " / " + Bytes(dev.memory_bytes)});
+  }
+  BarChartOptions load_options;
+  load_options.title = "Compute load: busy time over the step (per slot)";
+  load_options.max = 100;
+  html += report::BarChart(load, load_options);
+  BarChartOptions memory_options;
+  memory_options.title = "Peak memory against capacity (red: out of memory)";
+  html += report::BarChart(memory, memory_options);
+
+  html += "<h2>Timeline of one step</h2>\n";
+  if (sim.timeline.empty()) {
+    html += "<p class=\"note\">No timeline was recorded.</p>\n";
+  } else {
+    html += Gantt(graph, cluster, sim, colours, in.max_rects_per_lane);
+  }
+  if (!in.history.empty()) {
+    html += "<h2>Search</h2>\n" +
+            LearningCurvePlot(in.history, in.lower_bound) +
+            "<p class=\"note\">Each dot is one sampled placement's simulated "
+            "step time (out-of-memory samples in red at the top, clipped at "
+            "4x the best); the line is the best feasible so far.</p>\n";
+  }
+  return html + kPageEnd;
+}
+
+namespace {
+
+using nlohmann::json;
+
+double NumberOr(const json& j, const char* key, double fallback = kNaN) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+std::string StepCell(const json& method) {
+  const json& t = method.at("step_time");
+  if (t.at("count").get<int>() == 0) {
+    for (const json& r : method.at("runs")) {
+      if (r.at("placed").get<bool>()) return "OOM";
+    }
+    return "-";
+  }
+  std::string cell = Fmt("%.4f", t.at("median").get<double>());
+  if (method.at("runs").size() > 1) {
+    cell += " (" + Fmt("%.4f", t.at("min").get<double>()) + "–" +
+            Fmt("%.4f", t.at("max").get<double>()) + ")";
+  }
+  return cell;
+}
+
+std::string PaperTableHtml(const json& table) {
+  std::vector<std::string> methods;
+  for (const json& b : table.at("benchmarks")) {
+    for (const json& m : b.at("methods")) {
+      const std::string name = m.at("method").get<std::string>();
+      if (std::find(methods.begin(), methods.end(), name) == methods.end()) {
+        methods.push_back(name);
+      }
+    }
+  }
+  std::string out = "<table><tr><th>benchmark</th><th>GPUs</th>";
+  for (const std::string& m : methods) out += "<th>" + Escape(m) + "</th>";
+  out += "<th>lower bound</th></tr>\n";
+  for (const json& b : table.at("benchmarks")) {
+    out += "<tr>" + Cell(b.at("name").get<std::string>()) +
+           Cell(std::to_string(b.at("gpus").get<int>()), true);
+    const std::string best = b.at("best_baseline").is_string()
+                                 ? b.at("best_baseline").get<std::string>()
+                                 : "";
+    for (const std::string& name : methods) {
+      const json* m = nullptr;
+      for (const json& x : b.at("methods")) {
+        if (x.at("method").get<std::string>() == name) m = &x;
+      }
+      std::string cell = m ? StepCell(*m) : "";
+      if (m && name == best) cell += " *";
+      out += Cell(cell, true);
+    }
+    out +=
+        Cell(Fmt("%.4f", b.at("lower_bound").get<double>()), true) + "</tr>\n";
+  }
+  return out +
+         "</table>\n<p class=\"note\">Step time (s) of the best "
+         "placement: median over seeds (min–max); * marks the best "
+         "classical baseline.</p>\n";
+}
+
+std::string DetailTableHtml(const json& b) {
+  std::string out =
+      "<table><tr><th>method</th><th>runs</th><th>step time (s)</th><th>"
+      "reduction vs best baseline</th><th>vs lower bound</th><th>samples to "
+      "best</th>"
+      "<th>wall time to best (s)</th><th>wall time (s)</th></tr>\n";
+  for (const json& m : b.at("methods")) {
+    const bool learned = m.at("learned").get<bool>();
+    const double reduction = NumberOr(m, "reduction_vs_best_baseline");
+    const double vs_bound = NumberOr(m, "vs_lower_bound");
+    std::string samples = "-", seconds = "-";
+    if (learned && m.at("samples_to_best").at("count").get<int>() > 0) {
+      samples =
+          Fmt("%.0f", m.at("samples_to_best").at("median").get<double>()) +
+          " / " + std::to_string(m.at("budget_samples").get<int64_t>());
+      seconds = Fmt("%.2f", m.at("seconds_to_best").at("median").get<double>());
+    }
+    const json& wall = m.at("wall_seconds");
+    out += "<tr>" + Cell(m.at("method").get<std::string>()) +
+           Cell(std::to_string(m.at("runs").size()), true) +
+           Cell(StepCell(m), true) +
+           Cell(!std::isfinite(reduction)    ? "-"
+                : std::abs(reduction) < 5e-4 ? "0.0%"
+                                             : Fmt("%+.1f%%", 100 * reduction),
+                true) +
+           Cell(std::isfinite(vs_bound) ? Fmt("%.2fx", vs_bound) : "-", true) +
+           Cell(samples, true) + Cell(seconds, true) +
+           Cell(wall.at("count").get<int>()
+                    ? Fmt("%.3f", wall.at("median").get<double>())
+                    : "-",
+                true) +
+           "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+// Best-so-far curves of every learned method and seed on one plot.
+std::string BenchmarkCurves(const json& b) {
+  std::vector<Series> series;
+  int colour = 0;
+  for (const json& m : b.at("methods")) {
+    if (!m.at("learned").get<bool>()) continue;
+    bool first = true;
+    for (const json& r : m.at("runs")) {
+      if (!r.contains("curve")) continue;
+      const json& c = r.at("curve");
+      Series s{m.at("method").get<std::string>(), SeriesColour(colour)};
+      s.in_legend = first;
+      first = false;
+      for (size_t i = 0; i < c.at("samples").size(); ++i) {
+        s.x.push_back(c.at("samples")[i].get<double>());
+        const json& y = c.at("best_step_time")[i];
+        s.y.push_back(y.is_number() ? y.get<double>() : kNaN);
+      }
+      series.push_back(std::move(s));
+    }
+    ++colour;
+  }
+  if (series.empty()) return "";
+  std::vector<ReferenceLine> refs;
+  if (b.at("best_baseline").is_string()) {
+    refs.push_back(
+        {"best baseline (" + b.at("best_baseline").get<std::string>() + ") " +
+             Fmt("%.4g s", b.at("best_baseline_step_time").get<double>()),
+         b.at("best_baseline_step_time").get<double>(), "#333", false});
+  }
+  const double bound = b.at("lower_bound").get<double>();
+  refs.push_back({"lower bound " + Fmt("%.4g s", bound), bound, "#777", true});
+  PlotOptions o;
+  o.title = "Best step time so far, every learned method and seed";
+  o.x_label = "samples";
+  o.y_label = "best step time (s)";
+  o.y_min_zero = true;
+  return report::Plot(series, refs, o);
+}
+
+std::string ScaleSection(const json& scale) {
+  const json& rows = scale.at("rows");
+  std::vector<Series> series;
+  Series sim{"simulate one step", SeriesColour(0)};
+  sim.points = true;
+  sim.width = 2.5;
+  std::map<std::string, size_t> index;
+  for (const json& row : rows) {
+    const double ops = row.at("ops").get<double>();
+    sim.x.push_back(ops);
+    sim.y.push_back(row.at("simulate_seconds").get<double>());
+    for (const json& p : row.at("placers")) {
+      const std::string name = p.at("method").get<std::string>();
+      if (!index.count(name)) {
+        index[name] = series.size();
+        Series s{name, SeriesColour(static_cast<int>(series.size()) + 1)};
+        s.points = true;
+        series.push_back(s);
+      }
+      Series& s = series[index[name]];
+      s.x.push_back(ops);
+      s.y.push_back(p.at("placed").get<bool>() ? p.at("seconds").get<double>()
+                                               : kNaN);
+    }
+  }
+  series.insert(series.begin(), sim);
+  PlotOptions o;
+  o.title = "Cost against graph size (log-log)";
+  o.x_label = "ops";
+  o.y_label = "seconds";
+  o.log_x = o.log_y = true;
+  o.height = 420;
+  std::string out = "<h2>Scale</h2>\n<p class=\"note\">On " +
+                    Escape(scale.at("cluster").get<std::string>()) +
+                    ": simulating one step of a round-robin placement "
+                    "(median of repeats) and each placer's wall time.</p>\n" +
+                    report::Plot(series, {}, o);
+  out +=
+      "<table><tr><th>model</th><th>ops</th><th>simulate (ms)</th>"
+      "<th>RSS</th><th>peak RSS</th></tr>\n";
+  for (const json& row : rows) {
+    out += "<tr>" + Cell(row.at("model").get<std::string>()) +
+           Cell(std::to_string(row.at("ops").get<int64_t>()), true) +
+           Cell(Fmt("%.2f", 1e3 * row.at("simulate_seconds").get<double>()),
+                true) +
+           Cell(Bytes(row.at("rss_bytes").get<double>()), true) +
+           Cell(Bytes(row.at("peak_rss_bytes").get<double>()), true) +
+           "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+std::string RenderBench(const json& doc) {
+  if (doc.at("format").get<std::string>() != "dplace.bench-results") {
+    throw std::runtime_error("format: expected \"dplace.bench-results\"");
+  }
+  const std::string suite = doc.at("suite").get<std::string>();
+  std::string html = PageStart("dplace bench: " + suite);
+  html += "<h1>dplace bench: suite " + Escape(suite) + "</h1>\n";
+  html += "<p class=\"note\">" + Escape(doc.value("description", "")) +
+          "</p>\n<p class=\"note\">Made by <code>" +
+          Escape(doc.at("command").get<std::string>()) + "</code>, started " +
+          Escape(doc.at("started_utc").get<std::string>()) + ", " +
+          Fmt("%.0f s", doc.at("wall_seconds").get<double>()) + " on " +
+          std::to_string(doc.at("hardware_threads").get<int>()) +
+          " hardware threads.</p>\n";
+  for (const json& table : doc.at("tables")) {
+    html += "<h2>" + Escape(table.at("title").get<std::string>()) + "</h2>\n";
+    if (!table.value("source", "").empty()) {
+      html +=
+          "<p class=\"note\">" + Escape(table.value("source", "")) + "</p>\n";
+    }
+    html += PaperTableHtml(table);
+    for (const json& b : table.at("benchmarks")) {
+      html += "<h3>" + Escape(b.at("name").get<std::string>()) + "</h3>\n" +
+              "<p class=\"note\"><code>" +
+              Escape(b.at("model").get<std::string>()) + "</code> on <code>" +
+              Escape(b.at("cluster").get<std::string>()) + "</code>, " +
+              std::to_string(b.at("graph").at("ops").get<int>()) +
+              " ops.</p>\n" + DetailTableHtml(b) + BenchmarkCurves(b);
+    }
+  }
+  if (doc.contains("scale")) html += ScaleSection(doc.at("scale"));
+  return html + kPageEnd;
+}
+
+}  // namespace
+
+StatusOr<std::string> BenchReportHtml(const std::string& results_json,
+                                      const std::string& source) {
+  try {
+    return RenderBench(json::parse(results_json));
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    const size_t pos = what.find("] ");
+    if (pos != std::string::npos) what = what.substr(pos + 2);
+    return InvalidArgumentError(
+        source + ": not a dplace.bench-results document: " + what);
+  }
+}
+
+}  // namespace dplace

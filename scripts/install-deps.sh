@@ -20,6 +20,9 @@ packages=(
   libtorch-dev libopenblas0-pthread
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
+  # The reports' rendering check: headless Chromium screenshots a report,
+  # libpng decodes the PNG (report_render_test).
+  chromium libpng-dev
 )
 # `install-deps.sh fuzz` (make fuzz): clang with libFuzzer and its
 # sanitizer runtimes, and llvm-symbolizer for readable crash reports. The

@@ -209,11 +209,11 @@ std::string LayerChart(const Graph& graph, const Cluster& cluster,
 const char* PhaseColour(Phase phase) {
   switch (phase) {
     case Phase::kForward:
-      return "#4e79a7";
+      return "#5e3c99";
     case Phase::kBackward:
-      return "#f28e2b";
+      return "#b2abd2";
     case Phase::kUpdate:
-      return "#59a14f";
+      return "#e6ab02";
   }
   return "#888";
 }
@@ -307,9 +307,20 @@ std::string Gantt(const Graph& graph, const Cluster& cluster,
            std::to_string(axis_y + 14) + "\" text-anchor=\"middle\">" +
            Number(t, "%.3g") + " s</text>";
   }
-  out += "<text x=\"" + std::to_string(label) +
-         "\" y=\"12\">forward, backward, update ops by colour; grey: "
-         "transfers</text>";
+  // Legend: what the bars' colours mean (lanes carry the device colour).
+  double lx = label;
+  for (const auto& [name, colour] :
+       std::vector<std::pair<const char*, const char*>>{
+           {"forward ops", PhaseColour(Phase::kForward)},
+           {"backward ops", PhaseColour(Phase::kBackward)},
+           {"update ops", PhaseColour(Phase::kUpdate)},
+           {"transfers", "#8c8c8c"}}) {
+    out += "<rect x=\"" + Fmt("%.0f", lx) +
+           "\" y=\"3\" width=\"10\" height=\"10\" fill=\"" + colour + "\"/>";
+    out +=
+        "<text x=\"" + Fmt("%.0f", lx + 14) + "\" y=\"12\">" + name + "</text>";
+    lx += 110;
+  }
   out += "</g></svg>\n";
   out += "<p class=\"note\">" + std::to_string(sim.timeline.size()) +
          " intervals drawn as " + std::to_string(rects) +

@@ -273,6 +273,11 @@ Status TruncateLog(const std::string& path, int64_t samples) {
 
 Agent::~Agent() = default;
 
+StatusOr<Grouping> SearchGrouping(const PlacementProblem& problem,
+                                  const SearchSettings& settings) {
+  return MakeSearchGrouping(problem, settings);
+}
+
 void ReadSearchSettings(OptionReader* reader, SearchSettings* s) {
   reader->Double("failing_step_time", &s->failing_step_time);
   reader->Double("baseline_decay", &s->baseline_decay);

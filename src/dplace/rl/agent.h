@@ -144,6 +144,12 @@ void ReadSearchSettings(OptionReader* reader, SearchSettings* settings);
 Status ValidateSearchSettings(const std::string& method,
                               const SearchSettings& settings);
 
+// The grouping a search with `settings` places on `problem` (what
+// AgentSetup::grouping holds); problem.cluster is not read, problem.cost
+// only by grouping=metis. For what an agent prepares outside a search.
+StatusOr<Grouping> SearchGrouping(const PlacementProblem& problem,
+                                  const SearchSettings& settings);
+
 // What an agent's policy is built for.
 struct AgentSetup {
   const PlacementProblem* problem = nullptr;

@@ -463,6 +463,14 @@ std::string PaperTable(const TableResults& t) {
   return out;
 }
 
+// Median samples a search ran: the budget, or fewer when a seconds budget
+// stopped it first.
+double SamplesRun(const MethodResults& m) {
+  std::vector<double> samples;
+  for (const RunRecord& r : m.runs) samples.push_back(r.samples);
+  return SpreadOf(samples).median;
+}
+
 std::string DetailTable(const BenchmarkResults& b) {
   std::string out =
       "`" + b.model + "` on `" + b.cluster + "`: graph " + b.graph_name + ", " +
@@ -508,7 +516,7 @@ std::string DetailTable(const BenchmarkResults& b) {
                                             : "-") +
            " | " +
            (learned ? Fmt("%.0f", m.samples_to_best.median) + " / " +
-                          std::to_string(m.budget_samples)
+                          Fmt("%.0f", SamplesRun(m))
                     : "-") +
            " | " + (learned ? Fmt("%.2f", m.seconds_to_best.median) : "-") +
            " | " + Fmt(m.learned ? "%.2f" : "%.3f", m.wall_seconds.median) +

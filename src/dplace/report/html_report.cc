@@ -525,6 +525,19 @@ std::string PaperTableHtml(const json& table) {
          "classical baseline.</p>\n";
 }
 
+// Median samples the runs of a learned method searched.
+std::string SamplesRun(const json& method) {
+  std::vector<double> samples;
+  for (const json& r : method.at("runs")) {
+    samples.push_back(r.value("samples", 0.0));
+  }
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  if (n == 0) return "-";
+  return Fmt("%.0f", n % 2 ? samples[n / 2]
+                           : (samples[n / 2 - 1] + samples[n / 2]) / 2);
+}
+
 std::string DetailTableHtml(const json& b) {
   std::string out =
       "<table><tr><th>method</th><th>runs</th><th>step time (s)</th><th>"
@@ -539,7 +552,7 @@ std::string DetailTableHtml(const json& b) {
     if (learned && m.at("samples_to_best").at("count").get<int>() > 0) {
       samples =
           Fmt("%.0f", m.at("samples_to_best").at("median").get<double>()) +
-          " / " + std::to_string(m.at("budget_samples").get<int64_t>());
+          " / " + SamplesRun(m);
       seconds = Fmt("%.2f", m.at("seconds_to_best").at("median").get<double>());
     }
     const json& wall = m.at("wall_seconds");

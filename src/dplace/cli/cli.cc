@@ -13,6 +13,7 @@
 
 #include "dplace/bench/bench.h"
 #include "dplace/bench/method_run.h"
+#include "dplace/cli/pretrain_command.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
 #include "dplace/graph/training.h"
@@ -923,6 +924,14 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   report->add_option("-o,--output", report_output, "HTML page to write")
       ->required();
 
+  std::string place_encoder;
+  place->add_option("--encoder", place_encoder,
+                    "mars: start from this pre-trained encoder (see `dplace "
+                    "pretrain`); the same as --option encoder=FILE");
+
+  PretrainFlags pretrain_flags;
+  CLI::App* pretrain = AddPretrainCommand(&app, &pretrain_flags);
+
   auto* zoo = app.add_subcommand(
       "zoo",
       "the papers' benchmark models (use as --model zoo:NAME[:k=v,...])");
@@ -1002,12 +1011,18 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
       place_flags.budget_seconds = 0;
     }
     place_flags.command = CommandLine(argc, argv);
+    if (!place_encoder.empty()) {
+      place_flags.options.push_back("encoder=" + place_encoder);
+    }
     return Place(flags, place_flags, out, err);
   }
   if (bench->parsed()) {
     return Bench(bench_flags, CommandLine(argc, argv), out, err);
   }
   if (report->parsed()) return Report(report_input, report_output, out, err);
+  if (pretrain->parsed()) {
+    return RunPretrainCommand(pretrain_flags, LoadGraph, out, err);
+  }
   if (import->parsed()) return Import(import_flags, out, err);
   if (zoo_export->parsed()) {
     return ZooExport(zoo_name, zoo_params, zoo_output, out, err);

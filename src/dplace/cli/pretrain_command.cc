@@ -1,0 +1,86 @@
+#include "dplace/cli/pretrain_command.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "dplace/cli/cli.h"
+#include "dplace/placers/placer.h"
+#include "dplace/rl/mars.h"
+
+namespace dplace {
+namespace {
+
+std::string Fixed(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, value);
+  return buf;
+}
+
+}  // namespace
+
+CLI::App* AddPretrainCommand(CLI::App* app, PretrainFlags* flags) {
+  CLI::App* cmd = app->add_subcommand(
+      "pretrain",
+      "pre-train Mars's graph encoder self-supervised (Deep Graph Infomax) "
+      "on a model's group graph and save it for `place --method mars "
+      "--encoder FILE`");
+  cmd->add_option("--model", flags->model,
+                  "model: zoo:NAME[:key=value,...], a graph .json file, or "
+                  "an .onnx model")
+      ->required();
+  cmd->add_option("-o,--output", flags->output, "encoder file to write")
+      ->required();
+  cmd->add_option("--steps", flags->steps,
+                  "pre-training steps (default: mars's pretrain_steps, 200)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", flags->seed,
+                  "seed (default: 1); `place --seed` with the same seed "
+                  "makes mars pre-train the same encoder by itself");
+  cmd->add_option("--option", flags->options,
+                  "key=value option of method mars that shapes the encoder "
+                  "(grouping, encoder_hidden, encoder_layers, "
+                  "pretrain_learning_rate, ...; repeatable); use the same "
+                  "with place");
+  return cmd;
+}
+
+int RunPretrainCommand(
+    const PretrainFlags& flags,
+    const std::function<StatusOr<Graph>(const std::string&)>& load_graph,
+    std::ostream& out, std::ostream& err) {
+  auto fail = [&err](const Status& s) {
+    err << "dplace: error: " << s.message() << "\n";
+    return kExitBadInput;
+  };
+  StatusOr<Graph> graph = load_graph(flags.model);
+  if (!graph.ok()) return fail(graph.status());
+  std::vector<std::string> items = flags.options;
+  if (flags.steps >= 0) {
+    for (const std::string& item : items) {
+      if (item.rfind("pretrain_steps=", 0) == 0) {
+        return fail(InvalidArgumentError(
+            "--steps and --option pretrain_steps=... both given"));
+      }
+    }
+    items.push_back("pretrain_steps=" + std::to_string(flags.steps));
+  }
+  StatusOr<PlacerOptions> options = PlacerOptions::Parse(items);
+  if (!options.ok()) return fail(options.status());
+  PlacementProblem problem;
+  problem.graph = &*graph;
+  problem.seed = flags.seed;
+  StatusOr<PretrainSummary> summary =
+      PretrainMarsEncoder(problem, *options, flags.output);
+  if (!summary.ok()) return fail(summary.status());
+  out << "graph " << graph->name() << " (" << graph->num_ops() << " ops, hash "
+      << graph->hash() << "): " << summary->num_groups << " groups\n"
+      << "pre-trained " << summary->steps << " steps in "
+      << Fixed("%.3f", summary->seconds) << " s: loss "
+      << Fixed("%.4f", summary->first_loss) << " -> "
+      << Fixed("%.4f", summary->final_loss) << ", discriminator accuracy "
+      << Fixed("%.3f", summary->accuracy) << "\n"
+      << "encoder: " << flags.output << "\n";
+  return kExitOk;
+}
+
+}  // namespace dplace

@@ -103,13 +103,15 @@ class ReportRenderTest : public ::testing::Test {
     const std::string png = dir_ + "/" + name + ".png";
     EXPECT_TRUE(WriteTextFile(page, html).ok());
     // Flags that keep Chromium off the network and out of the user's
-    // profile; --no-sandbox because CI runs as root.
+    // profile; --no-sandbox because CI runs as root, and
+    // --disable-dev-shm-usage because containers often have a tiny
+    // /dev/shm.
     const std::string command =
         "timeout 180 '" + chromium_ +
         "' --headless --no-sandbox --disable-gpu "
         "--disable-background-networking --disable-component-update "
         "--disable-sync --disable-default-apps --no-first-run "
-        "--hide-scrollbars --user-data-dir='" +
+        "--disable-dev-shm-usage --hide-scrollbars --user-data-dir='" +
         dir_ + "/profile' --screenshot='" + png +
         "' --window-size=1200,2000 'file://" + page + "' >'" + dir_ +
         "/chromium.log' 2>&1";

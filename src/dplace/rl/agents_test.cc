@@ -374,8 +374,9 @@ TEST_F(SearchLoopTest, BadInputIsAClearError) {
 TEST(AgentRegistryTest, ListsThePapersAgents) {
   std::vector<std::string> names;
   for (const AgentEntry* e : Agents()) names.push_back(e->name);
-  EXPECT_THAT(names, ::testing::ElementsAre("post", "post-ce", "post-pg",
-                                            "spotlight", "colocrl"));
+  EXPECT_THAT(names,
+              ::testing::ElementsAre("post", "post-ce", "post-pg", "spotlight",
+                                     "colocrl", "mars", "mars-nopretrain"));
 }
 
 }  // namespace

@@ -23,15 +23,22 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-// random:ops=N[,seed=K,width=W,reach=R]: a random layered DAG.
+// random:ops=N[,seed=K,width=W,reach=R,persistent=B,tensor=B]: a random
+// layered DAG (random_graph.h); persistent and tensor bound each op's
+// persistent and output bytes, so large graphs can still fit a cluster.
 StatusOr<Graph> MakeRandomModel(const std::string& spec) {
   const std::string params = spec.substr(std::string("random:").size());
-  const std::map<std::string, int64_t> limits = {{"ops", 10'000'000},
-                                                 {"seed", INT64_MAX},
-                                                 {"width", 1'000'000},
-                                                 {"reach", 1000}};
+  RandomGraphOptions defaults;
+  const std::map<std::string, int64_t> limits = {
+      {"ops", 10'000'000}, {"seed", INT64_MAX},       {"width", 1'000'000},
+      {"reach", 1000},     {"persistent", 1LL << 40}, {"tensor", 1LL << 40}};
   std::map<std::string, int64_t> values = {
-      {"ops", 1000}, {"seed", 1}, {"width", 10}, {"reach", 3}};
+      {"ops", 1000},
+      {"seed", 1},
+      {"width", defaults.layer_width},
+      {"reach", defaults.max_reach},
+      {"persistent", defaults.max_persistent_bytes},
+      {"tensor", defaults.max_tensor_bytes}};
   size_t begin = 0;
   while (begin < params.size()) {
     size_t end = params.find(',', begin);
@@ -42,7 +49,7 @@ StatusOr<Graph> MakeRandomModel(const std::string& spec) {
     if (eq == std::string::npos || !limits.count(key)) {
       return InvalidArgumentError(
           "--model " + spec + ": expected random:key=value,... with keys " +
-          "ops, seed, width, reach; got \"" + item + "\"");
+          "ops, seed, width, reach, persistent, tensor; got \"" + item + "\"");
     }
     const std::string text = item.substr(eq + 1);
     char* rest = nullptr;
@@ -60,6 +67,8 @@ StatusOr<Graph> MakeRandomModel(const std::string& spec) {
   options.seed = static_cast<uint64_t>(values["seed"]);
   options.layer_width = static_cast<int>(values["width"]);
   options.max_reach = static_cast<int>(values["reach"]);
+  options.max_persistent_bytes = values["persistent"];
+  options.max_tensor_bytes = values["tensor"];
   return MakeRandomLayeredGraph(options);
 }
 

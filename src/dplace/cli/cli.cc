@@ -699,7 +699,10 @@ struct BenchFlags {
   std::string report;
   bool list = false;
   SuiteFilter filter;
-  std::string methods, models;  // Comma-separated.
+  std::string methods;  // Comma-separated.
+  // Benchmark names or model specs; specs have commas of their own
+  // (zoo:nmt:layers=4,batch=64), so these are separate arguments.
+  std::vector<std::string> models;
 };
 
 std::vector<std::string> SplitList(const std::string& text) {
@@ -732,7 +735,7 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   StatusOr<Suite> suite = FindSuite(*suites, flags.suite);
   if (!suite.ok()) return Fail(err, suite.status());
   flags.filter.methods = SplitList(flags.methods);
-  flags.filter.models = SplitList(flags.models);
+  flags.filter.models = flags.models;
   StatusOr<Suite> filtered = FilterSuite(*suite, flags.filter);
   if (!filtered.ok()) return Fail(err, filtered.status());
   StatusOr<BenchResults> results =
@@ -895,8 +898,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   bench->add_option("--methods", bench_flags.methods,
                     "only these methods (comma-separated)");
   bench->add_option("--models", bench_flags.models,
-                    "only these benchmarks, by name or model spec "
-                    "(comma-separated)");
+                    "only these benchmarks, by name (nmt-4@k40x4) or model "
+                    "spec (zoo:nmt:layers=4); several after one --models, "
+                    "or repeat it");
   bench
       ->add_option("--budget-samples", bench_flags.filter.budget_samples,
                    "learned placers: samples per search, replacing the "

@@ -651,15 +651,33 @@ std::string ScaleSection(const json& scale) {
                     ": simulating one step of a round-robin placement "
                     "(median of repeats) and each placer's wall time.</p>\n" +
                     report::Plot(series, {}, o);
-  out +=
-      "<table><tr><th>model</th><th>ops</th><th>simulate (ms)</th>"
-      "<th>RSS</th><th>peak RSS</th></tr>\n";
+  std::vector<std::string> methods;
   for (const json& row : rows) {
-    out += "<tr>" + Cell(row.at("model").get<std::string>()) +
-           Cell(std::to_string(row.at("ops").get<int64_t>()), true) +
-           Cell(Fmt("%.2f", 1e3 * row.at("simulate_seconds").get<double>()),
-                true) +
-           Cell(Bytes(row.at("rss_bytes").get<double>()), true) +
+    for (const json& p : row.at("placers")) {
+      const std::string name = p.at("method").get<std::string>();
+      if (std::find(methods.begin(), methods.end(), name) == methods.end()) {
+        methods.push_back(name);
+      }
+    }
+  }
+  out += "<table><tr><th>model</th><th>ops</th><th>simulate (ms)</th>";
+  for (const std::string& m : methods) out += "<th>" + Escape(m) + " (s)</th>";
+  out += "<th>RSS</th><th>peak RSS</th></tr>\n";
+  for (const json& row : rows) {
+    out +=
+        "<tr>" + Cell(row.at("model").get<std::string>()) +
+        Cell(std::to_string(row.at("ops").get<int64_t>()), true) +
+        Cell(Fmt("%.2f", 1e3 * row.at("simulate_seconds").get<double>()), true);
+    for (const std::string& m : methods) {
+      std::string cell = "-";
+      for (const json& p : row.at("placers")) {
+        if (p.at("method").get<std::string>() != m) continue;
+        cell = Fmt("%.3f", p.at("seconds").get<double>()) +
+               (p.at("placed").get<bool>() ? "" : " (refused)");
+      }
+      out += Cell(cell, true);
+    }
+    out += Cell(Bytes(row.at("rss_bytes").get<double>()), true) +
            Cell(Bytes(row.at("peak_rss_bytes").get<double>()), true) +
            "</tr>\n";
   }

@@ -10,6 +10,7 @@ namespace report {
 namespace {
 
 constexpr int kLeft = 64, kRight = 16, kTop = 28, kBottom = 44;
+constexpr int kLegendWidth = 190;
 
 std::string Fixed(double v) {
   char buf[32];
@@ -132,9 +133,13 @@ std::string SeriesColour(int index) {
 std::string Plot(const std::vector<Series>& series,
                  const std::vector<ReferenceLine>& references,
                  const PlotOptions& o) {
+  // The legend sits right of the plot area, so it never hides a curve.
+  bool has_legend = false;
+  for (const Series& s : series) has_legend |= s.in_legend && !s.label.empty();
+  const int right = has_legend ? kLegendWidth : kRight;
   const double inf = std::numeric_limits<double>::infinity();
   Axis x{inf, -inf, o.log_x, static_cast<double>(kLeft),
-         static_cast<double>(o.width - kRight)};
+         static_cast<double>(o.width - right)};
   Axis y{inf, -inf, o.log_y, static_cast<double>(o.height - kBottom),
          static_cast<double>(kTop)};
   auto usable = [](double v, bool log) {
@@ -247,7 +252,7 @@ std::string Plot(const std::vector<Series>& series,
   for (const Series& s : series) {
     if (!s.in_legend || s.label.empty()) continue;
     const double ly = kTop + 10 + 14 * row++;
-    const double lx = x.px_hi - 170;
+    const double lx = x.px_hi + 12;
     legend += "<line x1=\"" + Fixed(lx) + "\" y1=\"" + Fixed(ly - 4) +
               "\" x2=\"" + Fixed(lx + 18) + "\" y2=\"" + Fixed(ly - 4) +
               "\" stroke=\"" + s.colour + "\" stroke-width=\"3\"" +

@@ -39,10 +39,23 @@ struct Problem {
   CostModel cost;
 };
 
+// Smaller networks for the agents whose paper sizes (256 groups decoded by
+// LSTMs of 256-512 units) would take minutes here; determinism does not
+// depend on the size.
+PlacerOptions TinyOptions(const std::string& agent_name) {
+  for (const char* planner : {"hierarchical", "eagle", "eagle-ce", "simple"}) {
+    if (agent_name == planner) {
+      return *PlacerOptions::Parse({"groups=16", "hidden=32"});
+    }
+  }
+  return PlacerOptions();
+}
+
 StatusOr<SearchResult> Search(const std::string& agent_name,
                               const Problem& problem, uint64_t seed,
                               int env_threads) {
-  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Agent> agent, MakeAgent(agent_name));
+  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Agent> agent,
+                          MakeAgent(agent_name, TinyOptions(agent_name)));
   PlacementProblem p;
   p.graph = &problem.graph;
   p.cluster = &problem.cluster;

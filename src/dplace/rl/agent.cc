@@ -34,6 +34,12 @@ StatusOr<Grouping> MakeSearchGrouping(const PlacementProblem& problem,
     options.scope_marker = settings.scope_marker;
     return ColocationGrouping(graph, options);
   }
+  if (settings.grouping == "hints") {
+    // Only the graph's hard co-location constraints.
+    ColocationOptions options;
+    options.absorb_single_consumer = false;
+    return ColocationGrouping(graph, options);
+  }
   if (settings.grouping == "ops") {
     std::vector<int32_t> labels(graph.num_ops());
     for (OpId op = 0; op < graph.num_ops(); ++op) labels[op] = op;
@@ -299,10 +305,10 @@ Status ValidateSearchSettings(const std::string& method,
   if (!(s.baseline_decay >= 0 && s.baseline_decay < 1)) {
     return bad("baseline_decay must be in [0, 1)");
   }
-  if (s.grouping != "colocation" && s.grouping != "ops" &&
-      s.grouping != "metis" && s.grouping != "fluid") {
+  if (s.grouping != "colocation" && s.grouping != "hints" &&
+      s.grouping != "ops" && s.grouping != "metis" && s.grouping != "fluid") {
     return bad("grouping=" + s.grouping +
-               ": expected colocation, ops, metis or fluid");
+               ": expected colocation, hints, ops, metis or fluid");
   }
   if (s.num_groups < 1) return bad("groups must be >= 1");
   return Status::Ok();
@@ -405,6 +411,7 @@ StatusOr<SearchResult> Agent::Search(const PlacementProblem& problem,
       return InternalError(method +
                            ": sampling failed: " + FirstLine(e.what()));
     }
+    const std::vector<std::pair<std::string, double>> stats = BatchStats();
     std::vector<Placement> placements;
     for (const std::vector<DeviceId>& groups : batch.group_devices) {
       DPLACE_ASSIGN_OR_RETURN(Placement p,
@@ -451,7 +458,11 @@ StatusOr<SearchResult> Agent::Search(const PlacementProblem& problem,
       r.feasible = m.feasible;
       r.reward = reward;
       r.best_step_time = s.best_feasible ? s.best_step_time : 0;
-      if (log.is_open()) log << RecordJson(r).dump() << "\n";
+      if (log.is_open()) {
+        json line = RecordJson(r);
+        for (const auto& [key, value] : stats) line[key] = value;
+        log << line.dump() << "\n";
+      }
       result.history.push_back(r);
     }
     if (log.is_open()) {
@@ -498,6 +509,7 @@ StatusOr<SearchResult> Agent::Search(const PlacementProblem& problem,
       p.budget = budget;
       p.batch_mean_step_time = batch_feasible ? batch_sum / batch_feasible : 0;
       p.best_step_time = s.best_feasible ? s.best_step_time : 0;
+      p.agent_stats = stats;
       options.progress(p);
     }
   }

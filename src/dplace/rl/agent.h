@@ -41,6 +41,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dplace/env/environment.h"
@@ -82,6 +83,8 @@ struct SearchProgress {
   SearchBudget budget;
   double batch_mean_step_time = 0;  // Feasible samples of the last batch.
   double best_step_time = 0;        // 0 while no feasible sample.
+  // What the agent reports about the batch (Agent::BatchStats).
+  std::vector<std::pair<std::string, double>> agent_stats;
 };
 
 struct SearchOptions {
@@ -127,7 +130,8 @@ struct SearchSettings {
   // OOM signal). Default: -1.
   int64_t feasible_only_after = -1;
   // How ops are merged into the groups the policy places: "colocation"
-  // (ColocRL's heuristics), "ops" (no grouping), "metis" or "fluid" (k-way
+  // (ColocRL's heuristics), "hints" (only the graph's co-location hints,
+  // the hard constraints), "ops" (no grouping), "metis" or "fluid" (k-way
   // groupers with `num_groups`). Default: "colocation".
   std::string grouping = "colocation";
   int num_groups = 256;  // For metis and fluid. Default: 256.
@@ -185,6 +189,13 @@ class Agent {
 
   // The search budget of the agent's paper, for callers that give none.
   virtual int64_t PaperBudgetSamples() const { return 2400; }
+
+  // Numbers about the batch DoSample just drew, e.g. {"groups_used", 17}
+  // for an agent that groups ops itself; written into the log line of each
+  // of its samples and reported in SearchProgress. Default: none.
+  virtual std::vector<std::pair<std::string, double>> BatchStats() const {
+    return {};
+  }
 
   // Runs (or, with options.resume_path, continues) a search on `problem`,
   // whose placements `environment` evaluates. Errors: no budget, a cluster

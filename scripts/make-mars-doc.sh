@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Regenerates docs/mars.md: Mars (pre-trained GCN encoder + segment-level
+# seq2seq placer, PPO) against post (and hierarchical / eagle when they are
+# registered) on GNMT and BERT-Base on p100x4, the papers' machine, and the
+# effect of pre-training on learning speed (mars vs mars-nopretrain: samples
+# and wall time to reach the best placement, over several seeds).
+#   scripts/make-mars-doc.sh [build-mars/dplace]
+# Environment (budgets; the defaults took about 20 min at nice 19 on the
+# 2-core development machine while other jobs loaded it):
+#   BUDGET         samples per search on GNMT and BERT (default 200)
+#   EAGLE_BUDGET   samples of eagle there, ~5 s each here (default 30)
+#   MARS_OPTIONS   extra mars options on GNMT and BERT (default below)
+#   SPEED_MODEL    model of the pre-training study (default zoo:rnnlm)
+#   SPEED_PRESET   its cluster (default k40x4)
+#   SPEED_BUDGET   samples per search there (default 400)
+#   SPEED_OPTIONS  mars options there (default "hidden=64 encoder_hidden=64")
+#   SEEDS          seeds of the pre-training study (default "1 2 3 4")
+#   OUT            default docs/mars.md
+#   LOGS           JSONL logs and encoders, default build-mars/mars-doc
+set -euo pipefail
+dplace=${1:-build-mars/dplace}
+budget=${BUDGET:-200}
+eagle_budget=${EAGLE_BUDGET:-30}
+mars_options=${MARS_OPTIONS:-"hidden=64 encoder_hidden=64 segment=128"}
+speed_model=${SPEED_MODEL:-zoo:rnnlm}
+speed_preset=${SPEED_PRESET:-k40x4}
+speed_budget=${SPEED_BUDGET:-400}
+speed_options=${SPEED_OPTIONS:-"hidden=64 encoder_hidden=64"}
+seeds=${SEEDS:-"1 2 3 4"}
+out=${OUT:-docs/mars.md}
+logs=${LOGS:-build-mars/mars-doc}
+mkdir -p "$logs"
+
+benchmarks=("gnmt p100x4" "bert p100x4")
+baselines=(single-gpu expert m-etf)
+agents=(post)
+for a in hierarchical eagle; do
+  if "$dplace" place --list 2>/dev/null | grep -q "^ *$a\b"; then
+    agents+=("$a")
+  fi
+done
+
+option_flags() {
+  local flags=""
+  for o in $1; do flags+=" --option $o"; done
+  echo "$flags"
+}
+mars_flags=$(option_flags "$mars_options")
+speed_flags=$(option_flags "$speed_options")
+
+# "1.234567" from a dplace place output, or "OOM" / "-".
+step_time_of() {
+  awk '/^step time: /{t=$3} /^infeasible/{oom=1}
+       END{if (t == "") print "-"; else if (oom) print "OOM"; else print t}'
+}
+wall_of() { sed -n 's/.* in \([0-9.]*\) s$/\1/p' | head -1; }
+groups_of() { sed -n 's/.* updates, \([0-9]*\) groups).*/\1/p'; }
+
+# From a JSONL log: the sample count and wall seconds at which the best step
+# time first reached `target` (<= target), or "- -".
+reach() {
+  awk -v target="$2" '
+    { match($0, /"best_step_time":[^,}]*/)
+      b = substr($0, RSTART + 17, RLENGTH - 17)
+      match($0, /"wall_s":[^,}]*/); w = substr($0, RSTART + 9, RLENGTH - 9)
+      if (b != "null" && b + 0 <= target * (1 + 1e-9)) { printf "%d %.2f\n", NR, w; found = 1; exit } }
+    END { if (!found) print "-", "-" }' "$1"
+}
+# The final best step time of a log.
+best_of() {
+  awk '{ match($0, /"best_step_time":[^,}]*/)
+         b = substr($0, RSTART + 17, RLENGTH - 17) }
+       END { print b }' "$1"
+}
+
+# pretrain MODEL OUT SEED [OPTIONS...] -> prints "seconds accuracy"
+pretrain() {
+  local model=$1 file=$2 seed=$3
+  shift 3
+  # shellcheck disable=SC2068
+  "$dplace" pretrain --model "$model" -o "$file" --seed "$seed" $@ |
+    sed -n 's/^pre-trained [0-9]* steps in \([0-9.]*\) s: .* accuracy \([0-9.]*\)$/\1 \2/p'
+}
+
+# run NAME MODEL PRESET METHOD N SEED [FLAGS...]: a search; prints the row
+# fields "best wall groups log".
+run() {
+  local name=$1 model=$2 preset=$3 method=$4 n=$5 seed=$6
+  shift 6
+  local log="$logs/${name}_${method}_s${seed}.jsonl" result
+  # shellcheck disable=SC2068
+  result=$("$dplace" place --model "$model" --cluster "$preset" \
+             --method "$method" --budget-samples "$n" --seed "$seed" \
+             --log "$log" $@ 2>/dev/null || true)
+  echo "$(step_time_of <<<"$result") $(wall_of <<<"$result") $(groups_of <<<"$result") $log"
+}
+
+{
+  cat <<HEAD
+# Mars: results on dplace's simulator
+
+Mars (Lan, Chen, Li, ICPP 2021; \`mars\`, see [agents.md](agents.md#mars))
+against the other learned placers on the papers' GNMT and BERT-Base
+benchmarks on \`p100x4\` (4 Tesla P100 + CPU, the EAGLE / Mars machine), and
+the effect of its self-supervised pre-training on learning speed
+(\`mars\` vs \`mars-nopretrain\`). Generated on $(date -u +%Y-%m-%d) by
+\`scripts/make-mars-doc.sh\` on the 2-core development machine (shared with
+other builds, \`nice -n 19\`); do not edit by hand. Every number below comes
+from the commands it names.
+
+Budgets: $budget sampled placements per search on GNMT and BERT (seed 1;
+eagle $eagle_budget, as it takes about 5 s per sample here against 0.3 s
+for mars); mars options \`$mars_options\` there (smaller networks than the
+defaults, to fit the budget of time). The papers search for thousands of samples on
+real GPUs; these are short searches, so read the tables as where each
+learner is after $budget samples, not where it converges.
+HEAD
+  for b in "${benchmarks[@]}"; do
+    read -r model preset <<<"$b"
+    name=$model
+    echo
+    echo "## \`zoo:$model\` on \`$preset\`"
+    echo
+    enc="$logs/${name}.pt"
+    read -r pt_seconds pt_accuracy < <(pretrain "zoo:$model" "$enc" 1 $mars_flags)
+    echo "Pre-training (\`dplace pretrain --model zoo:$model -o $enc --seed 1$mars_flags\`):"
+    echo "$pt_seconds s, discriminator accuracy $pt_accuracy."
+    echo
+    echo "| method | best step time (s) | samples | search wall time (s) | samples to its best | wall time to its best (s) |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for m in "${baselines[@]}"; do
+      t=$("$dplace" place --model "zoo:$model" --cluster "$preset" \
+            --method "$m" 2>/dev/null | step_time_of || true)
+      echo "| $m | $t | - | - | - | - |"
+    done
+    for a in "${agents[@]}" mars mars-nopretrain; do
+      flags=""
+      n=$budget
+      case "$a" in
+        eagle) n=$eagle_budget ;;
+        mars) flags="$mars_flags --encoder $enc" ;;
+        mars-nopretrain) flags="$mars_flags" ;;
+      esac
+      # shellcheck disable=SC2086
+      read -r t wall groups log < <(run "$name" "zoo:$model" "$preset" "$a" "$n" 1 $flags)
+      read -r at_n at_wall < <(reach "$log" "$(best_of "$log")")
+      echo "| $a ($groups groups) | $t | $n | ${wall:--} | $at_n | $at_wall |"
+    done
+  done
+
+  cat <<SPEED
+
+## Pre-training and learning speed
+
+The paper reports that pre-training cut Mars's training time by 13.2% on
+average. Here: \`$speed_model\` on \`$speed_preset\`, $speed_budget samples per
+search, mars options \`$speed_options\`, seeds $seeds. For each seed, \`mars\` starts
+from an encoder \`dplace pretrain\` wrote with that seed (the same encoder
+\`mars\` would pre-train by itself), \`mars-nopretrain\` from an untrained
+one; both start from the same placer weights. "To reach" is the first
+sample (and the search's wall time then) at which the run's best step time
+reached the *common target*: the worse of the two runs' final bests, a
+level both reached. Pre-training time is listed separately; it is not part
+of the search's wall time.
+
+| seed | pre-training (s) | mars best (s) | mars-nopretrain best (s) | target (s) | mars: samples / wall (s) to target | mars-nopretrain: samples / wall (s) to target |
+|---:|---:|---:|---:|---:|---:|---:|
+SPEED
+  sum_m=0; sum_n=0; sum_wm=0; sum_wn=0; count=0
+  for seed in $seeds; do
+    enc="$logs/speed_s$seed.pt"
+    # shellcheck disable=SC2086
+    read -r pt_seconds _ < <(pretrain "$speed_model" "$enc" "$seed" $speed_flags)
+    # shellcheck disable=SC2086
+    read -r tm _ _ logm < <(run speed "$speed_model" "$speed_preset" mars "$speed_budget" "$seed" $speed_flags --encoder "$enc")
+    # shellcheck disable=SC2086
+    read -r tn _ _ logn < <(run speed "$speed_model" "$speed_preset" mars-nopretrain "$speed_budget" "$seed" $speed_flags)
+    bm=$(best_of "$logm"); bn=$(best_of "$logn")
+    target=$(awk -v a="$bm" -v b="$bn" 'BEGIN{print (a > b ? a : b)}')
+    read -r nm wm < <(reach "$logm" "$target")
+    read -r nn wn < <(reach "$logn" "$target")
+    echo "| $seed | $pt_seconds | $tm | $tn | $(printf %.6f "$target") | $nm / $wm | $nn / $wn |"
+    sum_m=$((sum_m + nm)); sum_n=$((sum_n + nn)); count=$((count + 1))
+    sum_wm=$(awk -v a="$sum_wm" -v b="$wm" 'BEGIN{print a + b}')
+    sum_wn=$(awk -v a="$sum_wn" -v b="$wn" 'BEGIN{print a + b}')
+  done
+  echo
+  awk -v m="$sum_m" -v n="$sum_n" -v wm="$sum_wm" -v wn="$sum_wn" -v c="$count" 'BEGIN {
+    printf "Mean over %d seeds: mars reached the target after %.0f samples / %.1f s, ", c, m / c, wm / c
+    printf "mars-nopretrain after %.0f samples / %.1f s ", n / c, wn / c
+    printf "(mars: %+.1f%% samples, %+.1f%% wall time).\n", 100 * (m - n) / n, 100 * (wm - wn) / wn }'
+} >"$out"
+echo "wrote $out"

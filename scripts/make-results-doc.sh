@@ -48,9 +48,12 @@ HEAD
 
 **Reduced run.** The suite asks for the papers' budgets (2400 samples per
 learned search, 3 seeds); this run overrode them with \`$*\` to fit the
-time available, so the learned placers are far from converged: read their
-columns as where each stands after that budget, not as what it can reach
-(see [learning.md](learning.md) for full-budget curves of some of them).
+time available. A search that stopped on a seconds budget ran fewer samples
+than its sample budget: the detail tables give the samples each ran
+("samples to best": when it found its best / how many it ran). Read a
+learned placer's column as where it stands after that budget, not as what
+it can reach (see [learning.md](learning.md) for full-budget curves of
+some of them).
 NOTE
   fi
   cat <<'COLUMNS'

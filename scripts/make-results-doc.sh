@@ -18,7 +18,8 @@ tables=$(mktemp)
 trap 'rm -f "$tables"' EXIT
 
 start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-# Which source the binary was built from, as far as git knows.
+# The checkout's commit when the run started (git cannot tell which commit
+# the binary was built from; build it from the checkout first).
 revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
   revision="$revision (with uncommitted changes in the tree)"
@@ -39,7 +40,7 @@ ran
 $command -o $json --markdown TABLES --report $results/paper.html
 \`\`\`
 
-in $(printf '%.0f' "$seconds") s on this machine ($(nproc) cores), built from commit
+in $(printf '%.0f' "$seconds") s on this machine ($(nproc) cores), the checkout at commit
 $revision, and wrapped its Markdown tables; do not edit them by hand. The suite is
 \`bench/suites.json\`; [bench.md](bench.md) explains it and the columns.
 HEAD

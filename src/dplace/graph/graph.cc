@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <queue>
 
 namespace dplace {
@@ -212,6 +213,17 @@ int64_t OpMemoryEstimate(const Graph& graph, OpId op) {
     bytes += graph.tensor_bytes(graph.output(op, i));
   }
   return bytes;
+}
+
+std::vector<int> OpTypesByFrequency(const Graph& graph) {
+  const int num_types = static_cast<int>(graph.op_types().size());
+  std::vector<int64_t> count(num_types, 0);
+  for (OpId op = 0; op < graph.num_ops(); ++op) ++count[graph.op_type_id(op)];
+  std::vector<int> types(num_types);
+  std::iota(types.begin(), types.end(), 0);
+  std::stable_sort(types.begin(), types.end(),
+                   [&](int a, int b) { return count[a] > count[b]; });
+  return types;
 }
 
 GraphBuilder::GraphBuilder(std::string graph_name)

@@ -182,6 +182,10 @@ class Graph {
 // these estimates fits. Placers and the group graph use it.
 int64_t OpMemoryEstimate(const Graph& graph, OpId op);
 
+// Op type ids (op_type_id()) from the most frequent type to the least, ties
+// by id. The learned placers embed the most frequent types one by one.
+std::vector<int> OpTypesByFrequency(const Graph& graph);
+
 // Builds a Graph. Errors found while adding (duplicate names, bad ids) are
 // kept and reported by Build(), so callers check one Status.
 class GraphBuilder {

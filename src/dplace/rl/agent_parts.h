@@ -92,6 +92,19 @@ class EliteBuffer {
   torch::Tensor times_;
 };
 
+// One optimizer step on `loss`: zero the gradients, backpropagate, clip the
+// gradient norm of `module`'s parameters to `grad_clip` (0: no clipping),
+// step.
+inline void GradientStep(const torch::Tensor& loss, torch::nn::Module* module,
+                         torch::optim::Optimizer* optimizer, double grad_clip) {
+  optimizer->zero_grad();
+  loss.backward();
+  if (grad_clip > 0) {
+    torch::nn::utils::clip_grad_norm_(module->parameters(), grad_clip);
+  }
+  optimizer->step();
+}
+
 // A policy and its optimizer in a checkpoint, under "policy" and
 // "optimizer".
 inline void SavePolicy(const torch::nn::Module& policy,

@@ -116,13 +116,7 @@ class ColocRlAgent : public Agent {
 
  private:
   void Step(const torch::Tensor& loss) {
-    optimizer_->zero_grad();
-    loss.backward();
-    if (settings_.grad_clip > 0) {
-      torch::nn::utils::clip_grad_norm_(policy_->parameters(),
-                                        settings_.grad_clip);
-    }
-    optimizer_->step();
+    GradientStep(loss, policy_.get(), optimizer_.get(), settings_.grad_clip);
   }
 
   ColocRlSettings settings_;

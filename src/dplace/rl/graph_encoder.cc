@@ -36,13 +36,8 @@ void NormalizeColumns(std::vector<std::vector<double>>* m) {
 // Slot of every op type: the kEncoderTypeSlots most frequent types (ties by
 // type id) get their own, the rest share the last.
 std::vector<int> TypeSlots(const Graph& graph) {
-  const int num_types = static_cast<int>(graph.op_types().size());
-  std::vector<int64_t> count(num_types, 0);
-  for (OpId op = 0; op < graph.num_ops(); ++op) ++count[graph.op_type_id(op)];
-  std::vector<int> by_count(num_types);
-  std::iota(by_count.begin(), by_count.end(), 0);
-  std::stable_sort(by_count.begin(), by_count.end(),
-                   [&](int a, int b) { return count[a] > count[b]; });
+  const std::vector<int> by_count = OpTypesByFrequency(graph);
+  const int num_types = static_cast<int>(by_count.size());
   std::vector<int> slot(num_types, kEncoderTypeSlots);
   for (int i = 0; i < num_types && i < kEncoderTypeSlots; ++i) {
     slot[by_count[i]] = i;

@@ -46,13 +46,8 @@ std::vector<int64_t> BreadthFirstIndex(const Graph& graph) {
 // first (ties by type id), every other type max_types - 1.
 std::vector<int64_t> TypeVocabulary(const Graph& graph, int max_types,
                                     int64_t* vocabulary) {
-  const int num_types = static_cast<int>(graph.op_types().size());
-  std::vector<int64_t> count(num_types, 0);
-  for (OpId op = 0; op < graph.num_ops(); ++op) ++count[graph.op_type_id(op)];
-  std::vector<int> by_count(num_types);
-  std::iota(by_count.begin(), by_count.end(), 0);
-  std::stable_sort(by_count.begin(), by_count.end(),
-                   [&](int a, int b) { return count[a] > count[b]; });
+  const std::vector<int> by_count = OpTypesByFrequency(graph);
+  const int num_types = static_cast<int>(by_count.size());
   const int kept = std::min(num_types, std::max(1, max_types - 1));
   std::vector<int64_t> index(num_types, kept);
   for (int i = 0; i < kept; ++i) index[by_count[i]] = i;

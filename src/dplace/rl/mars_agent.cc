@@ -205,15 +205,9 @@ class MarsAgent : public Agent {
       old_log_probs = policy_->LogProbs(actions);
     }
     for (int step = 0; step < settings_.ppo_steps; ++step) {
-      optimizer_->zero_grad();
-      PpoLoss(policy_->LogProbs(actions), old_log_probs, actions, advantage,
-              ppo)
-          .backward();
-      if (settings_.grad_clip > 0) {
-        torch::nn::utils::clip_grad_norm_(policy_->parameters(),
-                                          settings_.grad_clip);
-      }
-      optimizer_->step();
+      GradientStep(PpoLoss(policy_->LogProbs(actions), old_log_probs, actions,
+                           advantage, ppo),
+                   policy_.get(), optimizer_.get(), settings_.grad_clip);
     }
     return 1;
   }

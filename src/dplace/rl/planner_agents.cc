@@ -383,13 +383,7 @@ class PlannerAgent : public Agent {
   }
 
   void Step(const torch::Tensor& loss) {
-    optimizer_->zero_grad();
-    loss.backward();
-    if (settings_.grad_clip > 0) {
-      torch::nn::utils::clip_grad_norm_(modules_->parameters(),
-                                        settings_.grad_clip);
-    }
-    optimizer_->step();
+    GradientStep(loss, modules_.get(), optimizer_.get(), settings_.grad_clip);
   }
 
   PlannerSettings settings_;

@@ -409,11 +409,16 @@ struct PlaceFlags {
 };
 
 int PlaceList(std::ostream& out) {
+  size_t width = 0;  // The longest name, plus two spaces.
+  for (const PlacerEntry* e : Placers())
+    width = std::max(width, e->name.size());
+  for (const AgentEntry* e : Agents()) width = std::max(width, e->name.size());
+  width += 2;
   for (const PlacerEntry* e : Placers()) {
-    out << PadRight(e->name, 14) << e->description << "\n";
+    out << PadRight(e->name, width) << e->description << "\n";
   }
   for (const AgentEntry* e : Agents()) {
-    out << PadRight(e->name, 14) << "(learned) " << e->description << "\n";
+    out << PadRight(e->name, width) << "(learned) " << e->description << "\n";
   }
   return kExitOk;
 }

@@ -91,7 +91,13 @@ StatusOr<MethodRun> RunPlacer(const std::string& method,
   StatusOr<Placement> placement = (*placer)->Place(problem);
   run.wall_seconds = SecondsSince(start);
   if (!placement.ok()) {
-    const Status status = placement.status().WithPrefix("method " + method);
+    // Most placers' errors already begin with their name.
+    const std::string& message = placement.status().message();
+    const bool named = message.rfind(method + ": ", 0) == 0 ||
+                       message.rfind("method " + method + ": ", 0) == 0;
+    const Status status =
+        named ? placement.status()
+              : placement.status().WithPrefix("method " + method);
     run.error = status.message();
     run.error_code = status.code();
     return run;

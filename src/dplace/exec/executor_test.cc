@@ -1,0 +1,264 @@
+#include "dplace/exec/executor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "dplace/cost/cost_model.h"
+#include "dplace/sim/simulator.h"
+#include "dplace/zoo/zoo.h"
+
+namespace dplace {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kN = 384;  // Square matrices: one MatMul ~ 11 ms.
+
+OpSpec Matrix(const std::string& name, const std::string& type,
+              Phase phase = Phase::kForward) {
+  OpSpec spec;
+  spec.name = name;
+  spec.type = type;
+  spec.phase = phase;
+  spec.outputs.push_back({{kN, kN}, DataType::kFloat32, 0});
+  spec.flops = 2.0 * kN * kN * kN;
+  return spec;
+}
+
+// A variable feeding two independent chains of `depth` MatMuls (each
+// multiplying by its own weight), joined by an Add.
+Graph TwoBranches(int depth) {
+  GraphBuilder b("two_branches");
+  OpSpec x = Matrix("x", "VariableV2");
+  x.persistent_bytes = kN * kN * 4;
+  const OpId input = b.AddOp(x);
+  OpId last[2];
+  for (int branch = 0; branch < 2; ++branch) {
+    const std::string prefix = "b" + std::to_string(branch) + "/";
+    OpSpec w = Matrix(prefix + "w", "VariableV2");
+    w.persistent_bytes = kN * kN * 4;
+    const OpId weight = b.AddOp(w);
+    OpId prev = input;
+    for (int i = 0; i < depth; ++i) {
+      const OpId mm =
+          b.AddOp(Matrix(prefix + "mm" + std::to_string(i), "MatMul"));
+      b.AddEdge(prev, 0, mm);
+      b.AddEdge(weight, 0, mm);
+      prev = mm;
+    }
+    last[branch] = prev;
+  }
+  const OpId sum = b.AddOp(Matrix("sum", "Add"));
+  b.AddEdge(last[0], 0, sum);
+  b.AddEdge(last[1], 0, sum);
+  StatusOr<Graph> graph = std::move(b).Build();
+  EXPECT_TRUE(graph.ok()) << graph.status().message();
+  return std::move(*graph);
+}
+
+// Ops of branch 1 on device 1, the rest on device 0.
+Placement SplitPlacement(const Graph& graph) {
+  Placement p(graph.num_ops(), 0);
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    if (graph.op_name(op).rfind("b1/", 0) == 0) p[op] = 1;
+  }
+  return p;
+}
+
+std::vector<ExecDevice> TwoCpus() {
+  StatusOr<std::vector<ExecDevice>> devices = ParseExecDevices("cpu:0,cpu:1");
+  EXPECT_TRUE(devices.ok()) << devices.status().message();
+  return *devices;
+}
+
+TEST(ExecutorTest, TwoBranchesOnTwoCpuDevicesRunFasterThanOnOne) {
+  const Graph graph = TwoBranches(8);
+  ExecOptions options;
+  options.measured_steps = 5;
+  auto executor = Executor::Create(graph, TwoCpus(), options);
+  ASSERT_TRUE(executor.ok()) << executor.status().message();
+  StatusOr<ExecResult> one =
+      (*executor)->Measure(Placement(graph.num_ops(), 0));
+  StatusOr<ExecResult> two = (*executor)->Measure(SplitPlacement(graph));
+  ASSERT_TRUE(one.ok() && two.ok());
+  ASSERT_TRUE(one->feasible) << one->infeasible_reason;
+  ASSERT_TRUE(two->feasible) << two->infeasible_reason;
+  EXPECT_EQ(one->step_times.size(), 5u);
+  // Two cores work at once: ideally half; well under the one-device time.
+  EXPECT_LT(two->step_time, 0.8 * one->step_time)
+      << "one device " << one->step_time << " s, two " << two->step_time
+      << " s";
+  EXPECT_TRUE((*executor)->stand_ins().empty());
+}
+
+TEST(ExecutorTest, StepTimeLiesWithinTheSimulatorsBoundsWithProfiledCosts) {
+  const Graph graph = TwoBranches(6);
+  auto executor = Executor::Create(graph, TwoCpus());
+  ASSERT_TRUE(executor.ok()) << executor.status().message();
+  // The cost model's profile table, measured here.
+  StatusOr<std::vector<double>> times = (*executor)->ProfileOps(0, 3);
+  ASSERT_TRUE(times.ok()) << times.status().message();
+  ProfileTable profile;
+  double serial = 0;  // Every op one after another: an upper figure.
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    profile.by_name[graph.op_name(op)][DeviceKind::kCpu] = (*times)[op];
+    serial += (*times)[op];
+  }
+  StatusOr<double> copy = (*executor)->TimeCopy(0, 1, kN * kN * 4, 5);
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
+  ClusterBuilder cb("local");
+  for (const char* name : {"cpu:0", "cpu:1"}) {
+    Device d;
+    d.name = name;
+    d.kind = DeviceKind::kCpu;
+    d.peak_flops = 1e11;
+    d.memory_bandwidth = 1e10;
+    d.memory_bytes = int64_t{1} << 32;
+    cb.AddDevice(d);
+  }
+  cb.AddLink("cpu:0", "cpu:1", kN * kN * 4 / *copy, 1e-6);
+  StatusOr<Cluster> cluster = std::move(cb).Build();
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  const CostModel cost(graph, *cluster, profile);
+  const Placement split = SplitPlacement(graph);
+  Simulator simulator(cost);
+  StatusOr<SimResult> simulated = simulator.Simulate(split);
+  ASSERT_TRUE(simulated.ok()) << simulated.status().message();
+  const SimResult& sim = *simulated;
+  serial += 2 * *copy;  // Branch 1 receives x; sum receives branch 1.
+
+  StatusOr<ExecResult> real = (*executor)->Measure(split);
+  ASSERT_TRUE(real.ok() && real->feasible);
+  // Loose margins: this machine runs other work too.
+  EXPECT_GE(real->step_time, 0.7 * sim.bounds.Max())
+      << "lower bound " << sim.bounds.Max() << " (" << sim.bounds.MaxName()
+      << "), simulated " << sim.step_time;
+  EXPECT_LE(real->step_time, 1.3 * serial) << "serial " << serial;
+}
+
+TEST(ExecutorTest, InjectedAllocationFailureIsInfeasibleNotACrash) {
+  const Graph graph = TwoBranches(2);
+  ExecOptions options;
+  options.fail_allocation_in_op = "b1/mm1";
+  auto executor = Executor::Create(graph, TwoCpus(), options);
+  ASSERT_TRUE(executor.ok());
+  StatusOr<ExecResult> result = (*executor)->Measure(SplitPlacement(graph));
+  ASSERT_TRUE(result.ok());
+  EXPECT_FALSE(result->feasible);
+  EXPECT_THAT(result->infeasible_reason,
+              HasSubstr("allocation failed on cpu:1 in op b1/mm1"));
+  // The executor is still usable.
+  options.fail_allocation_in_op.clear();
+  auto again = Executor::Create(graph, TwoCpus(), options);
+  StatusOr<ExecResult> ok = (*again)->Measure(SplitPlacement(graph));
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ok->feasible) << ok->infeasible_reason;
+}
+
+TEST(ExecutorTest, GoingOverADevicesCapacityIsOutOfMemory) {
+  const Graph graph = TwoBranches(2);
+  std::vector<ExecDevice> devices = TwoCpus();
+  // Room for x and w (persistent) and two of the 576 KiB outputs, not
+  // more: cpu:1 holds w, a copy of x, mm0 and mm1 at its peak.
+  devices[1].memory_bytes = 3 * kN * kN * 4 + 1;
+  auto executor = Executor::Create(graph, devices);
+  ASSERT_TRUE(executor.ok());
+  StatusOr<ExecResult> result = (*executor)->Measure(SplitPlacement(graph));
+  ASSERT_TRUE(result.ok());
+  EXPECT_FALSE(result->feasible);
+  EXPECT_THAT(result->infeasible_reason, HasSubstr("out of memory on cpu:1"));
+  // On cpu:0 alone nothing is limited.
+  StatusOr<ExecResult> single =
+      (*executor)->Measure(Placement(graph.num_ops(), 0));
+  ASSERT_TRUE(single.ok());
+  EXPECT_TRUE(single->feasible) << single->infeasible_reason;
+}
+
+TEST(ExecutorTest, TimeoutIsInfeasible) {
+  const Graph graph = TwoBranches(8);
+  ExecOptions options;
+  options.step_timeout_seconds = 1e-4;
+  auto executor = Executor::Create(graph, TwoCpus(), options);
+  ASSERT_TRUE(executor.ok());
+  StatusOr<ExecResult> result =
+      (*executor)->Measure(Placement(graph.num_ops(), 0));
+  ASSERT_TRUE(result.ok());
+  EXPECT_FALSE(result->feasible);
+  EXPECT_THAT(result->infeasible_reason, HasSubstr("timeout"));
+}
+
+TEST(ExecutorTest, OpWithoutKernelRunsAStandInAndIsListed) {
+  GraphBuilder b("fancy");
+  OpSpec x = Matrix("x", "VariableV2");
+  const OpId input = b.AddOp(x);
+  const OpId fancy = b.AddOp(Matrix("fancy", "FancyNewOp"));
+  const OpId relu = b.AddOp(Matrix("relu", "Relu"));
+  b.AddEdge(input, 0, fancy);
+  b.AddEdge(fancy, 0, relu);
+  StatusOr<Graph> graph = std::move(b).Build();
+  ASSERT_TRUE(graph.ok());
+  auto executor = Executor::Create(*graph, TwoCpus());
+  ASSERT_TRUE(executor.ok());
+  StatusOr<ExecResult> result =
+      (*executor)->Measure(Placement(graph->num_ops(), 1));
+  ASSERT_TRUE(result.ok());
+  EXPECT_TRUE(result->feasible);
+  const std::vector<StandIn> stand_ins = (*executor)->stand_ins();
+  ASSERT_EQ(stand_ins.size(), 1u);
+  EXPECT_EQ(stand_ins[0].op_type, "FancyNewOp");
+  EXPECT_EQ(stand_ins[0].count, 1);
+  EXPECT_EQ(stand_ins[0].reason, "no kernel mapping");
+}
+
+TEST(ExecutorTest, BadDevicesAndPlacementsAreErrors) {
+  EXPECT_THAT(ParseExecDevice("tpu:0").status().message(),
+              HasSubstr("unknown kind \"tpu\""));
+  EXPECT_THAT(ParseExecDevice("cpu").status().message(),
+              HasSubstr("no device index"));
+  EXPECT_THAT(ParseExecDevices("cpu:0,cpu:0").status().message(),
+              HasSubstr("named twice"));
+  if (!CudaAvailable()) {
+    EXPECT_THAT(ParseExecDevice("cuda:0").status().message(),
+                HasSubstr("no GPU usable by this LibTorch"));
+  }
+  const Graph graph = TwoBranches(1);
+  auto executor = Executor::Create(graph, TwoCpus());
+  ASSERT_TRUE(executor.ok());
+  EXPECT_THAT(
+      (*executor)->Measure(Placement(graph.num_ops(), 2)).status().message(),
+      HasSubstr("on device 2, but there are 2 devices"));
+  EXPECT_FALSE((*executor)->Measure(Placement(3, 0)).ok());
+}
+
+// Every zoo model's op types at its shapes, small: the kernels accept
+// them (only the listed types run as stand-ins) and a step completes.
+TEST(ExecutorTest, ZooModelsRunWithRealKernels) {
+  for (const char* spec :
+       {"resnet:depth=50,batch=1,image=32", "inception_v3:batch=1,image=75",
+        "nmt:batch=2,units=16,vocab=50,source_steps=3,target_steps=3",
+        "bert:batch=1,seq=8,vocab=50"}) {
+    SCOPED_TRACE(spec);
+    StatusOr<Graph> graph = MakeZooModel(spec);
+    ASSERT_TRUE(graph.ok()) << graph.status().message();
+    ExecOptions options;
+    options.warmup_steps = 0;
+    options.measured_steps = 1;
+    auto executor = Executor::Create(*graph, TwoCpus(), options);
+    ASSERT_TRUE(executor.ok());
+    StatusOr<ExecResult> result =
+        (*executor)->Measure(Placement(graph->num_ops(), 0));
+    ASSERT_TRUE(result.ok());
+    EXPECT_TRUE(result->feasible) << result->infeasible_reason;
+    for (const StandIn& s : (*executor)->stand_ins()) {
+      EXPECT_THAT(s.op_type, ::testing::AnyOf("DynamicStitch", "Unique",
+                                              "OneHot", "SliceGrad"))
+          << s.count << " ops: " << s.reason;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dplace

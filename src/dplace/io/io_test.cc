@@ -763,6 +763,24 @@ TEST(ProfileJsonTest, UnknownDeviceKind) {
                                               HasSubstr("unknown field")));
 }
 
+TEST(ProfileJsonTest, WriterRoundTrips) {
+  ProfileTable table;
+  table.by_type["MatMul"][DeviceKind::kGpu] = 2.0 / 3 * 1e-3;
+  table.by_type["MatMul"][DeviceKind::kCpu] = 0.1;
+  table.by_name["layer_0/matmul"][DeviceKind::kCpu] = 1e-7 / 3;
+  table.by_name["a \"quoted\" name"][DeviceKind::kGpu] = 0;
+  const std::string text = ProfileToJson(table);
+  EXPECT_THAT(text, HasSubstr("\"format\": \"dplace.profile\""));
+  StatusOr<ProfileTable> back = ParseProfileJson(text, "p.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->by_type, table.by_type);
+  EXPECT_EQ(back->by_name, table.by_name);
+  // An empty table is a valid profile too.
+  StatusOr<ProfileTable> empty = ParseProfileJson(ProfileToJson({}), "e.json");
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_TRUE(empty->empty());
+}
+
 // ------------------------------------------------------------- Chrome trace
 
 TEST(ChromeTraceTest, EventsMatchTheTimeline) {

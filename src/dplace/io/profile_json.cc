@@ -41,6 +41,18 @@ StatusOr<ProfileTable> ParseProfile(const json& root) {
   return table;
 }
 
+json TimesToJson(const TimeTable& table) {
+  json out = json::object();
+  for (const auto& [key, times] : table) {
+    json entry = json::object();
+    for (const auto& [kind, seconds] : times) {
+      entry[std::string(DeviceKindName(kind))] = seconds;
+    }
+    out[key] = std::move(entry);
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<ProfileTable> ParseProfileJson(const std::string& text,
@@ -51,6 +63,13 @@ StatusOr<ProfileTable> ParseProfileJson(const std::string& text,
 StatusOr<ProfileTable> ReadProfileJson(const std::string& path) {
   DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
   return ParseProfileJson(text, path);
+}
+
+std::string ProfileToJson(const ProfileTable& table) {
+  json root = {{"format", "dplace.profile"}, {"version", 1}};
+  if (!table.by_type.empty()) root["by_type"] = TimesToJson(table.by_type);
+  if (!table.by_name.empty()) root["by_name"] = TimesToJson(table.by_name);
+  return root.dump(2) + "\n";
 }
 
 }  // namespace dplace

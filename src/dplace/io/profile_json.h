@@ -13,6 +13,10 @@ StatusOr<ProfileTable> ParseProfileJson(const std::string& text,
                                         const std::string& source);
 StatusOr<ProfileTable> ReadProfileJson(const std::string& path);
 
+// The table as a profile JSON document (keys sorted; times exact, so
+// ParseProfileJson gives the same table back).
+std::string ProfileToJson(const ProfileTable& table);
+
 }  // namespace dplace
 
 #endif  // DPLACE_IO_PROFILE_JSON_H_

@@ -1,0 +1,336 @@
+#include "dplace/exec/fidelity.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <unordered_map>
+
+#include "dplace/report/svg.h"
+#include "dplace/sim/simulator.h"
+
+namespace dplace {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Ranks from 1, tied values sharing the mean of their ranks.
+std::vector<double> Ranks(const std::vector<double>& values) {
+  std::vector<size_t> order(values.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return values[a] < values[b]; });
+  std::vector<double> ranks(values.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && values[order[j + 1]] == values[order[i]]) {
+      ++j;
+    }
+    const double mean_rank = (static_cast<double>(i + j) / 2) + 1;
+    for (size_t k = i; k <= j; ++k) ranks[order[k]] = mean_rank;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+double Pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  const size_t n = x.size();
+  if (n < 2) return kNaN;
+  const double mx = std::accumulate(x.begin(), x.end(), 0.0) / n;
+  const double my = std::accumulate(y.begin(), y.end(), 0.0) / n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  if (sxx == 0 || syy == 0) return kNaN;
+  return sxy / std::sqrt(sxx * syy);
+}
+
+std::string Format(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, value);
+  return buf;
+}
+
+std::string Percent(double fraction) {
+  return std::isfinite(fraction) ? Format("%.1f%%", 100 * fraction) : "-";
+}
+
+std::string Correlation(double r) {
+  return std::isfinite(r) ? Format("%.3f", r) : "undefined";
+}
+
+}  // namespace
+
+double MeanAbsolutePercentageError(const std::vector<double>& predicted,
+                                   const std::vector<double>& actual) {
+  if (actual.empty()) return kNaN;
+  double sum = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    sum += std::abs(predicted[i] - actual[i]) / actual[i];
+  }
+  return sum / actual.size();
+}
+
+double MaxAbsolutePercentageError(const std::vector<double>& predicted,
+                                  const std::vector<double>& actual) {
+  if (actual.empty()) return kNaN;
+  double most = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    most = std::max(most, std::abs(predicted[i] - actual[i]) / actual[i]);
+  }
+  return most;
+}
+
+double SpearmanCorrelation(const std::vector<double>& x,
+                           const std::vector<double>& y) {
+  return Pearson(Ranks(x), Ranks(y));
+}
+
+double KendallTauB(const std::vector<double>& x, const std::vector<double>& y) {
+  const size_t n = x.size();
+  if (n < 2) return kNaN;
+  // Pairs: concordant minus discordant over the geometric mean of the pairs
+  // untied in x and the pairs untied in y.
+  double concordant = 0, discordant = 0, untied_x = 0, untied_y = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      const double dx = x[i] - x[j], dy = y[i] - y[j];
+      if (dx != 0) ++untied_x;
+      if (dy != 0) ++untied_y;
+      if (dx * dy > 0) ++concordant;
+      if (dx * dy < 0) ++discordant;
+    }
+  }
+  if (untied_x == 0 || untied_y == 0) return kNaN;
+  return (concordant - discordant) / std::sqrt(untied_x * untied_y);
+}
+
+StatusOr<FidelityStats> ComputeFidelityStats(
+    const std::vector<double>& predicted, const std::vector<double>& actual) {
+  if (predicted.size() != actual.size()) {
+    return InvalidArgumentError(
+        "fidelity: " + std::to_string(predicted.size()) + " predictions but " +
+        std::to_string(actual.size()) + " measurements");
+  }
+  if (actual.empty()) {
+    return InvalidArgumentError("fidelity: no measurements to compare");
+  }
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (!(actual[i] > 0) || !std::isfinite(actual[i]) ||
+        !std::isfinite(predicted[i])) {
+      return InvalidArgumentError(
+          "fidelity: pair " + std::to_string(i) +
+          ": expected finite times and a measured time > 0, got " +
+          Format("%g", predicted[i]) + " and " + Format("%g", actual[i]));
+    }
+  }
+  FidelityStats stats;
+  stats.count = static_cast<int>(actual.size());
+  stats.mape = MeanAbsolutePercentageError(predicted, actual);
+  stats.max_ape = MaxAbsolutePercentageError(predicted, actual);
+  stats.spearman = SpearmanCorrelation(predicted, actual);
+  stats.kendall = KendallTauB(predicted, actual);
+  return stats;
+}
+
+Placement RandomPlacement(const Graph& graph, const Cluster& cluster,
+                          bool per_group, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](DeviceKindSet allowed) -> DeviceId {
+    std::vector<DeviceId> choices;
+    for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+      if (allowed.Contains(cluster.device(d).kind)) choices.push_back(d);
+    }
+    if (choices.empty()) return -1;
+    return choices[std::uniform_int_distribution<size_t>(
+        0, choices.size() - 1)(rng)];
+  };
+  Placement placement(graph.num_ops(), 0);
+  if (!per_group) {
+    for (OpId op = 0; op < graph.num_ops(); ++op) {
+      placement[op] = pick(graph.allowed_devices(op));
+    }
+    return placement;
+  }
+  // A group may run where every one of its ops may; groups are drawn in
+  // the order their first op appears, so the result depends on the seed
+  // only.
+  std::unordered_map<std::string, DeviceKindSet> group_allowed;
+  std::vector<std::string> group_order;
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const std::string& group = graph.colocation_group(op);
+    if (group.empty()) continue;
+    auto [it, inserted] =
+        group_allowed.emplace(group, graph.allowed_devices(op));
+    if (inserted) {
+      group_order.push_back(group);
+    } else {
+      DeviceKindSet both;
+      for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kGpu}) {
+        if (it->second.Contains(kind) &&
+            graph.allowed_devices(op).Contains(kind)) {
+          both.Add(kind);
+        }
+      }
+      it->second = both;
+    }
+  }
+  std::unordered_map<std::string, DeviceId> group_device;
+  for (const std::string& group : group_order) {
+    group_device[group] = pick(group_allowed[group]);
+  }
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const std::string& group = graph.colocation_group(op);
+    const DeviceId d = group.empty() ? -1 : group_device[group];
+    placement[op] =
+        d >= 0 && graph.allowed_devices(op).Contains(cluster.device(d).kind)
+            ? d
+            : pick(graph.allowed_devices(op));
+  }
+  return placement;
+}
+
+std::vector<LabeledPlacement> FidelityPlacements(
+    const PlacementProblem& problem, const FidelityOptions& options) {
+  const Graph& graph = *problem.graph;
+  const Cluster& cluster = *problem.cluster;
+  std::vector<LabeledPlacement> out;
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+    out.push_back({"single " + cluster.device(d).name,
+                   SingleDevicePlacement(graph, cluster, d)});
+  }
+  for (const std::string& name : options.placers) {
+    if (name == "expert" && !problem.expert) continue;
+    StatusOr<std::unique_ptr<Placer>> placer = MakePlacer(name);
+    if (!placer.ok()) continue;
+    StatusOr<Placement> placement = (*placer)->Place(problem);
+    if (!placement.ok()) continue;
+    if (!ValidatePlacement(graph, cluster, *placement).ok()) continue;
+    out.push_back({name, std::move(placement).value()});
+  }
+  for (int k = 0; static_cast<int>(out.size()) < options.samples; ++k) {
+    const bool per_group = k % 2 == 0;
+    out.push_back(
+        {std::string(per_group ? "random per group" : "random per op") + " #" +
+             std::to_string(k / 2 + 1),
+         RandomPlacement(graph, cluster, per_group,
+                         options.seed * 1000003 + k)});
+  }
+  return out;
+}
+
+StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
+                                     Environment* measured,
+                                     const FidelityOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<LabeledPlacement> placements =
+      FidelityPlacements(problem, options);
+  Simulator simulator(*problem.cost);
+  SimOptions sim_options;
+  sim_options.compute_bounds = false;
+  FidelityReport report;
+  std::vector<double> predicted, actual;
+  for (size_t i = 0; i < placements.size(); ++i) {
+    LabeledPlacement& p = placements[i];
+    if (options.progress) {
+      options.progress(static_cast<int>(i), static_cast<int>(placements.size()),
+                       p.label);
+    }
+    StatusOr<SimResult> sim = simulator.Simulate(p.placement, sim_options);
+    if (!sim.ok()) return sim.status().WithPrefix(p.label);
+    StatusOr<std::vector<Measurement>> m = measured->Evaluate({p.placement});
+    if (!m.ok()) return m.status().WithPrefix(p.label);
+    FidelitySample sample;
+    sample.label = p.label;
+    sample.placement = std::move(p.placement);
+    sample.simulated_feasible = sim->feasible;
+    sample.simulated = sim->step_time;
+    sample.measured = std::move((*m)[0]);
+    if (sample.simulated_feasible && sample.measured.feasible) {
+      predicted.push_back(sample.simulated);
+      actual.push_back(sample.measured.step_time);
+    }
+    report.samples.push_back(std::move(sample));
+  }
+  if (actual.size() < 2) {
+    return InfeasibleError(
+        "fidelity: " + std::to_string(actual.size()) + " of " +
+        std::to_string(report.samples.size()) +
+        " placements were feasible both simulated and measured; at least 2 "
+        "are needed");
+  }
+  StatusOr<FidelityStats> stats = ComputeFidelityStats(predicted, actual);
+  if (!stats.ok()) return stats.status();
+  report.stats = *stats;
+  report.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return report;
+}
+
+std::string FidelityTableMarkdown(const FidelityReport& report) {
+  std::string out =
+      "| placement | simulated (s) | measured (s) | error |\n"
+      "|---|---:|---:|---:|\n";
+  for (const FidelitySample& s : report.samples) {
+    const bool both = s.simulated_feasible && s.measured.feasible;
+    out +=
+        "| " + s.label + " | " +
+        (s.simulated_feasible ? Format("%.4f", s.simulated) : "infeasible") +
+        " | " +
+        (s.measured.feasible ? Format("%.4f", s.measured.step_time)
+                             : "infeasible: " + s.measured.infeasible_reason) +
+        " | " +
+        (both ? Format("%+.1f%%", 100 * (s.simulated - s.measured.step_time) /
+                                      s.measured.step_time)
+              : "-") +
+        " |\n";
+  }
+  return out;
+}
+
+std::string FidelitySummary(const FidelityStats& stats) {
+  return "MAPE " + Percent(stats.mape) + ", max error " +
+         Percent(stats.max_ape) + ", Spearman " + Correlation(stats.spearman) +
+         ", Kendall " + Correlation(stats.kendall) +
+         " (n = " + std::to_string(stats.count) + ")";
+}
+
+std::string FidelityScatterSvg(const FidelityReport& report,
+                               const std::string& title) {
+  report::Series points("placements", report::SeriesColour(0));
+  points.line = false;
+  points.points = true;
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (const FidelitySample& s : report.samples) {
+    if (!s.simulated_feasible || !s.measured.feasible) continue;
+    points.x.push_back(s.measured.step_time);
+    points.y.push_back(s.simulated);
+    lo = std::min({lo, s.measured.step_time, s.simulated});
+    hi = std::max({hi, s.measured.step_time, s.simulated});
+  }
+  report::Series diagonal("simulated = measured", "#888");
+  diagonal.dashed = true;
+  diagonal.width = 1;
+  if (hi > 0) {
+    diagonal.x = {lo, hi};
+    diagonal.y = {lo, hi};
+  }
+  report::PlotOptions options;
+  options.title = title;
+  options.x_label = "measured step time (s)";
+  options.y_label = "simulated step time (s)";
+  options.log_x = options.log_y = true;
+  options.y_min_zero = false;
+  options.height = 480;
+  options.width = 640;
+  return report::Plot({diagonal, points}, {}, options);
+}
+
+}  // namespace dplace

@@ -1,0 +1,125 @@
+// Fidelity of the simulator: how well simulated step times predict measured
+// ones, over a set of placements of one graph on one (real) cluster.
+//
+//   FidelityOptions options;
+//   options.samples = 30;
+//   StatusOr<FidelityReport> report =
+//       RunFidelity(problem, measured_env.get(), options);
+//   // report->stats.spearman, report->stats.mape, ...
+//
+// The placements: every device alone, the classical placers that succeed,
+// then random placements (per co-location group and per op, alternating,
+// seeded) until `samples`. Each is simulated with the problem's cost model
+// and measured with the environment given (a MeasuredEnvironment for real
+// execution; any Environment works, which keeps this testable).
+#ifndef DPLACE_EXEC_FIDELITY_H_
+#define DPLACE_EXEC_FIDELITY_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dplace/env/environment.h"
+#include "dplace/placers/placer.h"
+#include "dplace/util/status.h"
+
+namespace dplace {
+
+// Error and rank statistics of predictions against actual values.
+struct FidelityStats {
+  int count = 0;  // Pairs compared.
+  // Mean of |predicted - actual| / actual, as a fraction (0.1 = 10%).
+  double mape = 0;
+  // Largest |predicted - actual| / actual, as a fraction.
+  double max_ape = 0;
+  // Rank correlations in [-1, 1]; NaN when either side is constant or
+  // fewer than two pairs are compared.
+  double spearman = 0;
+  double kendall = 0;  // Tau-b: ties on either side are accounted for.
+};
+
+// REQUIRES: equal sizes; every actual value > 0.
+double MeanAbsolutePercentageError(const std::vector<double>& predicted,
+                                   const std::vector<double>& actual);
+double MaxAbsolutePercentageError(const std::vector<double>& predicted,
+                                  const std::vector<double>& actual);
+// Pearson correlation of the ranks (tied values share their mean rank).
+// REQUIRES: equal sizes.
+double SpearmanCorrelation(const std::vector<double>& x,
+                           const std::vector<double>& y);
+// Kendall's tau-b. REQUIRES: equal sizes.
+double KendallTauB(const std::vector<double>& x, const std::vector<double>& y);
+
+// All four. Errors: different sizes, no pairs, an actual value <= 0 or not
+// finite.
+StatusOr<FidelityStats> ComputeFidelityStats(
+    const std::vector<double>& predicted, const std::vector<double>& actual);
+
+struct FidelityOptions {
+  // Placements in all; random ones fill up to it after the single-device
+  // and placer ones (which are kept even past it). Default: 20.
+  int samples = 20;
+  // Seed of the random placements. Default: 1.
+  uint64_t seed = 1;
+  // Classical placers tried, in order; one that fails is skipped.
+  // Default: m-topo, m-etf, m-sct, scotch, metis, expert.
+  std::vector<std::string> placers = {"m-topo", "m-etf", "m-sct",
+                                      "scotch", "metis", "expert"};
+  // Called before each placement is measured: (index, count, label).
+  // Default: none.
+  std::function<void(int, int, const std::string&)> progress;
+};
+
+// A placement to compare, with where it came from ("single cpu:0",
+// "m-etf", "random per group #3").
+struct LabeledPlacement {
+  std::string label;
+  Placement placement;
+};
+
+// The placements RunFidelity measures (deterministic for a seed).
+std::vector<LabeledPlacement> FidelityPlacements(
+    const PlacementProblem& problem, const FidelityOptions& options);
+
+// A placement whose co-location groups each land on one random device
+// (among the devices every op of the group may run on), or, with
+// `per_group` false, whose ops each land on a random allowed device.
+Placement RandomPlacement(const Graph& graph, const Cluster& cluster,
+                          bool per_group, uint64_t seed);
+
+struct FidelitySample {
+  std::string label;
+  Placement placement;
+  bool simulated_feasible = true;
+  double simulated = 0;  // Seconds.
+  Measurement measured;
+};
+
+struct FidelityReport {
+  std::vector<FidelitySample> samples;
+  // Over the samples feasible both simulated and measured.
+  FidelityStats stats;
+  double wall_seconds = 0;
+};
+
+// Simulates and measures every placement of FidelityPlacements. Errors:
+// the environment's (another graph or cluster than the problem's, say), or
+// fewer than two placements feasible on both sides.
+// REQUIRES: `measured` evaluates problem.graph on problem.cluster.
+StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
+                                     Environment* measured,
+                                     const FidelityOptions& options);
+
+// A markdown table, one row per sample: label, simulated, measured, error.
+std::string FidelityTableMarkdown(const FidelityReport& report);
+// "MAPE 8.1%, max error 21.3%, Spearman 0.94, Kendall 0.83 (n = 20)".
+std::string FidelitySummary(const FidelityStats& stats);
+// A scatter plot of simulated against measured step time (log axes) with
+// the y = x line, as one <svg> element.
+std::string FidelityScatterSvg(const FidelityReport& report,
+                               const std::string& title);
+
+}  // namespace dplace
+
+#endif  // DPLACE_EXEC_FIDELITY_H_

@@ -1,0 +1,223 @@
+#include "dplace/exec/fidelity.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "dplace/graph/random_graph.h"
+#include "dplace/sim/simulator.h"
+#include "dplace/zoo/zoo.h"
+
+namespace dplace {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(FidelityStatsTest, PercentageErrors) {
+  // |1.1-1|/1 = 0.1, |1.8-2|/2 = 0.1, 0: mean 0.2/3.
+  const std::vector<double> predicted = {1.1, 1.8, 3.0};
+  const std::vector<double> actual = {1.0, 2.0, 3.0};
+  EXPECT_NEAR(MeanAbsolutePercentageError(predicted, actual), 0.2 / 3, 1e-12);
+  EXPECT_NEAR(MaxAbsolutePercentageError(predicted, actual), 0.1, 1e-12);
+  // Relative to the actual value, not symmetric: 2 for 1 is 100%, 1 for 2
+  // is 50%.
+  EXPECT_NEAR(MeanAbsolutePercentageError({2}, {1}), 1.0, 1e-12);
+  EXPECT_NEAR(MeanAbsolutePercentageError({1}, {2}), 0.5, 1e-12);
+}
+
+TEST(FidelityStatsTest, RankCorrelationsWithoutTies) {
+  const std::vector<double> x = {1, 2, 3, 4, 5};
+  EXPECT_DOUBLE_EQ(SpearmanCorrelation(x, {10, 20, 30, 40, 50}), 1.0);
+  EXPECT_DOUBLE_EQ(KendallTauB(x, {10, 20, 30, 40, 50}), 1.0);
+  EXPECT_DOUBLE_EQ(SpearmanCorrelation(x, {5, 4, 3, 2, 1}), -1.0);
+  EXPECT_DOUBLE_EQ(KendallTauB(x, {5, 4, 3, 2, 1}), -1.0);
+  // Monotone but not linear: ranks only.
+  EXPECT_DOUBLE_EQ(SpearmanCorrelation(x, {1, 8, 27, 64, 1000}), 1.0);
+  // y = {2, 1, 4, 3, 5}: d = rank differences {1, 1, 1, 1, 0}, sum d^2 =
+  // 4, Spearman 1 - 6*4/(5*24) = 0.8. Pairs: 8 concordant, 2 discordant
+  // ((1,2), (3,4)): tau = 6/10.
+  EXPECT_NEAR(SpearmanCorrelation(x, {2, 1, 4, 3, 5}), 0.8, 1e-12);
+  EXPECT_NEAR(KendallTauB(x, {2, 1, 4, 3, 5}), 0.6, 1e-12);
+}
+
+TEST(FidelityStatsTest, RankCorrelationsWithTies) {
+  // y ranks {1, 2, 3.5, 5, 3.5}; Pearson of the ranks: sum dx*dy = 8,
+  // sum dx^2 = 10, sum dy^2 = 9.5 -> 8 / sqrt(95).
+  const std::vector<double> x = {1, 2, 3, 4, 5};
+  const std::vector<double> y = {5, 6, 7, 8, 7};
+  EXPECT_NEAR(SpearmanCorrelation(x, y), 8 / std::sqrt(95.0), 1e-12);
+  // 8 concordant, 1 discordant ((4,5)), 1 pair tied in y ((3,5)):
+  // tau-b = 7 / sqrt(10 * 9).
+  EXPECT_NEAR(KendallTauB(x, y), 7 / std::sqrt(90.0), 1e-12);
+  // Ties on both sides: x = {1, 1, 2, 3}, y = {1, 2, 2, 3}. Pairs:
+  // (1,2) tied in x; (1,3) c; (1,4) c; (2,3) tied in y; (2,4) c; (3,4) c.
+  // tau-b = 4 / sqrt(5 * 5). Ranks x {1.5, 1.5, 3, 4}, y {1, 2.5, 2.5, 4}:
+  // dx {-1, -1, .5, 1.5}, dy {-1.5, 0, 0, 1.5}: 1.5 + 2.25 = 3.75 over
+  // sqrt(4.5 * 4.5).
+  EXPECT_NEAR(KendallTauB({1, 1, 2, 3}, {1, 2, 2, 3}), 0.8, 1e-12);
+  EXPECT_NEAR(SpearmanCorrelation({1, 1, 2, 3}, {1, 2, 2, 3}), 3.75 / 4.5,
+              1e-12);
+}
+
+TEST(FidelityStatsTest, ConstantSeriesHaveNoCorrelation) {
+  EXPECT_TRUE(std::isnan(SpearmanCorrelation({1, 2, 3}, {4, 4, 4})));
+  EXPECT_TRUE(std::isnan(KendallTauB({1, 2, 3}, {4, 4, 4})));
+  EXPECT_TRUE(std::isnan(KendallTauB({1}, {4})));
+}
+
+TEST(FidelityStatsTest, ComputeChecksItsInput) {
+  StatusOr<FidelityStats> stats = ComputeFidelityStats({1.1, 1.8}, {1, 2});
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->count, 2);
+  EXPECT_NEAR(stats->mape, 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(stats->spearman, 1.0);
+  EXPECT_DOUBLE_EQ(stats->kendall, 1.0);
+  EXPECT_THAT(ComputeFidelityStats({1}, {1, 2}).status().message(),
+              HasSubstr("1 predictions but 2 measurements"));
+  EXPECT_FALSE(ComputeFidelityStats({}, {}).ok());
+  EXPECT_THAT(ComputeFidelityStats({1, 2}, {1, 0}).status().message(),
+              HasSubstr("pair 1"));
+  EXPECT_THAT(FidelitySummary(*stats),
+              StartsWith("MAPE 10.0%, max error 10.0%, Spearman 1.000"));
+}
+
+Cluster TwoCpus() {
+  ClusterBuilder b("two-cpus");
+  for (int i = 0; i < 2; ++i) {
+    Device d;
+    d.name = "cpu:" + std::to_string(i);
+    d.kind = DeviceKind::kCpu;
+    d.host = "host0";
+    d.peak_flops = 1e11;
+    d.memory_bandwidth = 1e10;
+    d.memory_bytes = int64_t{8} << 30;
+    b.AddDevice(d);
+  }
+  b.AddLink("cpu:0", "cpu:1", 5e9, 1e-5);
+  return *std::move(b).Build();
+}
+
+TEST(RandomPlacementTest, PerGroupKeepsGroupsTogetherAndIsSeeded) {
+  const Graph g =
+      *MakeZooModel("rnnlm:layers=1,batch=4,steps=3,units=32,vocab=100");
+  const Cluster c = TwoCpus();
+  const Placement a = RandomPlacement(g, c, true, 7);
+  EXPECT_TRUE(ValidatePlacement(g, c, a).ok());
+  EXPECT_EQ(a, RandomPlacement(g, c, true, 7));
+  EXPECT_NE(a, RandomPlacement(g, c, true, 8));
+  std::map<std::string, std::set<DeviceId>> devices_of_group;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    if (!g.colocation_group(op).empty()) {
+      devices_of_group[g.colocation_group(op)].insert(a[op]);
+    }
+  }
+  ASSERT_FALSE(devices_of_group.empty());
+  for (const auto& [group, devices] : devices_of_group) {
+    EXPECT_EQ(devices.size(), 1u) << group;
+  }
+  const Placement per_op = RandomPlacement(g, c, false, 7);
+  EXPECT_TRUE(ValidatePlacement(g, c, per_op).ok());
+  const std::set<DeviceId> used(per_op.begin(), per_op.end());
+  EXPECT_EQ(used.size(), 2u);
+}
+
+// An environment that reports the simulated time times a factor, as a
+// stand-in for real measurements.
+class ScaledEnvironment : public Environment {
+ public:
+  ScaledEnvironment(const CostModel& cost, double factor)
+      : Environment(cost.graph(), cost.cluster()),
+        sim_(cost),
+        factor_(factor) {}
+
+ protected:
+  std::vector<Measurement> DoEvaluate(
+      const std::vector<Placement>& batch) override {
+    std::vector<Measurement> out;
+    for (const Placement& p : batch) {
+      Measurement m;
+      m.step_time = sim_.Simulate(p)->step_time * factor_;
+      out.push_back(m);
+    }
+    return out;
+  }
+
+ private:
+  Simulator sim_;
+  double factor_;
+};
+
+TEST(RunFidelityTest, ComparesEveryPlacementWithTheMeasurement) {
+  const Graph g =
+      *MakeZooModel("rnnlm:layers=2,batch=4,steps=3,units=32,vocab=100");
+  const Cluster c = TwoCpus();
+  const CostModel cost(g, c);
+  PlacementProblem problem;
+  problem.graph = &g;
+  problem.cluster = &c;
+  problem.cost = &cost;
+  ScaledEnvironment env(cost, 2.0);
+  FidelityOptions options;
+  options.samples = 12;
+  int progress_calls = 0;
+  options.progress = [&](int i, int n, const std::string& label) {
+    EXPECT_EQ(i, progress_calls++);
+    EXPECT_GE(n, 12);
+  };
+  StatusOr<FidelityReport> report = RunFidelity(problem, &env, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_GE(report->samples.size(), 12u);
+  EXPECT_EQ(progress_calls, static_cast<int>(report->samples.size()));
+  EXPECT_EQ(report->samples[0].label, "single cpu:0");
+  EXPECT_EQ(report->samples[1].label, "single cpu:1");
+  bool has_placer = false, has_random = false;
+  for (const FidelitySample& s : report->samples) {
+    has_placer |= s.label == "m-etf";
+    has_random |= s.label.rfind("random per op", 0) == 0;
+  }
+  EXPECT_TRUE(has_placer);
+  EXPECT_TRUE(has_random);
+  // Measured = 2 x simulated: every prediction is 50% low, ranks agree.
+  EXPECT_EQ(report->stats.count, static_cast<int>(report->samples.size()));
+  EXPECT_NEAR(report->stats.mape, 0.5, 1e-9);
+  EXPECT_NEAR(report->stats.max_ape, 0.5, 1e-9);
+  EXPECT_NEAR(report->stats.spearman, 1.0, 1e-9);
+  EXPECT_NEAR(report->stats.kendall, 1.0, 1e-9);
+
+  const std::string table = FidelityTableMarkdown(*report);
+  EXPECT_THAT(table, HasSubstr("| single cpu:0 | "));
+  EXPECT_THAT(table, HasSubstr("-50.0%"));
+  const std::string svg = FidelityScatterSvg(*report, "rnnlm");
+  EXPECT_THAT(svg, StartsWith("<svg"));
+  EXPECT_THAT(svg, HasSubstr("simulated = measured"));
+}
+
+TEST(RunFidelityTest, SamePlacementsForTheSameSeed) {
+  const Graph g =
+      *MakeZooModel("rnnlm:layers=1,batch=4,steps=3,units=32,vocab=100");
+  const Cluster c = TwoCpus();
+  const CostModel cost(g, c);
+  PlacementProblem problem;
+  problem.graph = &g;
+  problem.cluster = &c;
+  problem.cost = &cost;
+  FidelityOptions options;
+  options.samples = 10;
+  options.placers = {"no-such-placer", "m-etf"};  // The unknown one skipped.
+  const auto a = FidelityPlacements(problem, options);
+  const auto b = FidelityPlacements(problem, options);
+  ASSERT_EQ(a.size(), 10u);
+  EXPECT_EQ(a[2].label, "m-etf");
+  EXPECT_EQ(a[3].label, "random per group #1");
+  EXPECT_EQ(a[4].label, "random per op #1");
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(a[i].placement, b[i].placement);
+  options.seed = 2;
+  EXPECT_NE(FidelityPlacements(problem, options)[3].placement, a[3].placement);
+}
+
+}  // namespace
+}  // namespace dplace

@@ -1,0 +1,133 @@
+// Profiling this machine for the cost model: measured op times (a
+// ProfileTable), copy times between devices fitted to latency + bytes /
+// bandwidth, and a cluster description of the local devices that `dplace
+// cluster detect` writes and real execution reads back.
+//
+//   StatusOr<std::unique_ptr<Executor>> exec = Executor::Create(graph, devs);
+//   StatusOr<ProfileTable> table = ProfileGraph(graph, **exec, {});
+//   StatusOr<std::vector<CopyFit>> links = BenchmarkCopies(**exec, {});
+//   StatusOr<Cluster> local = DetectLocalCluster({});
+#ifndef DPLACE_EXEC_PROFILE_H_
+#define DPLACE_EXEC_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dplace/cluster/cluster.h"
+#include "dplace/cost/cost_model.h"
+#include "dplace/exec/executor.h"
+#include "dplace/util/status.h"
+
+namespace dplace {
+
+struct ProfileOptions {
+  // Measured steps per device (after one warm-up); each op's time is its
+  // median. Default: 3.
+  int steps = 3;
+};
+
+// Every op's measured time on the first device of each kind the executor
+// has, by op name: what CostModel(graph, cluster, table) takes. Ops a kind
+// may not run are left out for it. REQUIRES: `executor` runs `graph`.
+StatusOr<ProfileTable> ProfileGraph(const Graph& graph, Executor& executor,
+                                    const ProfileOptions& options);
+
+// Copy times between two devices and the line fitted through them.
+struct CopyFit {
+  int from = 0, to = 0;  // Executor device indices.
+  std::string from_name, to_name;
+  std::vector<int64_t> bytes;   // Sizes timed.
+  std::vector<double> seconds;  // Median copy time of each size.
+  double latency = 0;           // Seconds, the fit's intercept (>= 0).
+  double bandwidth = 0;         // Bytes/s, 1 / the fit's slope.
+};
+
+// Least squares of seconds = latency + bytes / bandwidth. A negative
+// intercept becomes 0 (refitted through the origin); a slope <= 0 (no
+// measurable cost per byte) gives the largest size over its time as the
+// bandwidth. REQUIRES: equal sizes, at least one point, times > 0.
+void FitCopyLine(const std::vector<int64_t>& bytes,
+                 const std::vector<double>& seconds, double* latency,
+                 double* bandwidth);
+
+struct CopyBenchmarkOptions {
+  // Sizes copied. Default: 4 KiB to 64 MiB, powers of 4.
+  std::vector<int64_t> bytes = {int64_t{4} << 10,  int64_t{16} << 10,
+                                int64_t{64} << 10, int64_t{256} << 10,
+                                int64_t{1} << 20,  int64_t{4} << 20,
+                                int64_t{16} << 20, int64_t{64} << 20};
+  // Copies per size; the median counts. Default: 5.
+  int repeats = 5;
+  // Time both directions of each pair (else from the lower index only,
+  // the reverse assumed equal). Default: false.
+  bool both_directions = false;
+};
+
+// One fit per pair of the executor's devices (from < to, and to > from
+// when both_directions).
+StatusOr<std::vector<CopyFit>> BenchmarkCopies(
+    Executor& executor, const CopyBenchmarkOptions& options);
+
+// What a quick benchmark says about one device.
+struct DeviceSpeed {
+  double peak_flops = 0;        // FLOP/s of a large matrix product.
+  double memory_bandwidth = 0;  // Bytes/s of a large element-wise add.
+  double launch_overhead = 0;   // Seconds of an op on a few elements.
+};
+
+struct LocalClusterOptions {
+  // Logical CPU devices cpu:0..N-1, each with hardware threads / N
+  // intra-op threads (at least 1). Default: 2.
+  int cpu_devices = 2;
+  // Add cuda:0..K-1 when LibTorch has CUDA and sees GPUs. Default: true.
+  bool use_gpus = true;
+  // Share of physical memory split between the CPU devices. Default: 0.75.
+  double memory_fraction = 0.75;
+  // Capacity of each GPU (the executor's API does not report it); 0 means
+  // 16 GiB. Default: 0.
+  int64_t gpu_memory_bytes = 0;
+  // Side of the square matrices multiplied. Default: 1024.
+  int64_t matmul_size = 1024;
+  // Elements of the vectors added. Default: 16 Mi.
+  int64_t add_elements = int64_t{16} << 20;
+  // Timed steps of the speed benchmark. Default: 3.
+  int steps = 3;
+  CopyBenchmarkOptions copies;
+  // The cluster's name. Default: "local".
+  std::string name = "local";
+};
+
+// The executor devices LocalClusterOptions describes on this machine.
+std::vector<ExecDevice> LocalExecDevices(const LocalClusterOptions& options);
+// Gives each CPU device hardware threads / (CPU devices) intra-op threads
+// and its share of physical memory, each GPU options.gpu_memory_bytes:
+// what LocalExecDevices does to the devices it names.
+void SizeLocalDevices(std::vector<ExecDevice>* devices,
+                      const LocalClusterOptions& options);
+
+// Times a matrix product, a large add and a tiny op on each device.
+StatusOr<std::vector<DeviceSpeed>> MeasureDeviceSpeeds(
+    const std::vector<ExecDevice>& devices, const LocalClusterOptions& options);
+
+// A cluster of `devices` (names as the executor's, so ExecDevicesOfCluster
+// reads it back) with the speeds given and a link per fitted pair
+// (bidirectional unless both directions were fitted). CPU compute_slots
+// are the intra-op thread counts. Errors: sizes that disagree, a pair with
+// no fit.
+StatusOr<Cluster> MakeLocalCluster(const std::string& name,
+                                   const std::vector<ExecDevice>& devices,
+                                   const std::vector<DeviceSpeed>& speeds,
+                                   const std::vector<CopyFit>& copies);
+
+// LocalExecDevices, MeasureDeviceSpeeds, BenchmarkCopies, MakeLocalCluster:
+// what `dplace cluster detect` writes. Takes seconds.
+StatusOr<Cluster> DetectLocalCluster(const LocalClusterOptions& options);
+
+// Bytes of physical memory (from /proc/meminfo, else sysconf); 0 when
+// neither says.
+int64_t PhysicalMemoryBytes();
+
+}  // namespace dplace
+
+#endif  // DPLACE_EXEC_PROFILE_H_

@@ -757,37 +757,45 @@ StatusOr<double> Executor::TimeCopy(int from, int to, int64_t bytes,
                                     int repeats) {
   const int num_devices = static_cast<int>(impl_->devices.size());
   if (from < 0 || from >= num_devices || to < 0 || to >= num_devices ||
-      bytes < 1 || repeats < 1) {
-    return InvalidArgumentError("copy benchmark: bad devices, size or count");
+      from == to || bytes < 1 || repeats < 1) {
+    return InvalidArgumentError(
+        "copy benchmark: needs two distinct devices of the " +
+        std::to_string(num_devices) + ", bytes >= 1 and repeats >= 1");
   }
-  std::vector<double> times;
-  std::string error;
-  // In a thread of its own with one intra-op thread, as the executor's
-  // copies run.
-  std::thread worker([&] {
-    at::set_num_threads(1);
-    try {
-      const ExecDevice& src = impl_->devices[from];
-      const ExecDevice& dst = impl_->devices[to];
-      at::Tensor data = at::empty(
-          {bytes},
-          at::TensorOptions().device(TorchDevice(src)).dtype(at::kByte));
-      data.fill_(1);
-      for (int i = 0; i < repeats + 1; ++i) {
-        const double start = Now();
-        at::Tensor copy = data.to(TorchDevice(dst), false, /*copy=*/true);
-        SynchronizeIfCuda(dst);
-        if (i > 0) times.push_back(Now() - start);  // The first warms up.
-      }
-    } catch (const std::exception& e) {
-      error = FirstLine(e);
+  // A tensor made on `from` and read on `to`, against both ops on `from`:
+  // the difference is what a cross-device edge costs in this executor
+  // (the copy and the hand-overs to the link's thread and back).
+  GraphBuilder builder("copy_benchmark");
+  OpSpec source;
+  source.name = "source";
+  source.type = "VariableV2";
+  source.outputs.push_back({{bytes}, DataType::kInt8, 0});
+  OpSpec reader;
+  reader.name = "reader";
+  reader.type = "Identity";
+  reader.outputs.push_back({{bytes}, DataType::kInt8, 0});
+  const OpId src = builder.AddOp(source);
+  const OpId dst = builder.AddOp(reader);
+  builder.AddEdge(src, 0, dst);
+  StatusOr<Graph> graph = std::move(builder).Build();
+  if (!graph.ok()) return graph.status();
+  ExecOptions options;
+  options.warmup_steps = 1;
+  options.measured_steps = repeats;
+  StatusOr<std::unique_ptr<Executor>> executor =
+      Create(*graph, impl_->devices, options);
+  if (!executor.ok()) return executor.status();
+  StatusOr<ExecResult> local = (*executor)->Measure({from, from});
+  StatusOr<ExecResult> remote = (*executor)->Measure({from, to});
+  if (!local.ok()) return local.status();
+  if (!remote.ok()) return remote.status();
+  for (const ExecResult* r : {&*local, &*remote}) {
+    if (!r->feasible) {
+      return InvalidArgumentError("copy benchmark of " + std::to_string(bytes) +
+                                  " bytes: " + r->infeasible_reason);
     }
-  });
-  worker.join();
-  if (!error.empty()) {
-    return InvalidArgumentError("copy benchmark: " + error);
   }
-  return Median(times);
+  return std::max(0.0, remote->step_time - local->step_time);
 }
 
 std::vector<StandIn> Executor::stand_ins() const {

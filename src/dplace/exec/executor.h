@@ -112,8 +112,10 @@ class Executor {
   // cost model's profile table holds.
   StatusOr<std::vector<double>> ProfileOps(int device, int steps);
 
-  // Seconds one copy of `bytes` from device `from` to device `to` takes,
-  // median of `repeats`.
+  // Seconds a tensor of `bytes` made on device `from` and read on device
+  // `to` costs over one made and read on `from`: the copy and its
+  // hand-over between the devices' threads, as a step pays it (medians
+  // of `repeats` steps each).
   StatusOr<double> TimeCopy(int from, int to, int64_t bytes, int repeats);
 
   // Op types run as stand-ins so far (sorted by type).

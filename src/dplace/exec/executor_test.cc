@@ -136,7 +136,7 @@ TEST(ExecutorTest, StepTimeLiesWithinTheSimulatorsBoundsWithProfiledCosts) {
   EXPECT_GE(real->step_time, 0.7 * sim.bounds.Max())
       << "lower bound " << sim.bounds.Max() << " (" << sim.bounds.MaxName()
       << "), simulated " << sim.step_time;
-  EXPECT_LE(real->step_time, 1.3 * serial) << "serial " << serial;
+  EXPECT_LE(real->step_time, 1.5 * serial) << "serial " << serial;
 }
 
 TEST(ExecutorTest, InjectedAllocationFailureIsInfeasibleNotACrash) {

@@ -82,29 +82,44 @@ void SynchronizeIfCuda(const ExecDevice& device) {
   if (device.kind == DeviceKind::kGpu) torch::cuda::synchronize(device.index);
 }
 
-// A FIFO of work items served by one thread.
+// A FIFO of work items served by one thread, which spins a little before
+// it sleeps: waking a sleeping thread costs tens of microseconds, which
+// every cross-device edge would pay.
 class WorkQueue {
  public:
-  void Push(int64_t item) {
+  void Push(int64_t item, bool front = false) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      items_.push_back(item);
+      if (front) {
+        items_.push_front(item);
+      } else {
+        items_.push_back(item);
+      }
+      size_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_one();
   }
   // False once stopped and drained.
   bool Pop(int64_t* item) {
+    const auto spin_until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+    for (int i = 0; size_.load(std::memory_order_acquire) == 0 && !stop_flag_;
+         ++i) {
+      if (i % 64 == 0 && std::chrono::steady_clock::now() > spin_until) break;
+      std::this_thread::yield();
+    }
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return stop_ || !items_.empty(); });
+    cv_.wait(lock, [&] { return stop_flag_ || !items_.empty(); });
     if (items_.empty()) return false;
     *item = items_.front();
     items_.pop_front();
+    size_.fetch_sub(1, std::memory_order_relaxed);
     return true;
   }
   void Stop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
+      stop_flag_ = true;
     }
     cv_.notify_all();
   }
@@ -113,7 +128,8 @@ class WorkQueue {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<int64_t> items_;
-  bool stop_ = false;
+  std::atomic<int64_t> size_{0};
+  std::atomic<bool> stop_flag_{false};
 };
 
 constexpr int64_t kPetabyte = int64_t{1} << 50;
@@ -254,7 +270,7 @@ class Session {
   void StartThreads();
   void StopThreads();
   void DeviceLoop(int d);
-  void LinkLoop(int from, int to);
+  void CopyIn(TensorId t, int d);
   void RunOp(OpId op, int d);
   std::vector<at::Tensor> Compute(OpId op, int d);
   void Store(TensorId t, int d, at::Tensor value);
@@ -294,7 +310,6 @@ class Session {
   std::string reason_;
 
   std::vector<std::unique_ptr<WorkQueue>> device_queues_;
-  std::map<std::pair<int, int>, std::unique_ptr<WorkQueue>> link_queues_;
   std::vector<std::thread> threads_;
 };
 
@@ -313,7 +328,6 @@ bool Session::Setup(std::string* reason) {
       if (d != src && uses0_[Slot(t, d)] > 0) {
         remote_[t].push_back(d);
         ++uses0_[Slot(t, src)];  // The copy reads it.
-        link_queues_.emplace(std::make_pair(src, d), nullptr);
       }
     }
   }
@@ -373,8 +387,6 @@ void Session::StartThreads() {
   for (int d = 0; d < num_devices_; ++d) {
     device_queues_.push_back(std::make_unique<WorkQueue>());
   }
-  for (auto& [pair, queue] : link_queues_)
-    queue = std::make_unique<WorkQueue>();
   int min_threads = 1 << 20;
   for (const ExecDevice& device : impl_.devices) {
     if (device.kind == DeviceKind::kCpu) {
@@ -385,15 +397,10 @@ void Session::StartThreads() {
   for (int d = 0; d < num_devices_; ++d) {
     threads_.emplace_back([this, d] { DeviceLoop(d); });
   }
-  for (auto& [pair, queue] : link_queues_) {
-    const std::pair<int, int> link = pair;
-    threads_.emplace_back([this, link] { LinkLoop(link.first, link.second); });
-  }
 }
 
 void Session::StopThreads() {
   for (auto& queue : device_queues_) queue->Stop();
-  for (auto& [pair, queue] : link_queues_) queue->Stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }
@@ -462,39 +469,39 @@ void Session::Abort(const std::string& reason) {
   done_cv_.notify_all();
 }
 
+// Runs the device's ops and the copies into its memory (items < 0: the
+// tensor -item - 1), a thread per device.
 void Session::DeviceLoop(int d) {
   const ExecDevice& device = impl_.devices[d];
   if (device.kind == DeviceKind::kCpu) at::set_num_threads(device.threads);
   at::globalContext().setFlushDenormal(true);
   int64_t item;
   while (device_queues_[d]->Pop(&item)) {
-    if (!aborted_.load()) RunOp(static_cast<OpId>(item), d);
+    if (!aborted_.load()) {
+      if (item >= 0) {
+        RunOp(static_cast<OpId>(item), d);
+      } else {
+        CopyIn(static_cast<TensorId>(-item - 1), d);
+      }
+    }
     FinishTask();
   }
 }
 
-void Session::LinkLoop(int from, int to) {
-  at::set_num_threads(1);
-  const at::Device target = TorchDevice(impl_.devices[to]);
-  WorkQueue& queue = *link_queues_.at({from, to});
-  int64_t item;
-  while (queue.Pop(&item)) {
-    const TensorId t = static_cast<TensorId>(item);
-    if (!aborted_.load()) {
-      try {
-        at::Tensor copy =
-            slots_[Slot(t, from)].to(target, /*non_blocking=*/false,
-                                     /*copy=*/true);
-        SynchronizeIfCuda(impl_.devices[to]);
-        Store(t, to, std::move(copy));
-        Release(t, from);
-        Available(t, to);
-      } catch (const std::exception& e) {
-        Abort("copy of " + graph_.op_name(graph_.producer(t)) + " to " +
-              impl_.devices[to].name + " failed: " + FirstLine(e));
-      }
-    }
-    FinishTask();
+// The consumer's device fetches the tensor from its producer's: a CPU
+// copies with its own core, as a memcpy between logical devices costs.
+void Session::CopyIn(TensorId t, int d) {
+  const int from = placement_[graph_.producer(t)];
+  try {
+    at::Tensor copy = slots_[Slot(t, from)].to(
+        TorchDevice(impl_.devices[d]), /*non_blocking=*/false, /*copy=*/true);
+    SynchronizeIfCuda(impl_.devices[d]);
+    Store(t, d, std::move(copy));
+    Release(t, from);
+    Available(t, d);
+  } catch (const std::exception& e) {
+    Abort("copy of " + graph_.op_name(graph_.producer(t)) + " to " +
+          impl_.devices[d].name + " failed: " + FirstLine(e));
   }
 }
 
@@ -562,9 +569,9 @@ void Session::RunOp(OpId op, int d) {
       Release(t, d);
       continue;
     }
-    for (int to : remote_[t]) {
+    for (int to : remote_[t]) {  // Ahead of the ops waiting there.
       outstanding_.fetch_add(1);
-      link_queues_.at({d, to})->Push(t);
+      device_queues_[to]->Push(-static_cast<int64_t>(t) - 1, /*front=*/true);
     }
     Available(t, d);
   }
@@ -764,7 +771,7 @@ StatusOr<double> Executor::TimeCopy(int from, int to, int64_t bytes,
   }
   // A tensor made on `from` and read on `to`, against both ops on `from`:
   // the difference is what a cross-device edge costs in this executor
-  // (the copy and the hand-overs to the link's thread and back).
+  // (the copy and the hand-over to the consumer device's thread).
   GraphBuilder builder("copy_benchmark");
   OpSpec source;
   source.name = "source";

@@ -7,8 +7,9 @@
 // values: timing is what matters, not the numbers. An op type with no
 // kernel mapping, or whose shapes its kernel refuses, runs a stand-in that
 // reads its inputs and writes its outputs, and is listed in `stand_ins()`.
-// A tensor consumed on another device is copied there once per step over a
-// serial channel per device pair, as the simulator assumes.
+// A tensor consumed on another device is copied there once per step, by
+// the consumer device's thread ahead of its waiting ops (so a CPU device
+// spends its own core on the memcpy; the simulator's link carries it).
 //
 // Devices are logical: `cpu:N` is a worker thread with its own intra-op
 // thread count (so a 2-core machine hosts two real CPU devices), `cuda:N`

@@ -214,6 +214,24 @@ std::vector<LabeledPlacement> FidelityPlacements(
     if (!ValidatePlacement(graph, cluster, *placement).ok()) continue;
     out.push_back({name, std::move(placement).value()});
   }
+  // Contiguous cuts of the topological order between the first and the
+  // last device: from lopsided to balanced, few edges cut, so the step
+  // times spread beyond what random placements give.
+  if (cluster.num_devices() > 1) {
+    const std::vector<OpId>& topo = graph.topological_order();
+    for (int quarter = 1; quarter <= 3; ++quarter) {
+      Placement placement = SingleDevicePlacement(graph, cluster, 0);
+      const DeviceId last = cluster.num_devices() - 1;
+      for (size_t i = topo.size() * quarter / 4; i < topo.size(); ++i) {
+        if (graph.allowed_devices(topo[i]).Contains(
+                cluster.device(last).kind)) {
+          placement[topo[i]] = last;
+        }
+      }
+      out.push_back({"cut at " + std::to_string(25 * quarter) + "% of the ops",
+                     std::move(placement)});
+    }
+  }
   for (int k = 0; static_cast<int>(out.size()) < options.samples; ++k) {
     const bool per_group = k % 2 == 0;
     out.push_back(

@@ -8,10 +8,11 @@
 //   // report->stats.spearman, report->stats.mape, ...
 //
 // The placements: every device alone, the classical placers that succeed,
-// then random placements (per co-location group and per op, alternating,
-// seeded) until `samples`. Each is simulated with the problem's cost model
-// and measured with the environment given (a MeasuredEnvironment for real
-// execution; any Environment works, which keeps this testable).
+// the topological order cut at 25, 50 and 75% between the first and the
+// last device, then random placements (per co-location group and per op,
+// alternating, seeded) until `samples`. Each is simulated with the problem's
+// cost model and measured with the environment given (a MeasuredEnvironment for
+// real execution; any Environment works, which keeps this testable).
 #ifndef DPLACE_EXEC_FIDELITY_H_
 #define DPLACE_EXEC_FIDELITY_H_
 

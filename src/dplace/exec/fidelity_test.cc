@@ -211,12 +211,19 @@ TEST(RunFidelityTest, SamePlacementsForTheSameSeed) {
   const auto b = FidelityPlacements(problem, options);
   ASSERT_EQ(a.size(), 10u);
   EXPECT_EQ(a[2].label, "m-etf");
-  EXPECT_EQ(a[3].label, "random per group #1");
-  EXPECT_EQ(a[4].label, "random per op #1");
+  EXPECT_EQ(a[3].label, "cut at 25% of the ops");
+  EXPECT_EQ(a[5].label, "cut at 75% of the ops");
+  EXPECT_EQ(a[6].label, "random per group #1");
+  EXPECT_EQ(a[7].label, "random per op #1");
+  // A cut puts a prefix of the topological order on cpu:0, the rest on
+  // cpu:1.
+  const std::vector<OpId>& topo = g.topological_order();
+  EXPECT_EQ(a[4].placement[topo.front()], 0);
+  EXPECT_EQ(a[4].placement[topo.back()], 1);
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_EQ(a[i].placement, b[i].placement);
   options.seed = 2;
-  EXPECT_NE(FidelityPlacements(problem, options)[3].placement, a[3].placement);
+  EXPECT_NE(FidelityPlacements(problem, options)[6].placement, a[6].placement);
 }
 
 }  // namespace

@@ -80,33 +80,41 @@ StatusOr<ProfileTable> ProfileGraph(const Graph& graph, Executor& executor,
 void FitCopyLine(const std::vector<int64_t>& bytes,
                  const std::vector<double>& seconds, double* latency,
                  double* bandwidth) {
-  // Weighted by 1 / time^2, so every size counts by its relative error:
-  // sizes span four orders of magnitude, and plain least squares would fit
-  // the largest only.
-  double s = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    const double x = static_cast<double>(bytes[i]), y = seconds[i];
-    const double w = 1 / (y * y);
-    s += w;
-    sx += w * x;
-    sy += w * y;
-    sxx += w * x * x;
-    sxy += w * x * y;
+  // The cost per byte from the larger half of the sizes (plain least
+  // squares: small copies are hand-over noise, and weighting them by their
+  // relative error let a copy timed at ~0 dictate the line); the latency
+  // is the median of what each size took beyond its bytes.
+  std::vector<size_t> order(bytes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return bytes[a] < bytes[b]; });
+  const size_t first = order.size() > 2 ? order.size() / 2 : 0;
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t k = first; k < order.size(); ++k) {
+    const double x = static_cast<double>(bytes[order[k]]);
+    const double y = seconds[order[k]];
+    n += 1;
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
   }
-  const double det = s * sxx - sx * sx;
-  double slope = det > 0 ? (s * sxy - sx * sy) / det : 0;
-  double intercept = det > 0 ? (sy - slope * sx) / s : 0;
-  if (intercept < 0) {  // Through the origin instead.
-    intercept = 0;
+  const double det = n * sxx - sx * sx;
+  double slope = det > 0 ? (n * sxy - sx * sy) / det : 0;
+  if (det > 0 && (sy - slope * sx) / n < 0) {  // Through the origin.
     slope = sxx > 0 ? sxy / sxx : 0;
   }
   if (!(slope > 0)) {  // No measurable cost per byte: the best rate seen.
-    const size_t largest =
-        std::max_element(bytes.begin(), bytes.end()) - bytes.begin();
+    const size_t largest = order.back();
     slope = seconds[largest] / static_cast<double>(bytes[largest]);
-    intercept = 0;
   }
-  *latency = intercept;
+  std::vector<double> beyond;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    beyond.push_back(seconds[i] - slope * static_cast<double>(bytes[i]));
+  }
+  std::nth_element(beyond.begin(), beyond.begin() + beyond.size() / 2,
+                   beyond.end());
+  *latency = std::max(0.0, beyond[beyond.size() / 2]);
   *bandwidth = 1 / slope;
 }
 

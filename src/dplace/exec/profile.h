@@ -43,10 +43,12 @@ struct CopyFit {
   double bandwidth = 0;         // Bytes/s, 1 / the fit's slope.
 };
 
-// Least squares of seconds = latency + bytes / bandwidth. A negative
-// intercept becomes 0 (refitted through the origin); a slope <= 0 (no
-// measurable cost per byte) gives the largest size over its time as the
-// bandwidth. REQUIRES: equal sizes, at least one point, times > 0.
+// Fits seconds = latency + bytes / bandwidth: the bandwidth by least
+// squares over the larger half of the sizes (through the origin when the
+// intercept comes out negative; a slope <= 0, no measurable cost per byte,
+// gives the largest size over its time), the latency as the median of
+// each size's time beyond its bytes / bandwidth, at least 0.
+// REQUIRES: equal sizes, at least one point.
 void FitCopyLine(const std::vector<int64_t>& bytes,
                  const std::vector<double>& seconds, double* latency,
                  double* bandwidth);

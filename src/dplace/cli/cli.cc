@@ -13,6 +13,7 @@
 
 #include "dplace/bench/bench.h"
 #include "dplace/bench/method_run.h"
+#include "dplace/cli/exec_commands.h"
 #include "dplace/cli/pretrain_command.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
@@ -941,6 +942,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   PretrainFlags pretrain_flags;
   CLI::App* pretrain = AddPretrainCommand(&app, &pretrain_flags);
 
+  ExecFlags exec_flags;
+  const ExecCommands exec = AddExecCommands(&app, cluster, &exec_flags);
+
   auto* zoo = app.add_subcommand(
       "zoo",
       "the papers' benchmark models (use as --model zoo:NAME[:k=v,...])");
@@ -1037,6 +1041,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
     return ZooExport(zoo_name, zoo_params, zoo_output, out, err);
   }
   if (zoo_list->parsed()) return zoo_stats ? ZooStats(out, err) : ZooList(out);
+  if (const int code = RunExecCommands(exec, exec_flags, out, err); code >= 0) {
+    return code;
+  }
   if (cluster->parsed()) {
     if (show->parsed()) return ClusterShow(show_name, show_json, out, err);
     return ClusterList(out);

@@ -1,0 +1,403 @@
+#include "dplace/cli/exec_commands.h"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+
+#include "dplace/bench/method_run.h"
+#include "dplace/cli/cli.h"
+#include "dplace/exec/executor.h"
+#include "dplace/exec/fidelity.h"
+#include "dplace/exec/measured_environment.h"
+#include "dplace/exec/profile.h"
+#include "dplace/io/cluster_json.h"
+#include "dplace/io/file.h"
+#include "dplace/io/placement_json.h"
+#include "dplace/io/profile_json.h"
+
+namespace dplace {
+namespace {
+
+std::string Format(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, value);
+  return buf;
+}
+
+int Fail(std::ostream& err, const Status& status) {
+  err << "dplace: error: " << status.message() << "\n";
+  return kExitBadInput;
+}
+
+std::string GraphLine(const Graph& graph) {
+  return "graph " + graph.name() + " (" + std::to_string(graph.num_ops()) +
+         " ops, hash " + graph.hash() + ")";
+}
+
+// --steps as ExecOptions (negative: the defaults).
+StatusOr<ExecOptions> StepOptions(int steps) {
+  ExecOptions options;
+  if (steps == 0 || steps < -1) {
+    return InvalidArgumentError("--steps: expected an integer >= 1, got " +
+                                std::to_string(steps));
+  }
+  if (steps > 0) options.measured_steps = steps;
+  return options;
+}
+
+void PrintStandIns(const Executor& executor, std::ostream& err) {
+  for (const StandIn& s : executor.stand_ins()) {
+    err << "dplace: warning: " << s.count << " op(s) of type " << s.op_type
+        << " ran as a stand-in that only reads inputs and writes outputs ("
+        << s.reason << ")\n";
+  }
+}
+
+std::string DescribeFit(const CopyFit& fit) {
+  return "copy " + fit.from_name + " -> " + fit.to_name + ": latency " +
+         Format("%.1f us", fit.latency * 1e6) + ", bandwidth " +
+         Format("%.2f GB/s", fit.bandwidth / 1e9) + " (least squares over " +
+         std::to_string(fit.bytes.size()) + " sizes, " +
+         Format("%.0f KiB", fit.bytes.front() / 1024.0) + " to " +
+         Format("%.0f MiB", fit.bytes.back() / 1048576.0) + ")";
+}
+
+void PrintCluster(const Cluster& cluster, std::ostream& out) {
+  for (const Device& d : cluster.devices()) {
+    out << d.name << ": " << d.model << ", "
+        << Format("%.1f GFLOP/s", d.peak_flops / 1e9) << " peak, "
+        << Format("%.1f GB/s", d.memory_bandwidth / 1e9) << ", "
+        << Format("%.2f GB", d.memory_bytes / 1e9) << ", launch "
+        << Format("%.1f us", d.launch_overhead * 1e6) << "\n";
+  }
+  for (LinkId l = 0; l < cluster.num_links(); ++l) {
+    const Link& link = cluster.link(l);
+    out << cluster.device(link.from).name << " -> "
+        << cluster.device(link.to).name << ": "
+        << Format("%.2f GB/s", link.bandwidth / 1e9) << ", "
+        << Format("%.1f us", link.latency * 1e6) << "\n";
+  }
+}
+
+int Profile(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
+  if (flags.steps == 0 || flags.steps < -1) {
+    return Fail(err,
+                InvalidArgumentError("--steps: expected an integer >= 1, got " +
+                                     std::to_string(flags.steps)));
+  }
+  StatusOr<LoadedModel> model = LoadModel(flags.model);
+  if (!model.ok()) return Fail(err, model.status());
+  const Graph& graph = model->graph;
+  StatusOr<std::vector<ExecDevice>> devices = ParseExecDevices(flags.devices);
+  if (!devices.ok()) return Fail(err, devices.status().WithPrefix("--devices"));
+  LocalClusterOptions local;
+  SizeLocalDevices(&*devices, local);
+  StatusOr<std::unique_ptr<Executor>> executor =
+      Executor::Create(graph, *devices);
+  if (!executor.ok()) return Fail(err, executor.status());
+  ProfileOptions options;
+  if (flags.steps > 0) options.steps = flags.steps;
+
+  out << GraphLine(graph) << "\n";
+  err << "dplace: profiling every op, " << options.steps
+      << " step(s) per device kind ...\n";
+  StatusOr<ProfileTable> table = ProfileGraph(graph, **executor, options);
+  if (!table.ok()) return Fail(err, table.status());
+  for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kGpu}) {
+    double total = 0;
+    int ops = 0;
+    for (const auto& [name, times] : table->by_name) {
+      auto it = times.find(kind);
+      if (it == times.end()) continue;
+      total += it->second;
+      ++ops;
+    }
+    if (ops == 0) continue;
+    out << DeviceKindName(kind) << ": " << ops << " ops, "
+        << Format("%.6f s", total) << " of op time per step\n";
+  }
+  std::vector<CopyFit> fits;
+  if (devices->size() > 1) {
+    err << "dplace: timing copies between devices ...\n";
+    StatusOr<std::vector<CopyFit>> timed = BenchmarkCopies(**executor, {});
+    if (!timed.ok()) return Fail(err, timed.status());
+    fits = std::move(timed).value();
+    for (const CopyFit& fit : fits) out << DescribeFit(fit) << "\n";
+  }
+  PrintStandIns(**executor, err);
+  if (!flags.output.empty()) {
+    Status s = WriteTextFile(flags.output, ProfileToJson(*table));
+    if (!s.ok()) return Fail(err, s);
+    out << "profile: " << flags.output << "\n";
+  }
+  if (!flags.cluster_out.empty()) {
+    err << "dplace: timing a matrix product and a large add per device ...\n";
+    StatusOr<std::vector<DeviceSpeed>> speeds =
+        MeasureDeviceSpeeds(*devices, local);
+    if (!speeds.ok()) return Fail(err, speeds.status());
+    StatusOr<Cluster> cluster =
+        MakeLocalCluster(local.name, *devices, *speeds, fits);
+    if (!cluster.ok()) return Fail(err, cluster.status());
+    PrintCluster(*cluster, out);
+    Status s = WriteTextFile(flags.cluster_out, ClusterToJson(*cluster));
+    if (!s.ok()) return Fail(err, s);
+    out << "cluster: " << flags.cluster_out << "\n";
+  }
+  return kExitOk;
+}
+
+int Detect(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
+  LocalClusterOptions options;
+  options.cpu_devices = flags.cpu_devices;
+  if (flags.cpu_devices < 1) {
+    return Fail(err, InvalidArgumentError(
+                         "--cpu-devices: expected an integer >= 1, got " +
+                         std::to_string(flags.cpu_devices)));
+  }
+  err << "dplace: timing a matrix product, a large add and copies ...\n";
+  StatusOr<Cluster> cluster = DetectLocalCluster(options);
+  if (!cluster.ok()) return Fail(err, cluster.status());
+  out << "cluster " << cluster->name() << " (" << cluster->num_devices()
+      << " devices" << (CudaAvailable() ? "" : "; no GPU: LibTorch sees none")
+      << ")\n";
+  PrintCluster(*cluster, out);
+  if (!flags.output.empty()) {
+    Status s = WriteTextFile(flags.output, ClusterToJson(*cluster));
+    if (!s.ok()) return Fail(err, s);
+    out << "cluster: " << flags.output << "\n";
+  }
+  return kExitOk;
+}
+
+// The executor behind a cluster, with errors that point at `cluster detect`.
+StatusOr<std::unique_ptr<Executor>> ExecutorOfCluster(
+    const Graph& graph, const Cluster& cluster, const ExecOptions& options) {
+  StatusOr<std::vector<ExecDevice>> devices = ExecDevicesOfCluster(cluster);
+  if (!devices.ok()) {
+    return Status(devices.status().code(),
+                  "cluster " + cluster.name() + ": " +
+                      devices.status().message() +
+                      " (real execution needs a cluster of this machine's "
+                      "devices: dplace cluster detect -o local.json)");
+  }
+  return Executor::Create(graph, std::move(devices).value(), options);
+}
+
+int Measure(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
+  StatusOr<ExecOptions> options = StepOptions(flags.steps);
+  if (!options.ok()) return Fail(err, options.status());
+  StatusOr<LoadedModel> model = LoadModel(flags.model);
+  if (!model.ok()) return Fail(err, model.status());
+  const Graph& graph = model->graph;
+  StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
+  if (!cluster.ok()) return Fail(err, cluster.status());
+  StatusOr<Placement> placement =
+      ReadPlacementJson(flags.placement, graph, *cluster);
+  if (!placement.ok()) return Fail(err, placement.status());
+  StatusOr<std::unique_ptr<Executor>> executor =
+      ExecutorOfCluster(graph, *cluster, *options);
+  if (!executor.ok()) return Fail(err, executor.status());
+  err << "dplace: running " << options->warmup_steps << " warm-up and "
+      << options->measured_steps << " measured step(s) ...\n";
+  StatusOr<ExecResult> result = (*executor)->Measure(*placement);
+  if (!result.ok()) return Fail(err, result.status());
+  out << GraphLine(graph) << " on cluster " << cluster->name() << " ("
+      << cluster->num_devices() << " devices)\n";
+  if (result->feasible) {
+    out << "step time: " << Format("%.6f", result->step_time) << " s\n";
+    std::string steps;
+    for (double t : result->step_times) steps += " " + Format("%.6f", t);
+    out << "measured steps (s):" << steps << "\n";
+  } else {
+    out << "infeasible: " << result->infeasible_reason << "\n";
+  }
+  for (size_t d = 0; d < result->peak_memory_bytes.size(); ++d) {
+    out << "peak memory " << cluster->device(static_cast<DeviceId>(d)).name
+        << ": " << Format("%.2f MB", result->peak_memory_bytes[d] / 1e6)
+        << "\n";
+  }
+  out << "measured in " << Format("%.3f", result->wall_seconds) << " s\n";
+  PrintStandIns(**executor, err);
+  return result->feasible ? kExitOk : kExitInfeasible;
+}
+
+std::string FidelityMarkdown(const Graph& graph, const Cluster& cluster,
+                             const FidelityReport& report,
+                             const std::vector<StandIn>& stand_ins) {
+  std::string md = "### " + graph.name() + " (" +
+                   std::to_string(graph.num_ops()) + " ops) on " +
+                   cluster.name() + " (" +
+                   std::to_string(cluster.num_devices()) + " devices)\n\n";
+  md += FidelityTableMarkdown(report) + "\n";
+  md += "**" + FidelitySummary(report.stats) + "**; measured in " +
+        Format("%.0f", report.wall_seconds) + " s.\n";
+  if (!stand_ins.empty()) {
+    md += "\nOp types run as stand-ins (read inputs, write outputs):";
+    for (const StandIn& s : stand_ins) {
+      md += " " + s.op_type + " (" + std::to_string(s.count) + ")";
+    }
+    md += ".\n";
+  }
+  return md;
+}
+
+int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
+  StatusOr<ExecOptions> exec_options = StepOptions(flags.steps);
+  if (!exec_options.ok()) return Fail(err, exec_options.status());
+  if (flags.samples < 2) {
+    return Fail(
+        err, InvalidArgumentError("--samples: expected an integer >= 2, got " +
+                                  std::to_string(flags.samples)));
+  }
+  StatusOr<LoadedModel> model = LoadModel(flags.model);
+  if (!model.ok()) return Fail(err, model.status());
+  const Graph& graph = model->graph;
+  StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
+  if (!cluster.ok()) return Fail(err, cluster.status());
+  ProfileTable profile;
+  if (!flags.profile.empty()) {
+    StatusOr<ProfileTable> read = ReadProfileJson(flags.profile);
+    if (!read.ok()) return Fail(err, read.status());
+    profile = std::move(read).value();
+  }
+  StatusOr<std::unique_ptr<Executor>> executor =
+      ExecutorOfCluster(graph, *cluster, *exec_options);
+  if (!executor.ok()) return Fail(err, executor.status());
+  MeasuredEnvironment env(graph, *cluster, std::move(executor).value());
+
+  const CostModel cost(graph, *cluster, profile);
+  PlacementProblem problem;
+  problem.graph = &graph;
+  problem.cluster = &*cluster;
+  problem.cost = &cost;
+  problem.seed = flags.seed;
+  if (model->expert) {
+    problem.expert = [&] { return model->expert(graph, *cluster); };
+  }
+  FidelityOptions options;
+  options.samples = flags.samples;
+  options.seed = flags.seed;
+  options.progress = [&err](int i, int n, const std::string& label) {
+    err << "dplace: measuring " << (i + 1) << "/" << n << ": " << label << "\n";
+  };
+  StatusOr<FidelityReport> report = RunFidelity(problem, &env, options);
+  if (!report.ok()) {
+    if (report.status().code() == StatusCode::kInfeasible) {
+      out << "infeasible: " << report.status().message() << "\n";
+      return kExitInfeasible;
+    }
+    return Fail(err, report.status());
+  }
+  out << GraphLine(graph) << " on cluster " << cluster->name() << " ("
+      << cluster->num_devices() << " devices), profile "
+      << (flags.profile.empty() ? std::string("none (roofline)")
+                                : flags.profile)
+      << "\n";
+  out << FidelityTableMarkdown(*report);
+  out << FidelitySummary(report->stats) << "\n";
+  const std::vector<StandIn> stand_ins = env.executor().stand_ins();
+  PrintStandIns(env.executor(), err);
+  if (!flags.svg.empty()) {
+    Status s = WriteTextFile(
+        flags.svg,
+        FidelityScatterSvg(*report, graph.name() + " on " + cluster->name()));
+    if (!s.ok()) return Fail(err, s);
+    out << "scatter plot: " << flags.svg << "\n";
+  }
+  if (!flags.markdown.empty()) {
+    Status s = WriteTextFile(
+        flags.markdown, FidelityMarkdown(graph, *cluster, *report, stand_ins));
+    if (!s.ok()) return Fail(err, s);
+    out << "markdown: " << flags.markdown << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
+                             ExecFlags* flags) {
+  const char* kModel =
+      "model: zoo:NAME[:key=value,...], a graph .json file, or an .onnx "
+      "model";
+  const char* kCluster =
+      "cluster .json of this machine's devices (dplace cluster detect)";
+  ExecCommands c;
+  c.profile = app->add_subcommand(
+      "profile",
+      "run every op of a model on this machine's devices and write their "
+      "times as a profile (--profile of simulate, place, fidelity); time "
+      "copies between the devices");
+  c.profile->add_option("--model", flags->model, kModel)->required();
+  c.profile
+      ->add_option("--devices", flags->devices,
+                   "devices to profile on, e.g. cpu:0,cpu:1 (one of "
+                   "each kind is profiled; copies between all)")
+      ->required();
+  c.profile->add_option("--steps", flags->steps,
+                        "profiled steps, the median counts (default: 3)");
+  c.profile->add_option("-o,--output", flags->output, "profile JSON to write");
+  c.profile->add_option("--cluster-out", flags->cluster_out,
+                        "also write these devices as a cluster JSON, with "
+                        "the copy fit as links");
+
+  c.detect = cluster->add_subcommand(
+      "detect",
+      "describe this machine's devices as a cluster (cpu:0..N-1, cuda:K) "
+      "from a quick matrix product, a large add and a copy benchmark");
+  c.detect->add_option("--cpu-devices", flags->cpu_devices,
+                       "logical CPU devices, sharing the hardware threads "
+                       "(default: 2)");
+  c.detect->add_option("-o,--output", flags->output, "cluster JSON to write");
+
+  c.measure =
+      app->add_subcommand("measure",
+                          "run training steps of a placement on this machine's "
+                          "devices and print the measured step time");
+  c.measure->add_option("--model", flags->model, kModel)->required();
+  c.measure->add_option("--cluster", flags->cluster, kCluster)->required();
+  c.measure->add_option("--placement", flags->placement, "placement JSON")
+      ->required();
+  c.measure->add_option("--steps", flags->steps,
+                        "measured steps, the median counts (default: 5)");
+
+  c.fidelity = app->add_subcommand(
+      "fidelity",
+      "simulate and measure single-device, placer and random placements of "
+      "a model; print the errors and rank correlations");
+  c.fidelity->add_option("--model", flags->model, kModel)->required();
+  c.fidelity->add_option("--cluster", flags->cluster, kCluster)->required();
+  c.fidelity->add_option("--profile", flags->profile,
+                         "profile JSON the simulator uses (dplace profile)");
+  c.fidelity->add_option("--samples", flags->samples,
+                         "placements in all (default: 20)");
+  c.fidelity->add_option("--seed", flags->seed,
+                         "seed of the random placements (default: 1)");
+  c.fidelity->add_option("--steps", flags->steps,
+                         "measured steps per placement (default: 5)");
+  c.fidelity->add_option("--svg", flags->svg,
+                         "scatter plot of simulated vs measured to write");
+  c.fidelity->add_option("--markdown", flags->markdown,
+                         "table and statistics as markdown to write");
+  return c;
+}
+
+int RunExecCommands(const ExecCommands& commands, const ExecFlags& flags,
+                    std::ostream& out, std::ostream& err) {
+  if (commands.profile->parsed()) return Profile(flags, out, err);
+  if (commands.detect->parsed()) return Detect(flags, out, err);
+  if (commands.measure->parsed()) return Measure(flags, out, err);
+  if (commands.fidelity->parsed()) return Fidelity(flags, out, err);
+  return -1;
+}
+
+StatusOr<std::unique_ptr<Environment>> MeasuredEnvironmentForPlace(
+    const Graph& graph, const Cluster& cluster) {
+  StatusOr<std::unique_ptr<Executor>> executor =
+      ExecutorOfCluster(graph, cluster, {});
+  if (!executor.ok()) return executor.status().WithPrefix("--env measured");
+  return std::unique_ptr<Environment>(
+      new MeasuredEnvironment(graph, cluster, std::move(executor).value()));
+}
+
+}  // namespace dplace

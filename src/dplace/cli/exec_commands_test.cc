@@ -1,0 +1,185 @@
+// Runs the real-execution commands in-process: cluster detect, profile,
+// measure and fidelity, on this machine's CPUs, with
+// a small model so each takes seconds; and their one-line errors.
+#include "dplace/cli/exec_commands.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dplace/cli/cli.h"
+#include "dplace/exec/executor.h"
+#include "dplace/io/cluster_json.h"
+#include "dplace/io/file.h"
+#include "dplace/io/profile_json.h"
+#include "dplace/report/xml_check.h"
+
+namespace dplace {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// Small enough that a step takes milliseconds.
+const char kModel[] = "zoo:rnnlm:layers=2,batch=4,steps=3,units=32,vocab=100";
+
+struct CliResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+CliResult Dplace(const std::vector<std::string>& args) {
+  std::vector<const char*> argv = {"dplace"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  CliResult r;
+  r.code = RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+// The bad-input contract: exit 2, nothing on stdout, one line on stderr.
+std::string BadInput(const CliResult& r) {
+  EXPECT_EQ(r.code, kExitBadInput) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_THAT(r.err, StartsWith("dplace: error: "));
+  return r.err;
+}
+
+class ExecCommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = ::testing::TempDir() + "dplace_exec_cli_test_" +
+           std::to_string(::getpid()) + "_" + info->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A local cluster (cpu:0, cpu:1) and a profile of kModel.
+  void Profile() {
+    const CliResult r =
+        Dplace({"profile", "--model", kModel, "--devices", "cpu:0,cpu:1",
+                "--steps", "1", "-o", profile(), "--cluster-out", cluster()});
+    ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr("copy cpu:0 -> cpu:1: latency "));
+    EXPECT_THAT(r.out, HasSubstr("profile: " + profile() + "\n"));
+    EXPECT_THAT(r.out, HasSubstr("cluster: " + cluster() + "\n"));
+  }
+  std::string profile() const { return dir_ + "/profile.json"; }
+  std::string cluster() const { return dir_ + "/local.json"; }
+
+  std::string dir_;
+};
+
+TEST_F(ExecCommandsTest, ClusterDetectDescribesThisMachinesCpus) {
+  const std::string path = dir_ + "/detected.json";
+  const CliResult r =
+      Dplace({"cluster", "detect", "--cpu-devices", "2", "-o", path});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("cpu:0: "));
+  EXPECT_THAT(r.out, HasSubstr("cpu:1 -> cpu:0: "));
+  EXPECT_THAT(r.err, HasSubstr("dplace: timing"));  // Progress.
+  StatusOr<Cluster> c = LoadCluster(path);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->num_devices(), CudaAvailable() ? 2 + CudaDeviceCount() : 2);
+  EXPECT_EQ(c->device(1).name, "cpu:1");
+  EXPECT_GT(c->device(0).peak_flops, 0);
+  EXPECT_THAT(BadInput(Dplace({"cluster", "detect", "--cpu-devices", "0"})),
+              HasSubstr("--cpu-devices: expected an integer >= 1"));
+}
+
+TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
+  ASSERT_NO_FATAL_FAILURE(Profile());
+  StatusOr<ProfileTable> table = ReadProfileJson(profile());
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_FALSE(table->by_name.empty());
+
+  // A placement found on the local cluster, measured for real.
+  const std::string placement = dir_ + "/p.json";
+  CliResult r =
+      Dplace({"place", "--model", kModel, "--cluster", cluster(), "--profile",
+              profile(), "--method", "m-etf", "--out", placement});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  r = Dplace({"measure", "--model", kModel, "--cluster", cluster(),
+              "--placement", placement, "--steps", "2"});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\nstep time: "));
+  EXPECT_THAT(r.out, HasSubstr("measured steps (s): "));
+
+  const std::string svg = dir_ + "/scatter.svg";
+  const std::string md = dir_ + "/fidelity.md";
+  r = Dplace({"fidelity", "--model", kModel, "--cluster", cluster(),
+              "--profile", profile(), "--samples", "6", "--steps", "1", "--svg",
+              svg, "--markdown", md});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("| single cpu:0 | "));
+  EXPECT_THAT(r.out, HasSubstr("| m-etf | "));
+  EXPECT_THAT(r.out, HasSubstr("MAPE "));
+  EXPECT_THAT(r.out, HasSubstr(", Spearman "));
+  EXPECT_THAT(r.out, HasSubstr(", Kendall "));
+  EXPECT_THAT(r.err, HasSubstr("dplace: measuring 1/"));
+  StatusOr<std::string> plot = ReadTextFile(svg);
+  ASSERT_TRUE(plot.ok());
+  EXPECT_TRUE(testing_xml::CheckXml(*plot).ok());
+  StatusOr<std::string> markdown = ReadTextFile(md);
+  ASSERT_TRUE(markdown.ok());
+  EXPECT_THAT(*markdown, HasSubstr("| placement | simulated (s) |"));
+}
+
+TEST_F(ExecCommandsTest, BadDevicesAndClustersAreOneLineErrors) {
+  EXPECT_THAT(BadInput(Dplace({"profile", "--model", kModel, "--devices",
+                               "cpu:0,tpu:1", "-o", profile()})),
+              HasSubstr("tpu:1"));
+  EXPECT_THAT(BadInput(Dplace(
+                  {"profile", "--model", kModel, "--devices", "cpu:0,cpu:0"})),
+              HasSubstr("cpu:0"));
+  if (!CudaAvailable()) {
+    EXPECT_THAT(BadInput(Dplace({"profile", "--model", kModel, "--devices",
+                                 "cpu:0,cuda:0"})),
+                HasSubstr("cuda:0"));
+  }
+  // A cluster of presets' device names, or one with a GPU this machine
+  // lacks.
+  EXPECT_THAT(BadInput(Dplace({"measure", "--model", kModel, "--cluster",
+                               "k80x2", "--placement", "none.json"})),
+              HasSubstr("none.json"));
+  const std::string gpu_cluster = dir_ + "/gpu.json";
+  ASSERT_TRUE(WriteTextFile(gpu_cluster, R"({
+    "format": "dplace.cluster", "version": 1, "name": "gpu",
+    "devices": [
+      {"name": "cpu:0", "kind": "cpu", "peak_flops": 1e10,
+       "memory_bandwidth": 1e10, "memory_bytes": 1000000000},
+      {"name": "cuda:0", "kind": "gpu", "peak_flops": 1e12,
+       "memory_bandwidth": 1e11, "memory_bytes": 1000000000}],
+    "links": [{"from": "cpu:0", "to": "cuda:0", "bandwidth": 1e10,
+               "latency": 1e-5}]})")
+                  .ok());
+  if (!CudaAvailable()) {
+    EXPECT_THAT(BadInput(Dplace({"fidelity", "--model", kModel, "--cluster",
+                                 gpu_cluster, "--samples", "4"})),
+                HasSubstr("cuda:0"));
+  }
+  EXPECT_THAT(BadInput(Dplace({"fidelity", "--model", kModel, "--cluster",
+                               "k80x2", "--samples", "4"})),
+              HasSubstr("dplace cluster detect"));
+  EXPECT_THAT(BadInput(Dplace({"fidelity", "--model", kModel, "--cluster",
+                               "k80x2", "--samples", "1"})),
+              HasSubstr("--samples: expected an integer >= 2"));
+  EXPECT_THAT(
+      BadInput(Dplace({"measure", "--model", kModel, "--cluster", "k80x2",
+                       "--placement", "p.json", "--steps", "0"})),
+      HasSubstr("--steps"));
+}
+
+}  // namespace
+}  // namespace dplace

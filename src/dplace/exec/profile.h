@@ -95,6 +95,7 @@ struct LocalClusterOptions {
   int64_t add_elements = int64_t{16} << 20;
   // Timed steps of the speed benchmark. Default: 3.
   int steps = 3;
+  // The copy benchmark behind the links. Default: its own defaults.
   CopyBenchmarkOptions copies;
   // The cluster's name. Default: "local".
   std::string name = "local";

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every parser fuzzer for SECONDS each, one after the other, at the
-# lowest CPU priority (make fuzz; docs/robustness.md).
+# Runs every parser fuzzer, the search checkpoint's included, for SECONDS
+# each, one after the other, at the lowest CPU priority (make fuzz;
+# docs/robustness.md).
 #
 #   fuzz/run.sh BUILD_DIR SECONDS [TARGET...]
 #
@@ -18,7 +19,8 @@ seconds=${2:?usage: fuzz/run.sh BUILD_DIR SECONDS [TARGET...]}
 shift 2
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(graph_json cluster_json placement_json profile_json onnx_import)
+  targets=(graph_json cluster_json placement_json profile_json onnx_import
+           checkpoint)
 fi
 
 # Fixtures that seed each target besides fuzz/seeds/<target>/. The ONNX
@@ -42,10 +44,14 @@ for t in "${targets[@]}"; do
   done
   flags=(-dict=fuzz/json.dict)
   [ "$t" = onnx_import ] && flags=(-max_len=4096)
+  # Seeds: checkpoints of 18 and 50 kB (a tiny post and colocrl search).
+  [ "$t" = checkpoint ] && flags=(-dict=fuzz/checkpoint.dict -max_len=65536)
+  lsan=${LSAN_OPTIONS:-}
+  [ "$t" = checkpoint ] && lsan=suppressions=fuzz/checkpoint.lsan.supp
   log="$build/fuzz-$t.log"
   echo "fuzz: $t for ${seconds}s (log $log)"
   rc=0
-  nice -n 19 "$build/${t}_fuzzer" "${flags[@]}" \
+  LSAN_OPTIONS=$lsan nice -n 19 "$build/${t}_fuzzer" "${flags[@]}" \
     -max_total_time="$seconds" -print_final_stats=1 -timeout=30 \
     -rss_limit_mb=4096 -artifact_prefix="$crashes/" "$corpus" \
     >"$log" 2>&1 || rc=$?

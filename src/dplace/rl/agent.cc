@@ -1,17 +1,22 @@
 #include "dplace/rl/agent.h"
 
+#include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "dplace/io/file.h"
 #include "dplace/placers/placer_util.h"
+#include "dplace/rl/agent_parts.h"
 
 namespace dplace {
 namespace {
@@ -194,46 +199,376 @@ Status CheckMeta(const std::string& path, const json& meta,
   return Status::Ok();
 }
 
-// Loads the loop state and the agent's state from `path`.
-Status LoadCheckpoint(
-    const std::string& path, const json& expected,
+// The loop state's fields of a checkpoint's meta, each checked for its type
+// and range: a count beyond 2^53 or a step time that is not finite is
+// refused (nlohmann would convert 1e300 to an integer with undefined
+// behaviour).
+class MetaReader {
+ public:
+  MetaReader(const std::string& path, const json& meta)
+      : path_(path), meta_(meta) {}
+
+  Status Count(const char* key, int64_t* out) const {
+    const json* v = Find(key);
+    if (!v || !v->is_number_integer() ||
+        (v->is_number_unsigned()
+             ? v->get<uint64_t>() > kMaxCount
+             : v->get<int64_t>() < 0 ||
+                   v->get<int64_t>() > int64_t{kMaxCount})) {
+      return Bad(key, "an integer in [0, 2^53]");
+    }
+    *out = v->get<int64_t>();
+    return Status::Ok();
+  }
+  Status Number(const char* key, double* out, double min) const {
+    const json* v = Find(key);
+    if (!v || !v->is_number() || !std::isfinite(v->get<double>()) ||
+        v->get<double>() < min) {
+      return Bad(key,
+                 min == -HUGE_VAL ? "a finite number" : "a finite number >= 0");
+    }
+    *out = v->get<double>();
+    return Status::Ok();
+  }
+  Status Bool(const char* key, bool* out) const {
+    const json* v = Find(key);
+    if (!v || !v->is_boolean()) return Bad(key, "true or false");
+    *out = v->get<bool>();
+    return Status::Ok();
+  }
+  Status String(const char* key, std::string* out) const {
+    const json* v = Find(key);
+    if (!v || !v->is_string()) return Bad(key, "a string");
+    *out = v->get<std::string>();
+    return Status::Ok();
+  }
+  // Devices in [0, num_devices).
+  Status Devices(const char* key, int num_devices,
+                 std::vector<DeviceId>* out) const {
+    const json* v = Find(key);
+    if (!v || !v->is_array()) return Bad(key, "an array of devices");
+    out->clear();
+    for (const json& d : *v) {
+      if (!d.is_number_integer() ||
+          (d.is_number_unsigned()
+               ? d.get<uint64_t>() >= uint64_t(num_devices)
+               : d.get<int64_t>() < 0 || d.get<int64_t>() >= num_devices)) {
+        return Bad(key, "an array of devices in [0, " +
+                            std::to_string(num_devices) + ")");
+      }
+      out->push_back(static_cast<DeviceId>(d.get<int64_t>()));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  static constexpr uint64_t kMaxCount = uint64_t{1} << 53;
+
+  const json* Find(const char* key) const {
+    auto it = meta_.find(key);
+    return it == meta_.end() ? nullptr : &*it;
+  }
+  Status Bad(const char* key, const std::string& expected) const {
+    const json* v = Find(key);
+    return InvalidArgumentError(
+        "checkpoint " + path_ + ": " + key + " is " +
+        (v ? v->dump().substr(0, 80) : std::string("missing")) + ", expected " +
+        expected);
+  }
+
+  const std::string& path_;
+  const json& meta_;
+};
+
+// A LibTorch archive in memory, for PyTorchStreamReader.
+class BytesReadAdapter : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit BytesReadAdapter(const std::string& bytes) : bytes_(bytes) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n,
+              const char* what = "") const override {
+    if (pos >= bytes_.size()) return 0;
+    n = std::min<size_t>(n, bytes_.size() - pos);
+    std::memcpy(buf, bytes_.data() + pos, n);
+    return n;
+  }
+
+ private:
+  const std::string& bytes_;
+};
+
+// One TorchScript type of the code an OutputArchive writes; a class type
+// must have a number above `number` (classes are numbered depth first), so
+// no class contains itself.
+bool IsArchiveType(const std::string& type, long number) {
+  static const std::regex plain(
+      "Tensor|str|int|float|bool|Tuple\\[float, float\\]");
+  static const std::regex module(
+      "__torch__\\.___torch_mangle_([0-9]{1,6})\\.Module");
+  std::smatch m;
+  if (std::regex_match(type, plain)) return true;
+  return std::regex_match(type, m, module) && std::stol(m[1].str()) > number;
+}
+
+// The first problem of a pickle LibTorch's Unpickler would trust: a string
+// or bytes whose length runs past the record (the Unpickler reserves the
+// length first: 4 GB for a mutated BINUNICODE), or a memo index above the
+// record's size (it reserves twice the index). Scans the opcodes dplace's
+// archives use and stops, accepting, at any other: the Unpickler refuses
+// those itself. Empty when none.
+std::string PickleProblem(const char* data, size_t size) {
+  auto u = [&](size_t at, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; --i) {
+      v = (v << 8) | static_cast<uint8_t>(data[at + i]);
+    }
+    return v;
+  };
+  size_t pos = 0;
+  while (pos < size) {
+    const uint8_t op = static_cast<uint8_t>(data[pos++]);
+    int fixed = -1, length_bytes = 0;
+    bool memo = false;
+    switch (op) {
+      case '.':  // STOP
+        return "";
+      case '(':
+      case ')':
+      case ']':
+      case '}':
+      case 'N':
+      case 0x88:
+      case 0x89:
+      case 'a':
+      case 'e':
+      case 's':
+      case 'u':
+      case 't':
+      case 0x85:
+      case 0x86:
+      case 0x87:
+      case 'R':
+      case 'b':
+      case 0x81:
+      case 'Q':
+      case '0':
+      case 'd':
+      case 'l':
+        fixed = 0;
+        break;
+      case 0x80:
+      case 'K':
+      case 'h':  // PROTO, BININT1, BINGET
+        fixed = 1;
+        break;
+      case 'M':  // BININT2
+        fixed = 2;
+        break;
+      case 'J':
+      case 'j':  // BININT, LONG_BINGET
+        fixed = 4;
+        break;
+      case 'G':  // BINFLOAT
+        fixed = 8;
+        break;
+      case 'q':  // BINPUT
+        fixed = 1;
+        memo = true;
+        break;
+      case 'r':  // LONG_BINPUT
+        fixed = 4;
+        memo = true;
+        break;
+      case 'U':
+      case 'C':
+      case 0x8c:
+      case 0x8a:  // 1-byte lengths
+        length_bytes = 1;
+        break;
+      case 'X':
+      case 'B':
+      case 0x8b:  // BINUNICODE, BINBYTES, LONG4
+        length_bytes = 4;
+        break;
+      case 0x8d:
+      case 0x8e:  // BINUNICODE8, BINBYTES8
+        length_bytes = 8;
+        break;
+      case 'c': {  // GLOBAL module\nname\n
+        for (int line = 0; line < 2; ++line) {
+          const void* nl = std::memchr(data + pos, '\n', size - pos);
+          if (!nl) return "a GLOBAL runs past the end";
+          pos = static_cast<const char*>(nl) - data + 1;
+        }
+        continue;
+      }
+      default:
+        return "";  // Not one of dplace's: the Unpickler decides.
+    }
+    if (fixed >= 0) {
+      if (size - pos < static_cast<size_t>(fixed)) return "truncated";
+      if (memo && u(pos, fixed) > size) {
+        return "memo index " + std::to_string(u(pos, fixed)) +
+               " beyond the record";
+      }
+      pos += fixed;
+      continue;
+    }
+    if (size - pos < static_cast<size_t>(length_bytes)) return "truncated";
+    const uint64_t length = u(pos, length_bytes);
+    pos += length_bytes;
+    if (length > size - pos) {
+      return "a string of " + std::to_string(length) +
+             " bytes runs past the end";
+    }
+    pos += length;
+  }
+  return "";
+}
+
+// Checks that every TorchScript source of a LibTorch archive (code/*.py)
+// holds only what an OutputArchive writes: one `class Module(Module):` of
+// __parameters__, __buffers__, __annotations__ and typed attributes; and
+// that no pickle (PickleProblem) makes the Unpickler allocate what the
+// record does not hold. Throws c10::Error on a corrupt zip.
+Status CheckArchiveCode(const std::string& bytes, const std::string& path) {
+  static const std::regex names(
+      "  __(parameters|buffers)__ = \\[(\"[A-Za-z0-9_./]+\", )*\\]");
+  static const std::regex annotation(
+      "  __annotations__\\[\"[A-Za-z0-9_./]+\"\\] = (.+)");
+  static const std::regex attribute("  [A-Za-z_][A-Za-z0-9_]* : (.+)");
+  static const std::regex file(
+      "code/__torch__(/___torch_mangle_([0-9]{1,6}))?\\.py");
+  caffe2::serialize::PyTorchStreamReader reader(
+      std::make_shared<BytesReadAdapter>(bytes));
+  for (const std::string& name : reader.getAllRecords()) {
+    auto ends_with = [&name](const std::string& end) {
+      return name.size() >= end.size() &&
+             name.compare(name.size() - end.size(), end.size(), end) == 0;
+    };
+    if (ends_with(".pkl") || ends_with(".debug_pkl")) {
+      auto [data, size] = reader.getRecord(name);
+      const std::string problem =
+          PickleProblem(static_cast<const char*>(data.get()), size);
+      if (!problem.empty()) {
+        return InvalidArgumentError("checkpoint " + path + ": " +
+                                    name.substr(0, 80) + ": " + problem +
+                                    " (a corrupt pickle)");
+      }
+    }
+    if (name.rfind("code/", 0) != 0) continue;
+    if (name.size() > 10 &&
+        name.compare(name.size() - 10, 10, ".debug_pkl") == 0) {
+      continue;
+    }
+    auto bad = [&](const std::string& why) {
+      return InvalidArgumentError("checkpoint " + path + ": " +
+                                  name.substr(0, 80) + ": " + why +
+                                  " (not the code of a dplace checkpoint)");
+    };
+    std::smatch m;
+    if (!std::regex_match(name, m, file)) return bad("unexpected file");
+    const long number = m[2].matched ? std::stol(m[2].str()) : -1;
+    auto [data, size] = reader.getRecord(name);
+    std::istringstream code(
+        std::string(static_cast<const char*>(data.get()), size));
+    std::string line;
+    int line_number = 0;
+    while (std::getline(code, line)) {
+      ++line_number;
+      const std::string where = "line " + std::to_string(line_number);
+      // libstdc++'s std::regex recurses per character.
+      if (line.size() > 1000) return bad(where + " is too long");
+      if (line_number == 1) {
+        if (line != "class Module(Module):") return bad(where);
+        continue;
+      }
+      if (line.empty() || line == "  __annotations__ = []" ||
+          std::regex_match(line, names)) {
+        continue;
+      }
+      if ((std::regex_match(line, m, annotation) ||
+           std::regex_match(line, m, attribute)) &&
+          IsArchiveType(m[1].str(), number)) {
+        continue;
+      }
+      return bad(where);
+    }
+    if (line_number == 0) return bad("empty");
+  }
+  return Status::Ok();
+}
+
+// The loop state of a checkpoint's meta, `expected` giving the search's
+// number of groups and devices.
+Status ReadLoopState(const std::string& path, const json& meta,
+                     const json& expected, LoopState* s) {
+  const MetaReader r(path, meta);
+  DPLACE_RETURN_IF_ERROR(r.Count("samples", &s->samples));
+  DPLACE_RETURN_IF_ERROR(r.Count("updates", &s->updates));
+  DPLACE_RETURN_IF_ERROR(r.Number("wall_seconds", &s->wall_seconds, 0));
+  DPLACE_RETURN_IF_ERROR(r.Number("baseline", &s->baseline, -HUGE_VAL));
+  DPLACE_RETURN_IF_ERROR(r.Bool("baseline_set", &s->baseline_set));
+  std::string rng_state;
+  DPLACE_RETURN_IF_ERROR(r.String("rng", &rng_state));
+  std::istringstream rng(rng_state);
+  rng >> s->rng;
+  if (rng.fail()) {
+    return InvalidArgumentError("checkpoint " + path +
+                                ": rng: not a generator state");
+  }
+  DPLACE_RETURN_IF_ERROR(r.Bool("has_best", &s->has_best));
+  DPLACE_RETURN_IF_ERROR(r.Devices(
+      "best_groups", expected["num_devices"].get<int>(), &s->best_groups));
+  DPLACE_RETURN_IF_ERROR(r.Number("best_step_time", &s->best_step_time, 0));
+  DPLACE_RETURN_IF_ERROR(r.Bool("best_feasible", &s->best_feasible));
+  if (s->has_best && static_cast<int>(s->best_groups.size()) !=
+                         expected["num_groups"].get<int>()) {
+    return InvalidArgumentError("checkpoint " + path +
+                                ": best_groups has the wrong size");
+  }
+  return Status::Ok();
+}
+
+// Loads the loop state and the agent's state from `bytes`, the contents of
+// checkpoint `path`: the path of `--resume`, and what the checkpoint fuzz
+// target feeds (fuzz/fuzz_checkpoint.cc). Every error is a Status.
+Status LoadCheckpointBytes(
+    const std::string& bytes, const std::string& path, const json& expected,
     const std::function<void(torch::serialize::InputArchive*)>& load_agent,
     LoopState* s) {
   try {
+    // torch::jit::load compiles the archive's TorchScript code, and LibTorch
+    // 1.13's compiler crashes on some malformed code (a SEGV in
+    // ScriptTypeParser::parseClassConstant on `__buffess__ = []`, found by
+    // the checkpoint fuzzer): only the declarations an OutputArchive
+    // writes get to it.
+    DPLACE_RETURN_IF_ERROR(CheckArchiveCode(bytes, path));
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    archive.load_from(bytes.data(), bytes.size());
     torch::Tensor meta_tensor;
     if (!archive.try_read("meta", meta_tensor)) {
       return InvalidArgumentError("checkpoint " + path +
                                   ": not a dplace checkpoint (no meta)");
     }
-    const json meta = json::parse(TensorString(meta_tensor));
+    CheckLoadedTensor(meta_tensor, "meta");
+    if (meta_tensor.dim() != 1 || meta_tensor.scalar_type() != torch::kUInt8) {
+      return InvalidArgumentError("checkpoint " + path +
+                                  ": meta is not a byte string");
+    }
+    const json meta = json::parse(TensorString(meta_tensor), nullptr,
+                                  /*allow_exceptions=*/false);
+    if (!meta.is_object()) {
+      return InvalidArgumentError("checkpoint " + path +
+                                  ": meta is not a JSON object");
+    }
     DPLACE_RETURN_IF_ERROR(CheckMeta(path, meta, expected));
-    s->samples = meta.at("samples").get<int64_t>();
-    s->updates = meta.at("updates").get<int64_t>();
-    s->wall_seconds = meta.at("wall_seconds").get<double>();
-    s->baseline = meta.at("baseline").get<double>();
-    s->baseline_set = meta.at("baseline_set").get<bool>();
-    std::istringstream rng(meta.at("rng").get<std::string>());
-    rng >> s->rng;
-    if (rng.fail()) {
-      return InvalidArgumentError("checkpoint " + path +
-                                  ": rng: not a generator state");
-    }
-    s->has_best = meta.at("has_best").get<bool>();
-    s->best_groups = meta.at("best_groups").get<std::vector<DeviceId>>();
-    s->best_step_time = meta.at("best_step_time").get<double>();
-    s->best_feasible = meta.at("best_feasible").get<bool>();
-    if (s->has_best &&
-        static_cast<int>(s->best_groups.size()) != expected["num_groups"]) {
-      return InvalidArgumentError("checkpoint " + path +
-                                  ": best_groups has the wrong size");
-    }
+    DPLACE_RETURN_IF_ERROR(ReadLoopState(path, meta, expected, s));
     torch::serialize::InputArchive agent_archive;
     archive.read("agent", agent_archive);
     load_agent(&agent_archive);
   } catch (const std::exception& e) {
-    // c10::Error, json errors: a truncated or foreign file.
+    // c10::Error, LoadPolicy's checks: a truncated or foreign file.
     return InvalidArgumentError(
         "checkpoint " + path +
         ": cannot read a dplace checkpoint from it (corrupt or not a "
@@ -241,6 +576,16 @@ Status LoadCheckpoint(
         FirstLine(e.what()));
   }
   return Status::Ok();
+}
+
+// Loads the loop state and the agent's state from the file `path`.
+Status LoadCheckpoint(
+    const std::string& path, const json& expected,
+    const std::function<void(torch::serialize::InputArchive*)>& load_agent,
+    LoopState* s) {
+  StatusOr<std::string> bytes = ReadTextFile(path);
+  if (!bytes.ok()) return bytes.status().WithPrefix("checkpoint");
+  return LoadCheckpointBytes(*bytes, path, expected, load_agent, s);
 }
 
 json RecordJson(const SampleRecord& r) {
@@ -312,6 +657,36 @@ Status ValidateSearchSettings(const std::string& method,
   }
   if (s.num_groups < 1) return bad("groups must be >= 1");
   return Status::Ok();
+}
+
+StatusOr<CheckpointInfo> Agent::CheckCheckpoint(const PlacementProblem& problem,
+                                                const std::string& bytes,
+                                                const std::string& source) {
+  const std::string method = "method " + name_;
+  if (!problem.graph || !problem.cluster || !problem.cost) {
+    return InvalidArgumentError(method + ": incomplete problem");
+  }
+  DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem).WithPrefix(method));
+  SearchBudget budget;
+  budget.samples = 1;
+  DPLACE_ASSIGN_OR_RETURN(AgentSetup setup,
+                          MakeSetup(problem, settings_, budget));
+  LoopState s;
+  try {
+    torch::manual_seed(problem.seed);
+    DPLACE_RETURN_IF_ERROR(DoInit(setup).WithPrefix(method));
+  } catch (const std::exception& e) {
+    return InternalError(
+        method + ": building the policy failed: " + FirstLine(e.what()));
+  }
+  DPLACE_RETURN_IF_ERROR(LoadCheckpointBytes(
+      bytes, source, CheckpointMeta(*this, setup, s),
+      [this](torch::serialize::InputArchive* a) { DoLoad(a); }, &s));
+  CheckpointInfo info;
+  info.samples = s.samples;
+  info.updates = s.updates;
+  info.has_best = s.has_best;
+  return info;
 }
 
 StatusOr<SearchResult> Agent::Search(const PlacementProblem& problem,

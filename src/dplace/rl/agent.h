@@ -103,6 +103,13 @@ struct SearchOptions {
   std::function<void(const SearchProgress&)> progress;
 };
 
+// What a checkpoint resumes from (Agent::CheckCheckpoint).
+struct CheckpointInfo {
+  int64_t samples = 0;  // Evaluated before the checkpoint.
+  int64_t updates = 0;
+  bool has_best = false;
+};
+
 struct SearchResult {
   Placement best;              // Op placement of the best sample.
   double best_step_time = 0;   // Its measured step time.
@@ -205,6 +212,16 @@ class Agent {
   StatusOr<SearchResult> Search(const PlacementProblem& problem,
                                 Environment* environment,
                                 const SearchOptions& options);
+
+  // Reads the checkpoint `bytes` (a file's contents; `source` names it in
+  // errors) and checks it as Search does with options.resume_path, without
+  // searching: the meta against this agent and `problem`, the loop state,
+  // and the agent's policy, optimizer and buffers (shapes, types, finite
+  // values, ranges). Builds the agent's policy from problem.seed first, as
+  // Search does. Every error, a corrupt archive included, is a Status.
+  StatusOr<CheckpointInfo> CheckCheckpoint(const PlacementProblem& problem,
+                                           const std::string& bytes,
+                                           const std::string& source);
 
  protected:
   // Builds the policy (and optimizer) for `setup`; LibTorch's generator is

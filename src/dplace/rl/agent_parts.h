@@ -8,12 +8,22 @@
 #include <torch/torch.h>
 
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "dplace/rl/agent.h"
 #include "dplace/rl/algorithms.h"
 
 namespace dplace {
+
+// Checks a tensor read from a checkpoint before anything reads its data:
+// defined, on the CPU, strided, and its elements within its storage (the
+// unpickler takes sizes, strides and offset from the file unchecked).
+// Throws std::runtime_error naming `what`.
+void CheckLoadedTensor(const torch::Tensor& t, const std::string& what);
+
+// A one-element int64 tensor read from a checkpoint, >= 0.
+int64_t LoadedCount(const torch::Tensor& t, const std::string& what);
 
 // Rows of an [k, G] int64 action tensor as device vectors.
 inline std::vector<std::vector<DeviceId>> ActionRows(
@@ -75,14 +85,29 @@ class EliteBuffer {
     archive->write("buffer_actions", actions_);
     archive->write("buffer_times", times_);
   }
-  // Throws std::runtime_error on a buffer of the wrong shape (the search
-  // loop turns it into a corrupt-checkpoint error).
-  void Load(torch::serialize::InputArchive* archive) {
+  // Throws std::runtime_error on a buffer of the wrong shape or type, or
+  // with an action outside [0, value_limit) (the search loop turns it into
+  // a corrupt-checkpoint error).
+  void Load(torch::serialize::InputArchive* archive, int64_t value_limit) {
     archive->read("buffer_actions", actions_);
     archive->read("buffer_times", times_);
+    CheckLoadedTensor(actions_, "buffer_actions");
+    CheckLoadedTensor(times_, "buffer_times");
     if (actions_.dim() != 2 || actions_.size(1) != num_groups_ ||
-        times_.size(0) != actions_.size(0)) {
+        actions_.scalar_type() != torch::kInt64 || times_.dim() != 1 ||
+        times_.size(0) != actions_.size(0) ||
+        times_.scalar_type() != torch::kFloat64) {
       throw std::runtime_error("buffer of the wrong shape");
+    }
+    actions_ = actions_.contiguous();
+    times_ = times_.contiguous();
+    if (actions_.numel() > 0 &&
+        (actions_.min().item<int64_t>() < 0 ||
+         actions_.max().item<int64_t>() >= value_limit)) {
+      throw std::runtime_error("buffer_actions: an action out of range");
+    }
+    if (!torch::isfinite(times_).all().item<bool>()) {
+      throw std::runtime_error("buffer_times: not finite");
     }
   }
 
@@ -116,15 +141,14 @@ inline void SavePolicy(const torch::nn::Module& policy,
   archive->write("policy", p);
   archive->write("optimizer", o);
 }
-inline void LoadPolicy(torch::nn::Module* policy,
-                       torch::optim::Optimizer* optimizer,
-                       torch::serialize::InputArchive* archive) {
-  torch::serialize::InputArchive p, o;
-  archive->read("policy", p);
-  archive->read("optimizer", o);
-  policy->load(p);
-  optimizer->load(o);
-}
+// Loads a policy and its optimizer saved by SavePolicy. Throws
+// std::runtime_error (or c10::Error) unless every parameter and buffer of
+// `policy` comes back with its shape and type, finite, every buffer with
+// the value the policy was built with (buffers come from the problem), and
+// the optimizer with a state that fits the parameters: LibTorch itself
+// takes whatever tensor the file has.
+void LoadPolicy(torch::nn::Module* policy, torch::optim::Optimizer* optimizer,
+                torch::serialize::InputArchive* archive);
 
 }  // namespace dplace
 

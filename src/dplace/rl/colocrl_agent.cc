@@ -47,6 +47,7 @@ class ColocRlAgent : public Agent {
  protected:
   Status DoInit(const AgentSetup& setup) override {
     num_groups_ = setup.groups.num_groups;
+    num_devices_ = setup.num_devices;
     Seq2SeqConfig config;
     config.hidden = settings_.hidden;
     config.embedding = settings_.embedding;
@@ -111,7 +112,7 @@ class ColocRlAgent : public Agent {
 
   void DoLoad(torch::serialize::InputArchive* archive) override {
     LoadPolicy(policy_.get(), optimizer_.get(), archive);
-    buffer_.Load(archive);
+    buffer_.Load(archive, num_devices_);
   }
 
  private:
@@ -122,6 +123,7 @@ class ColocRlAgent : public Agent {
   ColocRlSettings settings_;
   int num_groups_ = 0;
   std::shared_ptr<Seq2SeqPolicy> policy_;
+  int num_devices_ = 0;
   std::unique_ptr<torch::optim::Adam> optimizer_;
   EliteBuffer buffer_;  // Samples since the last elite update.
 };

@@ -276,8 +276,8 @@ class PlannerAgent : public Agent {
     LoadPolicy(modules_.get(), optimizer_.get(), archive);
     torch::Tensor updates;
     archive->read("planner_updates", updates);
-    updates_ = updates.item<int64_t>();
-    buffer_.Load(archive);
+    updates_ = LoadedCount(updates, "planner_updates");
+    buffer_.Load(archive, std::max(num_groups_, num_devices_));
   }
 
  private:

@@ -135,8 +135,8 @@ class PostAgent : public Agent {
     LoadPolicy(policy_.get(), optimizer_.get(), archive);
     torch::Tensor samples;
     archive->read("samples", samples);
-    samples_ = samples.item<int64_t>();
-    buffer_.Load(archive);
+    samples_ = LoadedCount(samples, "samples");
+    buffer_.Load(archive, num_devices_);
   }
 
  private:

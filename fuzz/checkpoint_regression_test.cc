@@ -1,0 +1,215 @@
+// Replays the checkpoint fuzz target (checkpoint_target.h) over its seeds
+// (fuzz/seeds/checkpoint/) and every input that once crashed it or broke its
+// property (testdata/fuzz-regressions/checkpoint/), and checks what the
+// checkpoint loader refuses, with which message. Apart from
+// fuzz_regression_test because it links LibTorch.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dplace/cluster/cluster.h"
+#include "dplace/cost/cost_model.h"
+#include "dplace/io/graph_json.h"
+#include "dplace/rl/agent.h"
+#include "fuzz/checkpoint_target.h"
+
+namespace dplace {
+namespace fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const fs::path kRoot(DPLACE_SOURCE_DIR);
+
+std::vector<fs::path> FilesIn(const fs::path& dir) {
+  std::vector<fs::path> files;
+  if (!fs::is_directory(dir)) return files;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().filename().string()[0] != '.') {
+      files.push_back(e.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string ReadBytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+int Replay(const fs::path& dir) {
+  int replayed = 0;
+  for (const fs::path& file : FilesIn(dir)) {
+    SCOPED_TRACE(file.string());
+    const std::string bytes = ReadBytes(file);
+    FuzzCheckpoint(reinterpret_cast<const uint8_t*>(bytes.data()),
+                   bytes.size());
+    ++replayed;
+  }
+  return replayed;
+}
+
+TEST(CheckpointFuzzRegressionTest, SeedsAndPastCrashesRunCleanly) {
+  EXPECT_EQ(Replay(kRoot / "fuzz" / "seeds" / "checkpoint"), 2);
+  Replay(kRoot / "testdata" / "fuzz-regressions" / "checkpoint");
+}
+
+// The seeds' problem, as in checkpoint_target.cc.
+class CheckpointCheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StatusOr<Graph> graph =
+        ReadGraphJson((kRoot / "examples" / "mlp_training.json").string());
+    ASSERT_TRUE(graph.ok());
+    graph_ = std::make_unique<Graph>(std::move(graph).value());
+    cluster_ = std::make_unique<Cluster>(*MakeClusterPreset("k80x2"));
+    cost_ = std::make_unique<CostModel>(*graph_, *cluster_);
+    problem_.graph = graph_.get();
+    problem_.cluster = cluster_.get();
+    problem_.cost = cost_.get();
+  }
+
+  StatusOr<CheckpointInfo> Check(const std::string& agent_name,
+                                 const std::vector<std::string>& options,
+                                 const std::string& bytes) {
+    std::unique_ptr<Agent> agent =
+        *MakeAgent(agent_name, *PlacerOptions::Parse(options));
+    return agent->CheckCheckpoint(problem_, bytes, "x.ckpt");
+  }
+
+  static std::string Seed(const std::string& name) {
+    return ReadBytes(kRoot / "fuzz" / "seeds" / "checkpoint" / name);
+  }
+
+  // `bytes` with `from` replaced by `to`, of the same length, so the zip
+  // stays valid (its entries are stored, not compressed).
+  static std::string Edit(std::string bytes, const std::string& from,
+                          const std::string& to) {
+    EXPECT_EQ(from.size(), to.size());
+    const size_t at = bytes.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) bytes.replace(at, from.size(), to);
+    return bytes;
+  }
+
+  std::unique_ptr<Graph> graph_;
+  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<CostModel> cost_;
+  PlacementProblem problem_;
+};
+
+TEST_F(CheckpointCheckTest, SeedsAreAccepted) {
+  StatusOr<CheckpointInfo> post = Check("post", {}, Seed("post.ckpt"));
+  ASSERT_TRUE(post.ok()) << post.status().message();
+  EXPECT_EQ(post->samples, 24);
+  EXPECT_EQ(post->updates, 2);
+  EXPECT_TRUE(post->has_best);
+  StatusOr<CheckpointInfo> colocrl =
+      Check("colocrl", {"hidden=2", "embedding=2"}, Seed("colocrl.ckpt"));
+  ASSERT_TRUE(colocrl.ok()) << colocrl.status().message();
+  EXPECT_EQ(colocrl->samples, 8);
+}
+
+TEST_F(CheckpointCheckTest, MismatchesAreRefused) {
+  // Another agent, and the same agent with another policy size: the
+  // parameters do not fit.
+  EXPECT_THAT(Check("post-ce", {}, Seed("post.ckpt")).status().message(),
+              HasSubstr("agent is \"post\", but this search has \"post-ce\""));
+  EXPECT_THAT(
+      Check("colocrl", {"hidden=3", "embedding=2"}, Seed("colocrl.ckpt"))
+          .status()
+          .message(),
+      HasSubstr("cannot read a dplace checkpoint from it (corrupt or "
+                "not a checkpoint): policy parameter"));
+}
+
+TEST_F(CheckpointCheckTest, BadLoopStateIsRefused) {
+  const std::string post = Seed("post.ckpt");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {Edit(post, "\"samples\":24", "\"samples\":-4"),
+       "checkpoint x.ckpt: samples is -4, expected an integer in [0, 2^53]"},
+      {Edit(post, "\"samples\":24", "\"samples\":[]"),
+       "samples is [], expected an integer in [0, 2^53]"},
+      {Edit(post, "\"has_best\":true", "\"has_best\":1e99"),
+       "has_best is 1e+99, expected true or false"},
+      {Edit(post, "\"best_groups\":[0,2", "\"best_groups\":[0,3"),
+       "best_groups is [0,3,2,2,2,2,1,1,0,1], expected an array of devices "
+       "in [0, 3)"},
+      {Edit(post, "\"best_step_time\":0.24350189449154996",
+            "\"best_step_time\":-2.4350189449154996"),
+       "best_step_time is -2.43501894491549"},
+      {Edit(post, "\"rng\":\"4582195100668098186",
+            "\"rng\":\"x582195100668098186"),
+       "checkpoint x.ckpt: rng: not a generator state"},
+      {Edit(post, "dplace-rl-checkpoint", "dplace-rl-checkpoinT"),
+       "format is \"dplace-rl-checkpoinT\", but this search has "
+       "\"dplace-rl-checkpoint\""},
+  };
+  for (const auto& [bytes, message] : cases) {
+    SCOPED_TRACE(message);
+    StatusOr<CheckpointInfo> info = Check("post", {}, bytes);
+    ASSERT_FALSE(info.ok());
+    EXPECT_THAT(info.status().message(), HasSubstr(message));
+  }
+}
+
+// Inputs the fuzzer found crashing LibTorch are refused before LibTorch
+// sees them.
+TEST_F(CheckpointCheckTest, FuzzFindingsAreRefusedWithAMessage) {
+  const fs::path dir = kRoot / "testdata" / "fuzz-regressions" / "checkpoint";
+  struct Case {
+    std::string file;
+    bool colocrl;  // Else post.
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      // `__buffers__ = []` misspelt `__buffess__`: a SEGV in LibTorch
+      // 1.13's ScriptTypeParser::parseClassConstant.
+      {"misspelt-buffers-in-code.ckpt", true,
+       "checkpoint x.ckpt: code/__torch__/___torch_mangle_13.py: line 3 (not "
+       "the code of a dplace checkpoint)"},
+      // A BINUNICODE of 4294574086 bytes in data.pkl: LibTorch's Unpickler
+      // reserved 4 GB before reading it (out of memory under libFuzzer).
+      {"pickle-string-length-past-the-end.ckpt", false,
+       "checkpoint x.ckpt: data.pkl: a string of 4294574086 bytes runs past "
+       "the end (a corrupt pickle)"},
+      // The colocrl policy's group order (a buffer) with an index out of
+      // range: accepted, then sampling failed ("index out of range in
+      // self"), breaking the target's property.
+      {"policy-order-out-of-range.ckpt", true,
+       "cannot read a dplace checkpoint from it (corrupt or not a "
+       "checkpoint): policy buffer "},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    StatusOr<CheckpointInfo> info =
+        c.colocrl ? Check("colocrl", {"hidden=2", "embedding=2"},
+                          ReadBytes(dir / c.file))
+                  : Check("post", {}, ReadBytes(dir / c.file));
+    ASSERT_FALSE(info.ok());
+    EXPECT_THAT(info.status().message(), HasSubstr(c.message));
+  }
+}
+
+TEST_F(CheckpointCheckTest, TruncatedAndForeignFilesAreRefused) {
+  const std::string post = Seed("post.ckpt");
+  EXPECT_THAT(
+      Check("post", {}, post.substr(0, post.size() / 2)).status().message(),
+      HasSubstr("x.ckpt: cannot read a dplace checkpoint from it"));
+  EXPECT_THAT(Check("post", {}, "").status().message(),
+              HasSubstr("x.ckpt: cannot read a dplace checkpoint from it"));
+}
+
+}  // namespace
+}  // namespace fuzz
+}  // namespace dplace

@@ -18,6 +18,8 @@ packages=(
   # LibTorch links libblas.so.3, which is the slow reference BLAS unless an
   # optimised one provides it (seq2seq policy: 2.3 -> 5.1 samples/s).
   libtorch-dev libopenblas0-pthread
+  # Distributed search (--env mpi, docs/mpi.md): Open MPI and mpirun.
+  libopenmpi-dev openmpi-bin
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
   # The reports' rendering check: headless Chromium screenshots a report,

@@ -116,9 +116,14 @@ StatusOr<MethodRun> RunAgent(const std::string& method,
   if (search.budget.samples <= 0 && search.budget.seconds <= 0) {
     search.budget.samples = (*agent)->PaperBudgetSamples();
   }
-  std::unique_ptr<Environment> env =
-      NewSimulatedEnvironment(*problem.cost, run_options.environment_threads);
-  StatusOr<SearchResult> result = (*agent)->Search(problem, env.get(), search);
+  std::unique_ptr<Environment> simulated;
+  Environment* env = run_options.environment;
+  if (env == nullptr) {
+    simulated =
+        NewSimulatedEnvironment(*problem.cost, run_options.environment_threads);
+    env = simulated.get();
+  }
+  StatusOr<SearchResult> result = (*agent)->Search(problem, env, search);
   if (!result.ok()) return result.status();
   MethodRun run;
   run.method = method;

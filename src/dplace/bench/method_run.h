@@ -57,6 +57,9 @@ struct MethodRunOptions {
   // Threads of the simulated environment agents search through; <= 0: one
   // per hardware thread. Default: 0.
   int environment_threads = 0;
+  // Where agents' placements are evaluated instead (e.g. an MPI
+  // environment); not owned. Default: none (the simulated one).
+  Environment* environment = nullptr;
   // Record the simulated timeline of the chosen placement (for traces and
   // reports). Default: false.
   bool record_timeline = false;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "dplace/bench/bench.h"
@@ -17,6 +18,10 @@
 #include "dplace/cli/pretrain_command.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
+#ifdef DPLACE_WITH_MPI
+#include "dplace/env/mpi_environment.h"
+#include "dplace/exec/measured_environment.h"
+#endif
 #include "dplace/graph/training.h"
 #include "dplace/io/chrome_trace.h"
 #include "dplace/io/cluster_json.h"
@@ -405,6 +410,13 @@ struct PlaceFlags {
   std::string checkpoint;
   std::string resume;
   std::string env = "simulated";
+  // --env mpi: controller ranks, per-evaluation timeout, and the test hooks
+  // RANK:SECONDS (a slow worker) and RANK:N (a worker that dies after N
+  // evaluations).
+  int controllers = 1;
+  double mpi_timeout = 60;
+  std::string mpi_slow_worker;
+  std::string mpi_exit_worker;
   std::string report;   // HTML report to write.
   std::string command;  // The command line, shown in the report.
 };
@@ -494,15 +506,32 @@ std::string CommandLine(int argc, const char* const* argv) {
   return line;
 }
 
+// Where PlaceOne's search evaluates and what it does around it: in
+// process by default; --env mpi fills these in.
+struct PlaceHooks {
+  Environment* environment = nullptr;  // Default: the simulated one.
+  GradientAveraging average_gradients;
+  uint64_t sampling_stream = 0;
+  // After a successful search: may replace the placement (the best over
+  // controllers) and returns a line to print after the method's.
+  std::function<StatusOr<std::string>(MethodRun*)> after_search;
+  // When the search fails, after the error is printed (MPI: end the job).
+  std::function<void()> on_error;
+};
+
 // dplace place --method NAME: one placer, or a learned placer's search
 // through the simulated environment; prints the chosen placement.
 int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
              const PlacerOptions& options, const std::string& header,
-             const std::string& trace, std::ostream& out, std::ostream& err) {
+             const std::string& trace, std::ostream& out, std::ostream& err,
+             const PlaceHooks& hooks = {}) {
   const bool learned = IsLearnedMethod(place.method);
   MethodRunOptions run_options;
   run_options.record_timeline = !trace.empty() || !place.report.empty();
+  run_options.environment = hooks.environment;
   SearchOptions& search = run_options.search;
+  search.average_gradients = hooks.average_gradients;
+  search.sampling_stream = hooks.sampling_stream;
   if (learned) {
     if (place.budget_samples == 0 || place.budget_seconds == 0) {
       return Fail(err,
@@ -525,7 +554,17 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
   StatusOr<MethodRun> run =
       RunMethod(place.method, options, problem, run_options);
   if (terminal) err << "\n";
-  if (!run.ok()) return Fail(err, run.status());
+  std::string note;
+  if (run.ok() && run->placed && hooks.after_search) {
+    StatusOr<std::string> line = hooks.after_search(&*run);
+    if (line.ok()) note = *line;
+    if (!line.ok()) run = line.status();
+  }
+  if (!run.ok()) {
+    const int code = Fail(err, run.status());
+    if (hooks.on_error) hooks.on_error();
+    return code;
+  }
   if (!run->placed) {
     const Status status(run->error_code, run->error);
     if (status.code() == StatusCode::kInfeasible) {
@@ -550,6 +589,7 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
   } else {
     out << "placed in " << Format("%.3f", run->wall_seconds) << " s\n";
   }
+  if (!note.empty()) out << note << "\n";
   PrintSimResult(cluster, sim, out);
   if (!place.log.empty()) out << "log: " << place.log << "\n";
   if (learned && !search.checkpoint_path.empty()) {
@@ -630,6 +670,151 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
   return best > 0 ? kExitOk : kExitInfeasible;
 }
 
+bool IsMpiEnv(const std::string& env) {
+  return env == "mpi" || env == "mpi:simulated" || env == "mpi:measured";
+}
+
+// --env: simulated, or mpi[:simulated|:measured] (learned placers only).
+Status CheckEnv(const PlaceFlags& place) {
+  if (place.env == "simulated") return Status::Ok();
+  if (!IsMpiEnv(place.env)) {
+    return InvalidArgumentError("--env " + place.env +
+                                ": expected simulated or "
+                                "mpi[:simulated|:measured]");
+  }
+#ifndef DPLACE_WITH_MPI
+  return InvalidArgumentError(
+      "--env " + place.env +
+      ": this dplace was built without MPI; install Open MPI (apt-get "
+      "install libopenmpi-dev openmpi-bin), rebuild with "
+      "-DDPLACE_WITH_MPI=ON and start it with mpirun (docs/mpi.md)");
+#else
+  if (place.method == "all" || !IsLearnedMethod(place.method)) {
+    return InvalidArgumentError("--env " + place.env +
+                                " spreads a learned placer's evaluations "
+                                "over MPI ranks; method " +
+                                place.method +
+                                " is not a learned placer (see --list)");
+  }
+  if (place.controllers > 1 &&
+      (place.budget_samples <= 0 || place.budget_seconds >= 0 ||
+       !place.resume.empty())) {
+    return InvalidArgumentError(
+        "--controllers " + std::to_string(place.controllers) +
+        ": controllers step together, so they need --budget-samples and no "
+        "--budget-seconds or --resume");
+  }
+  return Status::Ok();
+#endif
+}
+
+#ifdef DPLACE_WITH_MPI
+// "RANK:VALUE" of the MPI test hooks.
+Status ParseRankValue(const std::string& flag, const std::string& text,
+                      int* rank, double* value) {
+  const size_t colon = text.find(':');
+  try {
+    size_t end = 0;
+    if (colon == std::string::npos) throw std::invalid_argument(text);
+    *rank = std::stoi(text.substr(0, colon), &end);
+    if (end != colon) throw std::invalid_argument(text);
+    *value = std::stod(text.substr(colon + 1), &end);
+    if (end != text.size() - colon - 1) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    return InvalidArgumentError(flag + " " + text + ": expected RANK:NUMBER");
+  }
+  return Status::Ok();
+}
+
+// dplace place --env mpi under mpirun: controllers search, the other ranks
+// evaluate their placements (see mpi_environment.h). Only controller 0
+// prints and writes files.
+int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
+                 const PlacerOptions& options, const std::string& header,
+                 std::string trace, std::ostream& out, std::ostream& err) {
+  MpiOptions mpi;
+  mpi.controllers = place.controllers;
+  mpi.evaluation_timeout_seconds = place.mpi_timeout;
+  if (!place.mpi_slow_worker.empty()) {
+    Status s = ParseRankValue("--mpi-slow-worker", place.mpi_slow_worker,
+                              &mpi.slow_rank, &mpi.slow_seconds);
+    if (!s.ok()) return Fail(err, s);
+  }
+  if (!place.mpi_exit_worker.empty()) {
+    double after = 0;
+    Status s = ParseRankValue("--mpi-exit-worker", place.mpi_exit_worker,
+                              &mpi.exit_rank, &after);
+    if (!s.ok()) return Fail(err, s);
+    mpi.exit_after = static_cast<int64_t>(after);
+  }
+  StatusOr<std::unique_ptr<MpiContext>> started = MpiContext::Start(mpi);
+  if (!started.ok()) return Fail(err, started.status());
+  MpiContext& context = **started;
+  if (!context.is_controller()) {
+    // Each worker evaluates alone: one simulator thread, or this host's
+    // devices as --cluster names them.
+    StatusOr<std::unique_ptr<Environment>> local =
+        place.env == "mpi:measured"
+            ? NewMeasuredEnvironment(*problem.graph, *problem.cluster, {})
+            : StatusOr<std::unique_ptr<Environment>>(
+                  NewSimulatedEnvironment(*problem.cost, /*num_threads=*/1));
+    Status s = local.ok() ? context.RunWorker(local->get()) : local.status();
+    if (!s.ok()) {
+      Fail(err, s);
+      context.Abort(kExitBadInput);
+    }
+    return kExitOk;
+  }
+  std::ostringstream discarded;
+  std::ostream* shown = &out;
+  if (context.controller() > 0) {
+    // The other controllers search and share their best, silently.
+    place.log.clear();
+    place.checkpoint.clear();
+    place.out.clear();
+    place.report.clear();
+    trace.clear();
+    shown = &discarded;
+  }
+  std::unique_ptr<Environment> env =
+      context.NewEnvironment(*problem.graph, *problem.cluster);
+  PlaceHooks hooks;
+  hooks.environment = env.get();
+  hooks.sampling_stream = static_cast<uint64_t>(context.controller());
+  if (context.num_controllers() > 1) {
+    hooks.average_gradients = [&context](std::vector<float>* gradient) {
+      context.AverageOverControllers(gradient);
+    };
+    hooks.on_error = [&context] { context.Abort(kExitBadInput); };
+  }
+  const bool record_timeline = !trace.empty() || !place.report.empty();
+  hooks.after_search = [&](MethodRun* run) -> StatusOr<std::string> {
+    context.StopWorkers();
+    const int best = context.ShareBest(
+        run->search.best_feasible, run->search.best_step_time, &run->placement);
+    if (best != context.controller()) {
+      SimOptions sim_options;
+      sim_options.record_timeline = record_timeline;
+      StatusOr<SimResult> sim =
+          Simulator(*problem.cost).Simulate(run->placement, sim_options);
+      if (!sim.ok()) return sim.status();
+      run->sim = std::move(sim).value();
+    }
+    const MpiEvaluationStats stats = context.stats();
+    return "mpi: " + std::to_string(context.world_size()) + " ranks, " +
+           std::to_string(context.num_controllers()) + " controller(s), " +
+           std::to_string(context.num_workers()) +
+           " worker(s) for controller 0; " + std::to_string(stats.issued) +
+           " evaluations issued, " + std::to_string(stats.reissued) +
+           " re-issued after a " + Format("%g", place.mpi_timeout) +
+           " s timeout, " + std::to_string(stats.late_replies) +
+           " late replies ignored; best from controller " +
+           std::to_string(best);
+  };
+  return PlaceOne(problem, place, options, header, trace, *shown, err, hooks);
+}
+#endif  // DPLACE_WITH_MPI
+
 int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
           std::ostream& err) {
   if (place.list) return PlaceList(out);
@@ -638,12 +823,7 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
                          "place needs --model (or --graph), --cluster and "
                          "--method (or --list)"));
   }
-  if (place.env != "simulated") {
-    return Fail(err, InvalidArgumentError(
-                         "--env " + place.env +
-                         ": not available yet; the only environment is "
-                         "simulated"));
-  }
+  if (Status s = CheckEnv(place); !s.ok()) return Fail(err, s);
   const bool is_agent = IsLearnedMethod(place.method);
   if (!is_agent && HasAgentFlags(place)) {
     return Fail(err, InvalidArgumentError(
@@ -694,6 +874,12 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
 
   StatusOr<PlacerOptions> options = PlacerOptions::Parse(place.options);
   if (!options.ok()) return Fail(err, options.status());
+#ifdef DPLACE_WITH_MPI
+  if (IsMpiEnv(place.env)) {
+    return PlaceWithMpi(problem, place, *options, header, flags.trace, out,
+                        err);
+  }
+#endif
   return PlaceOne(problem, place, *options, header, flags.trace, out, err);
 }
 
@@ -875,9 +1061,29 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   place->add_option("--resume", place_flags.resume,
                     "learned placers: continue the search saved in this "
                     "checkpoint (same method, model, cluster, options)");
-  place->add_option("--env", place_flags.env,
-                    "where placements are evaluated: simulated (the only one "
-                    "so far)");
+  place->add_option(
+      "--env", place_flags.env,
+      "where a learned placer's placements are evaluated: "
+      "simulated (default, in process), or mpi[:simulated|:measured] "
+      "under mpirun: rank 0 searches, the other ranks evaluate "
+      "(docs/mpi.md)");
+  place
+      ->add_option("--controllers", place_flags.controllers,
+                   "--env mpi: controller ranks training one policy, each "
+                   "with its own workers and baseline, gradients averaged "
+                   "(default: 1)")
+      ->check(CLI::PositiveNumber);
+  place
+      ->add_option("--mpi-timeout", place_flags.mpi_timeout,
+                   "--env mpi: seconds one evaluation may take before the "
+                   "placement goes to another worker; 0: never (default: "
+                   "60)")
+      ->check(CLI::NonNegativeNumber);
+  // Test hooks of the MPI environment, hidden from --help.
+  place->add_option("--mpi-slow-worker", place_flags.mpi_slow_worker)
+      ->group("");
+  place->add_option("--mpi-exit-worker", place_flags.mpi_exit_worker)
+      ->group("");
   place->add_option("--report", place_flags.report,
                     "write a self-contained HTML report: placement by layer "
                     "and op, per-device load and memory, the step's "

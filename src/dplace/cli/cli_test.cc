@@ -569,8 +569,21 @@ TEST_F(CliTest, PlaceWithAnAgentBadInput) {
               HasSubstr("corrupt.ckpt: cannot read a dplace checkpoint from "
                         "it (corrupt or not a checkpoint)"));
   EXPECT_THAT(BadInput(with({"--env", "measured"})),
-              HasSubstr("--env measured: not available yet; the only "
-                        "environment is simulated"));
+              HasSubstr("--env measured: expected simulated or "
+                        "mpi[:simulated|:measured]"));
+#ifdef DPLACE_WITH_MPI
+  EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                               "--method", "m-etf", "--env", "mpi"})),
+              HasSubstr("method m-etf is not a learned placer"));
+  EXPECT_THAT(BadInput(with({"--env", "mpi", "--controllers", "2"})),
+              HasSubstr("controllers step together, so they need "
+                        "--budget-samples"));
+#else
+  EXPECT_THAT(BadInput(with({"--env", "mpi"})),
+              HasSubstr("built without MPI; install Open MPI (apt-get "
+                        "install libopenmpi-dev openmpi-bin), rebuild with "
+                        "-DDPLACE_WITH_MPI=ON"));
+#endif
   EXPECT_THAT(BadInput(with({"--option", "ce_evry=6"})),
               HasSubstr("method post: unknown option \"ce_evry\""));
   EXPECT_THAT(

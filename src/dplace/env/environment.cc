@@ -1,6 +1,7 @@
 #include "dplace/env/environment.h"
 
 #include <chrono>
+#include <thread>
 
 #include "dplace/sim/simulator.h"
 #include "dplace/util/thread_pool.h"
@@ -20,8 +21,11 @@ namespace {
 
 class SimulatedEnvironment : public Environment {
  public:
-  SimulatedEnvironment(const CostModel& cost, int num_threads)
-      : Environment(cost.graph(), cost.cluster()), pool_(num_threads) {
+  SimulatedEnvironment(const CostModel& cost, int num_threads,
+                       double added_delay_seconds)
+      : Environment(cost.graph(), cost.cluster()),
+        pool_(num_threads),
+        added_delay_seconds_(added_delay_seconds) {
     for (int w = 0; w < pool_.num_threads(); ++w)
       simulators_.emplace_back(cost);
   }
@@ -36,6 +40,10 @@ class SimulatedEnvironment : public Environment {
       const auto start = std::chrono::steady_clock::now();
       // Placements were validated by Evaluate(), so this cannot fail.
       const SimResult r = *simulators_[worker].Simulate(batch[i], options);
+      if (added_delay_seconds_ > 0) {
+        std::this_thread::sleep_for(
+            std::chrono::duration<double>(added_delay_seconds_));
+      }
       Measurement& m = out[i];
       m.step_time = r.step_time;
       m.feasible = r.feasible;
@@ -51,13 +59,15 @@ class SimulatedEnvironment : public Environment {
  private:
   ThreadPool pool_;
   std::vector<Simulator> simulators_;  // One per worker.
+  double added_delay_seconds_;
 };
 
 }  // namespace
 
-std::unique_ptr<Environment> NewSimulatedEnvironment(const CostModel& cost,
-                                                     int num_threads) {
-  return std::make_unique<SimulatedEnvironment>(cost, num_threads);
+std::unique_ptr<Environment> NewSimulatedEnvironment(
+    const CostModel& cost, int num_threads, double added_delay_seconds) {
+  return std::make_unique<SimulatedEnvironment>(cost, num_threads,
+                                                added_delay_seconds);
 }
 
 }  // namespace dplace

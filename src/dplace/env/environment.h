@@ -48,8 +48,11 @@ class Environment {
 // Evaluates with the simulator, a batch spread over a thread pool.
 // REQUIRES: `cost` (and its graph and cluster) outlive the environment.
 // `num_threads` <= 0 means one per hardware thread. Default: 0.
-std::unique_ptr<Environment> NewSimulatedEnvironment(const CostModel& cost,
-                                                     int num_threads = 0);
+// `added_delay_seconds`: every evaluation also sleeps this long, standing in
+// for the cost of a real measurement (benchmarks of the MPI environment).
+// Default: 0.
+std::unique_ptr<Environment> NewSimulatedEnvironment(
+    const CostModel& cost, int num_threads = 0, double added_delay_seconds = 0);
 
 }  // namespace dplace
 

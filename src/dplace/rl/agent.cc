@@ -723,7 +723,8 @@ StatusOr<SearchResult> Agent::Search(const PlacementProblem& problem,
                           MakeSetup(problem, settings_, options.budget));
 
   LoopState s;
-  s.rng.seed(problem.seed);
+  s.rng.seed(problem.seed ^ (options.sampling_stream * 0x9E3779B97F4A7C15ull));
+  average_gradients_ = options.average_gradients;
   try {
     torch::manual_seed(problem.seed);
     DPLACE_RETURN_IF_ERROR(DoInit(setup).WithPrefix(method));

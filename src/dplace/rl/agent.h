@@ -87,6 +87,9 @@ struct SearchProgress {
   std::vector<std::pair<std::string, double>> agent_stats;
 };
 
+// Replaces a flattened gradient by its mean over cooperating searches.
+using GradientAveraging = std::function<void(std::vector<float>* gradient)>;
+
 struct SearchOptions {
   SearchBudget budget;
   // JSONL log, one SampleRecord per line; on resume, lines past the
@@ -101,6 +104,22 @@ struct SearchOptions {
   std::string resume_path;
   // Called after every batch, from the searching thread. Default: none.
   std::function<void(const SearchProgress&)> progress;
+  // Multi-controller training (see mpi_environment.h): called before every
+  // gradient step with the policy's gradients, flattened, to replace them
+  // by their mean over the controllers. Every controller must make the
+  // same steps, so give them a sample budget. Default: none.
+  GradientAveraging average_gradients;
+  // Mixed into the seed of placement sampling only, so controllers that
+  // share one policy sample different placements; 0 samples as a search
+  // without it. Default: 0.
+  uint64_t sampling_stream = 0;
+};
+
+// What a checkpoint resumes from (Agent::CheckCheckpoint).
+struct CheckpointInfo {
+  int64_t samples = 0;  // Evaluated before the checkpoint.
+  int64_t updates = 0;
+  bool has_best = false;
 };
 
 // What a checkpoint resumes from (Agent::CheckCheckpoint).
@@ -240,9 +259,16 @@ class Agent {
   virtual void DoSave(torch::serialize::OutputArchive* archive) const = 0;
   virtual void DoLoad(torch::serialize::InputArchive* archive) = 0;
 
+  // The search's SearchOptions::average_gradients, for the agent's gradient
+  // steps (GradientStep in agent_parts.h); empty when there is none.
+  const GradientAveraging& gradient_averaging() const {
+    return average_gradients_;
+  }
+
  private:
   std::string name_;
   SearchSettings settings_;
+  GradientAveraging average_gradients_;  // Of the running search.
 };
 
 using AgentFactory =

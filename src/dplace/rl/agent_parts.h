@@ -117,13 +117,46 @@ class EliteBuffer {
   torch::Tensor times_;
 };
 
-// One optimizer step on `loss`: zero the gradients, backpropagate, clip the
-// gradient norm of `module`'s parameters to `grad_clip` (0: no clipping),
-// step.
+// Replaces the gradients of `module`'s parameters by `average` of them
+// (multi-controller training); nothing without one. A parameter without a
+// gradient takes part with zeros, so every controller passes the same size.
+inline void AverageGradients(torch::nn::Module* module,
+                             const GradientAveraging& average) {
+  if (!average) return;
+  std::vector<torch::Tensor> grads;
+  for (torch::Tensor& p : module->parameters()) {
+    if (!p.requires_grad()) continue;
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    grads.push_back(p.grad());
+  }
+  if (grads.empty()) return;
+  std::vector<torch::Tensor> flat_parts;
+  for (const torch::Tensor& g : grads) {
+    flat_parts.push_back(g.reshape({-1}).to(torch::kFloat32));
+  }
+  const torch::Tensor flat = torch::cat(flat_parts).contiguous();
+  std::vector<float> values(flat.data_ptr<float>(),
+                            flat.data_ptr<float>() + flat.numel());
+  average(&values);
+  const torch::Tensor mean =
+      torch::from_blob(values.data(), {flat.numel()}, torch::kFloat32);
+  int64_t offset = 0;
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& g : grads) {
+    g.copy_(mean.slice(0, offset, offset + g.numel()).view_as(g));
+    offset += g.numel();
+  }
+}
+
+// One optimizer step on `loss`: zero the gradients, backpropagate, average
+// them with `average` when given, clip the gradient norm of `module`'s
+// parameters to `grad_clip` (0: no clipping), step.
 inline void GradientStep(const torch::Tensor& loss, torch::nn::Module* module,
-                         torch::optim::Optimizer* optimizer, double grad_clip) {
+                         torch::optim::Optimizer* optimizer, double grad_clip,
+                         const GradientAveraging& average = {}) {
   optimizer->zero_grad();
   loss.backward();
+  AverageGradients(module, average);
   if (grad_clip > 0) {
     torch::nn::utils::clip_grad_norm_(module->parameters(), grad_clip);
   }

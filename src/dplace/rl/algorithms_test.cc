@@ -12,6 +12,7 @@
 #include <map>
 #include <random>
 
+#include "dplace/rl/agent_parts.h"
 #include "dplace/rl/policy.h"
 
 namespace dplace {
@@ -227,6 +228,31 @@ TEST(EliteLikelihoodLossTest, StepsTowardTheElite) {
   EXPECT_GT(p[0][2].item<float>(), 0.95);
   EXPECT_NEAR(p[1][0].item<float>(), 0.5, 0.02);
   EXPECT_NEAR(p[1][1].item<float>(), 0.5, 0.02);
+}
+
+// Multi-controller training: GradientStep hands every gradient, flattened
+// in parameter order, to the averaging callback and steps with what it
+// returns. Here the other controller's gradient is zero, so the mean is half.
+TEST(GradientStepTest, StepsWithTheAveragedGradient) {
+  torch::manual_seed(1);
+  torch::nn::Linear linear(3, 2);
+  torch::nn::Linear unused(1, 1);  // Takes part with zeros.
+  auto module = std::make_shared<torch::nn::Module>();
+  module->register_module("linear", linear);
+  module->register_module("unused", unused);
+  const torch::Tensor weight_before = linear->weight.detach().clone();
+  torch::optim::SGD sgd(module->parameters(), torch::optim::SGDOptions(1.0));
+  const torch::Tensor x = torch::tensor({{1.0f, 2.0f, 3.0f}});
+  int64_t seen = 0;
+  GradientStep(linear->forward(x).sum(), module.get(), &sgd, /*grad_clip=*/0,
+               [&seen](std::vector<float>* gradient) {
+                 seen = static_cast<int64_t>(gradient->size());
+                 for (float& g : *gradient) g /= 2;
+               });
+  EXPECT_EQ(seen, 3 * 2 + 2 + 1 + 1);  // Weights and biases of both.
+  // d(sum)/dW = x for each output row; half of it was applied.
+  const torch::Tensor expected = weight_before - 0.5 * x.expand({2, 3});
+  EXPECT_TRUE(torch::allclose(linear->weight, expected)) << linear->weight;
 }
 
 }  // namespace

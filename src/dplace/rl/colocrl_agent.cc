@@ -117,7 +117,8 @@ class ColocRlAgent : public Agent {
 
  private:
   void Step(const torch::Tensor& loss) {
-    GradientStep(loss, policy_.get(), optimizer_.get(), settings_.grad_clip);
+    GradientStep(loss, policy_.get(), optimizer_.get(), settings_.grad_clip,
+                 gradient_averaging());
   }
 
   ColocRlSettings settings_;

@@ -207,7 +207,8 @@ class MarsAgent : public Agent {
     for (int step = 0; step < settings_.ppo_steps; ++step) {
       GradientStep(PpoLoss(policy_->LogProbs(actions), old_log_probs, actions,
                            advantage, ppo),
-                   policy_.get(), optimizer_.get(), settings_.grad_clip);
+                   policy_.get(), optimizer_.get(), settings_.grad_clip,
+                   gradient_averaging());
     }
     return 1;
   }

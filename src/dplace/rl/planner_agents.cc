@@ -383,7 +383,8 @@ class PlannerAgent : public Agent {
   }
 
   void Step(const torch::Tensor& loss) {
-    GradientStep(loss, modules_.get(), optimizer_.get(), settings_.grad_clip);
+    GradientStep(loss, modules_.get(), optimizer_.get(), settings_.grad_clip,
+                 gradient_averaging());
   }
 
   PlannerSettings settings_;

@@ -104,6 +104,7 @@ class PostAgent : public Agent {
     if (mode_ == PostMode::kPolicyGradient) {
       optimizer_->zero_grad();
       ReinforceLoss(policy_->LogProbs(used), used, advantage).backward();
+      AverageGradients(policy_.get(), gradient_averaging());
       optimizer_->step();
       return 1;
     }
@@ -120,6 +121,7 @@ class PostAgent : public Agent {
       optimizer_->zero_grad();
       PpoLoss(policy_->LogProbs(used), old_log_probs, used, advantage, ppo)
           .backward();
+      AverageGradients(policy_.get(), gradient_averaging());
       optimizer_->step();
     }
     return 1;

@@ -122,13 +122,6 @@ struct CheckpointInfo {
   bool has_best = false;
 };
 
-// What a checkpoint resumes from (Agent::CheckCheckpoint).
-struct CheckpointInfo {
-  int64_t samples = 0;  // Evaluated before the checkpoint.
-  int64_t updates = 0;
-  bool has_best = false;
-};
-
 struct SearchResult {
   Placement best;              // Op placement of the best sample.
   double best_step_time = 0;   // Its measured step time.

@@ -674,12 +674,21 @@ bool IsMpiEnv(const std::string& env) {
   return env == "mpi" || env == "mpi:simulated" || env == "mpi:measured";
 }
 
-// --env: simulated, or mpi[:simulated|:measured] (learned placers only).
+// --env: simulated, measured (one method, on a detected cluster), or
+// mpi[:simulated|:measured] (learned placers only).
 Status CheckEnv(const PlaceFlags& place) {
   if (place.env == "simulated") return Status::Ok();
+  if (place.env == "measured") {
+    if (place.method == "all") {
+      return InvalidArgumentError(
+          "--env measured runs one method; to measure many placements "
+          "against the simulator use dplace fidelity");
+    }
+    return Status::Ok();
+  }
   if (!IsMpiEnv(place.env)) {
     return InvalidArgumentError("--env " + place.env +
-                                ": expected simulated or "
+                                ": expected simulated, measured or "
                                 "mpi[:simulated|:measured]");
   }
 #ifndef DPLACE_WITH_MPI
@@ -815,6 +824,30 @@ int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
 }
 #endif  // DPLACE_WITH_MPI
 
+// dplace place --env measured: a learned placer's samples are measured on
+// this machine's devices (the cluster must be a detected one); the chosen
+// placement, from any method, is measured too.
+int PlaceMeasured(const PlacementProblem& problem, const PlaceFlags& place,
+                  const PlacerOptions& options, const std::string& header,
+                  const std::string& trace, std::ostream& out,
+                  std::ostream& err) {
+  StatusOr<std::unique_ptr<Environment>> env =
+      MeasuredEnvironmentForPlace(*problem.graph, *problem.cluster);
+  if (!env.ok()) return Fail(err, env.status());
+  PlaceHooks hooks;
+  hooks.environment = env->get();
+  hooks.after_search = [&](MethodRun* run) -> StatusOr<std::string> {
+    err << "dplace: measuring the chosen placement ...\n";
+    StatusOr<std::vector<Measurement>> m = (*env)->Evaluate({run->placement});
+    if (!m.ok()) return m.status();
+    const Measurement& r = (*m)[0];
+    if (!r.feasible) return "measured: infeasible: " + r.infeasible_reason;
+    return "measured step time: " + Format("%.6f", r.step_time) +
+           " s (simulated below)";
+  };
+  return PlaceOne(problem, place, options, header, trace, out, err, hooks);
+}
+
 int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
           std::ostream& err) {
   if (place.list) return PlaceList(out);
@@ -880,6 +913,10 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
                         err);
   }
 #endif
+  if (place.env == "measured") {
+    return PlaceMeasured(problem, place, *options, header, flags.trace, out,
+                         err);
+  }
   return PlaceOne(problem, place, *options, header, flags.trace, out, err);
 }
 
@@ -1061,12 +1098,13 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   place->add_option("--resume", place_flags.resume,
                     "learned placers: continue the search saved in this "
                     "checkpoint (same method, model, cluster, options)");
-  place->add_option(
-      "--env", place_flags.env,
-      "where a learned placer's placements are evaluated: "
-      "simulated (default, in process), or mpi[:simulated|:measured] "
-      "under mpirun: rank 0 searches, the other ranks evaluate "
-      "(docs/mpi.md)");
+  place->add_option("--env", place_flags.env,
+                    "where a learned placer's placements are evaluated: "
+                    "simulated (default, in process), measured (run on this "
+                    "machine's devices; --cluster from `cluster detect`), "
+                    "or mpi[:simulated|:measured] "
+                    "under mpirun: rank 0 searches, the other ranks evaluate "
+                    "(docs/mpi.md)");
   place
       ->add_option("--controllers", place_flags.controllers,
                    "--env mpi: controller ranks training one policy, each "

@@ -568,8 +568,12 @@ TEST_F(CliTest, PlaceWithAnAgentBadInput) {
   EXPECT_THAT(BadInput(with({"--budget-samples", "12", "--resume", corrupt})),
               HasSubstr("corrupt.ckpt: cannot read a dplace checkpoint from "
                         "it (corrupt or not a checkpoint)"));
+  // Measured runs need this machine's devices, not a preset's.
   EXPECT_THAT(BadInput(with({"--env", "measured"})),
-              HasSubstr("--env measured: expected simulated or "
+              AllOf(HasSubstr("--env measured: cluster k80x2: "),
+                    HasSubstr("dplace cluster detect")));
+  EXPECT_THAT(BadInput(with({"--env", "measurd"})),
+              HasSubstr("--env measurd: expected simulated, measured or "
                         "mpi[:simulated|:measured]"));
 #ifdef DPLACE_WITH_MPI
   EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",

@@ -1,5 +1,5 @@
 // Runs the real-execution commands in-process: cluster detect, profile,
-// measure and fidelity, on this machine's CPUs, with
+// measure, fidelity and place --env measured, on this machine's CPUs, with
 // a small model so each takes seconds; and their one-line errors.
 #include "dplace/cli/exec_commands.h"
 
@@ -134,6 +134,28 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
   StatusOr<std::string> markdown = ReadTextFile(md);
   ASSERT_TRUE(markdown.ok());
   EXPECT_THAT(*markdown, HasSubstr("| placement | simulated (s) |"));
+}
+
+TEST_F(ExecCommandsTest, PlaceWithTheMeasuredEnvironment) {
+  ASSERT_NO_FATAL_FAILURE(Profile());
+  CliResult r = Dplace({"place", "--model", kModel, "--cluster", cluster(),
+                        "--method", "m-etf", "--env", "measured"});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("measured step time: "));
+  // A learned placer searches through real measurements.
+  r = Dplace({"place", "--model", kModel, "--cluster", cluster(), "--method",
+              "post", "--budget-samples", "4", "--env", "measured"});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("searched 4 samples"));
+  EXPECT_THAT(r.out, HasSubstr("measured step time: "));
+  // A preset is not this machine.
+  EXPECT_THAT(BadInput(Dplace({"place", "--model", kModel, "--cluster", "k80x2",
+                               "--method", "m-etf", "--env", "measured"})),
+              HasSubstr("dplace cluster detect"));
+  EXPECT_THAT(
+      BadInput(Dplace({"place", "--model", kModel, "--cluster", cluster(),
+                       "--method", "all", "--env", "measured"})),
+      HasSubstr("--env measured"));
 }
 
 TEST_F(ExecCommandsTest, BadDevicesAndClustersAreOneLineErrors) {

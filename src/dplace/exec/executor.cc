@@ -194,6 +194,13 @@ StatusOr<std::vector<ExecDevice>> ParseExecDevices(const std::string& list) {
 }
 
 StatusOr<std::vector<ExecDevice>> ExecDevicesOfCluster(const Cluster& cluster) {
+  int cpus = 0;
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+    cpus += cluster.device(d).kind == DeviceKind::kCpu;
+  }
+  const int threads =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                      std::max(1, cpus));
   std::vector<ExecDevice> devices;
   for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
     const Device& spec = cluster.device(d);
@@ -206,8 +213,7 @@ StatusOr<std::vector<ExecDevice>> ExecDevicesOfCluster(const Cluster& cluster) {
           "detect` writes): " +
           device.status().message());
     }
-    device->threads =
-        device->kind == DeviceKind::kCpu ? std::max(1, spec.compute_slots) : 1;
+    device->threads = device->kind == DeviceKind::kCpu ? threads : 1;
     device->memory_bytes = spec.memory_bytes;
     devices.push_back(*device);
   }

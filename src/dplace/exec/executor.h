@@ -56,8 +56,10 @@ int CudaDeviceCount();
 
 // The real devices behind a cluster: each cluster device's name must name
 // one ("cpu:N" or "cuda:N", as `dplace cluster detect` writes them); its
-// memory_bytes becomes the capacity and, for a CPU, compute_slots the
-// intra-op thread count.
+// memory_bytes becomes the capacity. A CPU device gets the hardware threads
+// split evenly between the cluster's CPU devices as its intra-op threads
+// (what detection gives it): the executor runs one op at a time per
+// device, the simulator's single compute slot.
 StatusOr<std::vector<ExecDevice>> ExecDevicesOfCluster(const Cluster& cluster);
 
 struct ExecOptions {

@@ -287,7 +287,7 @@ StatusOr<Cluster> MakeLocalCluster(const std::string& name,
     d.memory_bandwidth = speeds[i].memory_bandwidth;
     d.memory_bytes = e.memory_bytes > 0 ? e.memory_bytes : 16 * kGiB;
     d.launch_overhead = speeds[i].launch_overhead;
-    d.compute_slots = e.kind == DeviceKind::kCpu ? std::max(1, e.threads) : 1;
+    d.compute_slots = 1;  // One op at a time; threads work inside it.
     builder.AddDevice(std::move(d));
   }
   const int n = static_cast<int>(devices.size());

@@ -115,8 +115,9 @@ StatusOr<std::vector<DeviceSpeed>> MeasureDeviceSpeeds(
 
 // A cluster of `devices` (names as the executor's, so ExecDevicesOfCluster
 // reads it back) with the speeds given and a link per fitted pair
-// (bidirectional unless both directions were fitted). CPU compute_slots
-// are the intra-op thread counts. Errors: sizes that disagree, a pair with
+// (bidirectional unless both directions were fitted). Every device has
+// one compute slot: the executor runs one op at a time per device (a CPU's
+// threads work inside the op). Errors: sizes that disagree, a pair with
 // no fit.
 StatusOr<Cluster> MakeLocalCluster(const std::string& name,
                                    const std::vector<ExecDevice>& devices,

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -80,17 +81,23 @@ TEST(ExecutorTest, TwoBranchesOnTwoCpuDevicesRunFasterThanOnOne) {
   options.measured_steps = 5;
   auto executor = Executor::Create(graph, TwoCpus(), options);
   ASSERT_TRUE(executor.ok()) << executor.status().message();
-  StatusOr<ExecResult> one =
-      (*executor)->Measure(Placement(graph.num_ops(), 0));
-  StatusOr<ExecResult> two = (*executor)->Measure(SplitPlacement(graph));
-  ASSERT_TRUE(one.ok() && two.ok());
-  ASSERT_TRUE(one->feasible) << one->infeasible_reason;
-  ASSERT_TRUE(two->feasible) << two->infeasible_reason;
-  EXPECT_EQ(one->step_times.size(), 5u);
+  // The best of three measurements of each, alternating, so that a burst
+  // of other work on the machine does not decide the comparison.
+  double one = 1e9, two = 1e9;
+  for (int round = 0; round < 3; ++round) {
+    StatusOr<ExecResult> a =
+        (*executor)->Measure(Placement(graph.num_ops(), 0));
+    StatusOr<ExecResult> b = (*executor)->Measure(SplitPlacement(graph));
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_TRUE(a->feasible) << a->infeasible_reason;
+    ASSERT_TRUE(b->feasible) << b->infeasible_reason;
+    EXPECT_EQ(a->step_times.size(), 5u);
+    one = std::min(one, a->step_time);
+    two = std::min(two, b->step_time);
+  }
   // Two cores work at once: ideally half; well under the one-device time.
-  EXPECT_LT(two->step_time, 0.8 * one->step_time)
-      << "one device " << one->step_time << " s, two " << two->step_time
-      << " s";
+  EXPECT_LT(two, 0.8 * one)
+      << "one device " << one << " s, two " << two << " s";
   EXPECT_TRUE((*executor)->stand_ins().empty());
 }
 

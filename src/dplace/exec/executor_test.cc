@@ -1,10 +1,14 @@
 #include "dplace/exec/executor.h"
 
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dplace/cost/cost_model.h"
@@ -75,7 +79,36 @@ std::vector<ExecDevice> TwoCpus() {
   return *devices;
 }
 
+// Seconds two threads take for two matrix products each, over the seconds
+// one thread takes for all four: about 0.5 where two cores are free.
+double ParallelRatio() {
+  const at::Tensor a = at::rand({kN, kN});
+  auto work = [&](int n) {
+    at::set_num_threads(1);
+    for (int i = 0; i < n; ++i) at::mm(a, a);
+  };
+  double best = 1e9;
+  for (int round = 0; round < 3; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::thread(work, 8).join();
+    auto t1 = std::chrono::steady_clock::now();
+    std::thread x(work, 4), y(work, 4);
+    x.join();
+    y.join();
+    auto t2 = std::chrono::steady_clock::now();
+    best = std::min(best, std::chrono::duration<double>(t2 - t1).count() /
+                              std::chrono::duration<double>(t1 - t0).count());
+  }
+  return best;
+}
+
 TEST(ExecutorTest, TwoBranchesOnTwoCpuDevicesRunFasterThanOnOne) {
+  // What the executor can show depends on what the machine gives now.
+  const double machine = ParallelRatio();
+  if (machine > 0.7) {
+    GTEST_SKIP() << "two plain threads take " << machine
+                 << " of one thread's time here: no second core is free";
+  }
   const Graph graph = TwoBranches(8);
   ExecOptions options;
   options.measured_steps = 5;

@@ -83,6 +83,9 @@ TEST(OnnxFuzzFindingsTest, CrashInputsAreRefusedWithAMessage) {
       {"maxpool-stride-zero.onnx",
        "node '/pool/MaxPool' (MaxPool): attribute strides must be >= 1, "
        "got 0"},
+      {"constant-raw-data-shorter-than-an-element.onnx",
+       "node '/const/Constant' (Constant): attribute value's tensor: "
+       "raw_data holds 1 bytes, its dims and type need 8"},
   };
   for (const auto& [file, message] : cases) {
     SCOPED_TRACE(file);

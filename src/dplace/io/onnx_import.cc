@@ -1182,6 +1182,37 @@ class Importer {
   // shape inference, which libonnx 1.12 does not guard against either: a
   // null type for an undefined input of Shape (a SEGV found by
   // onnx_import_fuzzer).
+  // libonnx 1.12 copies raw_data into a vector sized by the bytes'
+  // whole elements, so a few bytes fewer than one element are written
+  // through a null pointer (a SEGV found by onnx_import_fuzzer in a
+  // Constant's int64 value). The bytes must be what the dims say.
+  Status CheckRawData(const TensorProto& t, const std::string& where) const {
+    if (!t.has_raw_data()) return Status::Ok();
+    static const std::unordered_map<int, int64_t> kElementBytes = {
+        {TensorProto::FLOAT, 4},     {TensorProto::UINT8, 1},
+        {TensorProto::INT8, 1},      {TensorProto::UINT16, 2},
+        {TensorProto::INT16, 2},     {TensorProto::INT32, 4},
+        {TensorProto::INT64, 8},     {TensorProto::BOOL, 1},
+        {TensorProto::FLOAT16, 2},   {TensorProto::DOUBLE, 8},
+        {TensorProto::UINT32, 4},    {TensorProto::UINT64, 8},
+        {TensorProto::COMPLEX64, 8}, {TensorProto::COMPLEX128, 16},
+        {TensorProto::BFLOAT16, 2}};
+    auto it = kElementBytes.find(t.data_type());
+    if (it == kElementBytes.end()) return Status::Ok();
+    int64_t bytes = it->second;
+    for (int64_t d : t.dims()) {
+      if (d < 0 || __builtin_mul_overflow(bytes, d, &bytes)) {
+        return Error(where + ": dims are negative or overflow");
+      }
+    }
+    if (static_cast<uint64_t>(bytes) != t.raw_data().size()) {
+      return Error(where + ": raw_data holds " +
+                   std::to_string(t.raw_data().size()) +
+                   " bytes, its dims and type need " + std::to_string(bytes));
+    }
+    return Status::Ok();
+  }
+
   Status CheckInputsAreDefined() const {
     std::unordered_set<std::string> defined;
     for (const ValueInfoProto& v : graph().input()) defined.insert(v.name());
@@ -1193,10 +1224,21 @@ class Importer {
     for (const NodeProto& node : graph().node()) {
       for (const std::string& out : node.output()) produced.insert(out);
     }
+    for (const TensorProto& t : graph().initializer()) {
+      DPLACE_RETURN_IF_ERROR(CheckRawData(t, "initializer '" + t.name() + "'"));
+    }
     // In node order: libonnx infers in that order and reads an input of a
     // later node as undefined.
     for (int i = 0; i < graph().node_size(); ++i) {
       const NodeProto& node = graph().node(i);
+      for (const ::onnx::AttributeProto& a : node.attribute()) {
+        const std::string where =
+            Describe(node, i) + ": attribute " + a.name() + "'s tensor";
+        if (a.has_t()) DPLACE_RETURN_IF_ERROR(CheckRawData(a.t(), where));
+        for (const TensorProto& t : a.tensors()) {
+          DPLACE_RETURN_IF_ERROR(CheckRawData(t, where));
+        }
+      }
       for (const std::string& in : node.input()) {
         if (in.empty() || defined.count(in)) continue;
         if (produced.count(in)) {

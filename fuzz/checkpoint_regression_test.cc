@@ -20,6 +20,7 @@
 #include "dplace/io/graph_json.h"
 #include "dplace/rl/agent.h"
 #include "fuzz/checkpoint_target.h"
+#include "fuzz/fuzz_util.h"
 
 namespace dplace {
 namespace fuzz {
@@ -29,23 +30,6 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 const fs::path kRoot(DPLACE_SOURCE_DIR);
-
-std::vector<fs::path> FilesIn(const fs::path& dir) {
-  std::vector<fs::path> files;
-  if (!fs::is_directory(dir)) return files;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
-    if (e.is_regular_file() && e.path().filename().string()[0] != '.') {
-      files.push_back(e.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-std::string ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 int Replay(const fs::path& dir) {
   int replayed = 0;

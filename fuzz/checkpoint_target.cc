@@ -16,16 +16,11 @@
 #include "dplace/io/file.h"
 #include "dplace/io/graph_json.h"
 #include "dplace/rl/agent.h"
+#include "fuzz/fuzz_util.h"
 
 namespace dplace {
 namespace fuzz {
 namespace {
-
-void Check(bool ok, const std::string& what) {
-  if (ok) return;
-  std::fprintf(stderr, "fuzz property violated: %s\n", what.c_str());
-  std::abort();
-}
 
 // The problem the seeds were written for:
 //   dplace place --model examples/mlp_training.json --cluster k80x2 ...

@@ -15,6 +15,7 @@
 
 #include "dplace/io/onnx_import.h"
 #include "fuzz/fuzz_targets.h"
+#include "fuzz/fuzz_util.h"
 
 namespace dplace {
 namespace fuzz {
@@ -22,23 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-std::vector<fs::path> FilesIn(const fs::path& dir) {
-  std::vector<fs::path> files;
-  if (!fs::is_directory(dir)) return files;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
-    if (e.is_regular_file() && e.path().filename().string()[0] != '.') {
-      files.push_back(e.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-std::string ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 int Replay(const FuzzTarget& target, const fs::path& dir) {
   int replayed = 0;

@@ -10,18 +10,11 @@
 #include "dplace/io/onnx_import.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
+#include "fuzz/fuzz_util.h"
 
 namespace dplace {
 namespace fuzz {
 namespace {
-
-// A broken property is a bug: report it and abort, which libFuzzer and the
-// regression test both see as a crash.
-void Check(bool ok, const std::string& what) {
-  if (ok) return;
-  std::fprintf(stderr, "fuzz property violated: %s\n", what.c_str());
-  std::abort();
-}
 
 std::string Text(const uint8_t* data, size_t size) {
   return std::string(reinterpret_cast<const char*>(data), size);

@@ -15,6 +15,7 @@
 #include "dplace/bench/bench.h"
 #include "dplace/bench/method_run.h"
 #include "dplace/cli/exec_commands.h"
+#include "dplace/cli/format.h"
 #include "dplace/cli/pretrain_command.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
@@ -38,12 +39,6 @@
 
 namespace dplace {
 namespace {
-
-std::string Format(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
 
 // Decimal units, as GPU vendors state memory: "11.81 GB", "2.05 kB".
 std::string Bytes(double bytes) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dplace/cli/cli_test_util.h"
 #include "dplace/cluster/cluster.h"
 #include "dplace/io/file.h"
 #include "dplace/io/graph_json.h"
@@ -33,30 +34,6 @@ const std::string kOneGpu = kSourceDir + "/examples/mlp_one_gpu.placement.json";
 const std::string kTwoGpus =
     kSourceDir + "/examples/mlp_two_gpus.placement.json";
 
-struct CliResult {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-CliResult Dplace(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"dplace"};
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliResult r;
-  r.code = RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 // A fresh directory per test for the files it writes.
 class CliTest : public ::testing::Test {
  protected:
@@ -74,21 +51,6 @@ class CliTest : public ::testing::Test {
     Status s = WriteTextFile(path, contents);
     EXPECT_TRUE(s.ok()) << s.message();
     return path;
-  }
-
-  // Checks the bad-input contract: exit 2, nothing on stdout, exactly one
-  // line on stderr that starts with "dplace: error: "; returns that line.
-  static std::string BadInput(const CliResult& r) {
-    EXPECT_EQ(r.code, kExitBadInput) << r.out << r.err;
-    EXPECT_EQ(r.out, "");
-    const std::vector<std::string> lines = Lines(r.err);
-    EXPECT_EQ(lines.size(), 1u) << r.err;
-    EXPECT_FALSE(r.err.empty());
-    if (!r.err.empty()) {
-      EXPECT_EQ(r.err.back(), '\n');
-    }
-    EXPECT_THAT(r.err, StartsWith("dplace: error: "));
-    return lines.empty() ? "" : lines[0];
   }
 
   std::string dir_;

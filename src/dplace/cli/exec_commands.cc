@@ -6,6 +6,7 @@
 
 #include "dplace/bench/method_run.h"
 #include "dplace/cli/cli.h"
+#include "dplace/cli/format.h"
 #include "dplace/exec/executor.h"
 #include "dplace/exec/fidelity.h"
 #include "dplace/exec/measured_environment.h"
@@ -17,12 +18,6 @@
 
 namespace dplace {
 namespace {
-
-std::string Format(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
 
 int Fail(std::ostream& err, const Status& status) {
   err << "dplace: error: " << status.message() << "\n";

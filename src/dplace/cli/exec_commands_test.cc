@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dplace/cli/cli.h"
+#include "dplace/cli/cli_test_util.h"
 #include "dplace/exec/executor.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
@@ -27,32 +28,6 @@ using ::testing::StartsWith;
 
 // Small enough that a step takes milliseconds.
 const char kModel[] = "zoo:rnnlm:layers=2,batch=4,steps=3,units=32,vocab=100";
-
-struct CliResult {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-CliResult Dplace(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"dplace"};
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliResult r;
-  r.code = RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
-
-// The bad-input contract: exit 2, nothing on stdout, one line on stderr.
-std::string BadInput(const CliResult& r) {
-  EXPECT_EQ(r.code, kExitBadInput) << r.out << r.err;
-  EXPECT_EQ(r.out, "");
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_THAT(r.err, StartsWith("dplace: error: "));
-  return r.err;
-}
 
 class ExecCommandsTest : public ::testing::Test {
  protected:

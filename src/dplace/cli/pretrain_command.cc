@@ -4,20 +4,11 @@
 #include <cstdio>
 
 #include "dplace/cli/cli.h"
+#include "dplace/cli/format.h"
 #include "dplace/placers/placer.h"
 #include "dplace/rl/mars.h"
 
 namespace dplace {
-namespace {
-
-std::string Fixed(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
-
-}  // namespace
-
 CLI::App* AddPretrainCommand(CLI::App* app, PretrainFlags* flags) {
   CLI::App* cmd = app->add_subcommand(
       "pretrain",
@@ -75,10 +66,10 @@ int RunPretrainCommand(
   out << "graph " << graph->name() << " (" << graph->num_ops() << " ops, hash "
       << graph->hash() << "): " << summary->num_groups << " groups\n"
       << "pre-trained " << summary->steps << " steps in "
-      << Fixed("%.3f", summary->seconds) << " s: loss "
-      << Fixed("%.4f", summary->first_loss) << " -> "
-      << Fixed("%.4f", summary->final_loss) << ", discriminator accuracy "
-      << Fixed("%.3f", summary->accuracy) << "\n"
+      << Format("%.3f", summary->seconds) << " s: loss "
+      << Format("%.4f", summary->first_loss) << " -> "
+      << Format("%.4f", summary->final_loss) << ", discriminator accuracy "
+      << Format("%.3f", summary->accuracy) << "\n"
       << "encoder: " << flags.output << "\n";
   return kExitOk;
 }

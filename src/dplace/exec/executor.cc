@@ -305,13 +305,13 @@ class Session {
   std::vector<std::atomic<int32_t>> uses_;     // Per slot.
   std::vector<at::Tensor> slots_;              // Per slot.
   std::vector<std::atomic<int64_t>> live_;     // Per device.
-  std::vector<int64_t> peak_;                  // Per device.
-  std::vector<double> times_;                  // Per op, this step.
+  std::vector<int64_t> peak_;  // Per device; written by its thread only.
+  std::vector<double> times_;  // Per op, this step.
   std::vector<std::vector<double>> op_times_;  // Per recorded step.
   std::atomic<int> ops_done_{0};
   std::atomic<int64_t> outstanding_{0};  // Tasks queued or running.
   std::atomic<bool> aborted_{false};
-  std::mutex mu_;  // Guards reason_, peak_ and the wake-ups below.
+  std::mutex mu_;  // Guards reason_ and the wake-ups below.
   std::condition_variable done_cv_;
   std::string reason_;
 
@@ -600,10 +600,7 @@ void Session::Store(TensorId t, int d, at::Tensor value) {
   slots_[Slot(t, d)] = std::move(value);
   const int64_t live =
       live_[d].fetch_add(graph_.tensor_bytes(t)) + graph_.tensor_bytes(t);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    peak_[d] = std::max(peak_[d], live);
-  }
+  peak_[d] = std::max(peak_[d], live);  // Only d's thread stores on d.
   if (capacity_[d] > 0 && live > capacity_[d]) {
     Abort("out of memory on " + impl_.devices[d].name + ": " +
           std::to_string(live) + " bytes live over its " +

@@ -573,7 +573,6 @@ Outputs Random(const KernelArgs& args) {
   return outs;
 }
 
-Outputs NoOutputs(const KernelArgs& args) { return Metadata(args); }
 
 // ---- Variables and optimizer updates -------------------------------------
 
@@ -780,7 +779,7 @@ const std::unordered_map<std::string, Kernel>& Kernels() {
       {"BroadcastGradientArgs", Metadata},
       {"ConcatOffset", Metadata},
       {"InvertPermutation", Metadata},
-      {"NoOp", NoOutputs},
+      {"NoOp", Metadata},
       {"Fill", Fill},
       {"RandomUniform", Random},
       {"RandomStandardNormal", Random},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -152,8 +153,10 @@ TEST_F(MpiEnvironmentTest, RankDeathStopsTheJobAndResumeLosesNothing) {
       << resumed.out;
   EXPECT_TRUE(at[1] == "120" || at[1] == "240") << at[1];
   // The log holds each sample once: the lost batch was sampled again.
-  int lines = 0;
-  for (char c : *ReadTextFile(log)) lines += c == '\n';
+  const StatusOr<std::string> text = ReadTextFile(log);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  const int lines =
+      static_cast<int>(std::count(text->begin(), text->end(), '\n'));
   EXPECT_EQ(lines, 400);
   EXPECT_EQ(LineStarting(resumed.out, "step time: "),
             LineStarting(local.out, "step time: "));

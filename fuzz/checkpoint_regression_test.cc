@@ -167,10 +167,21 @@ TEST_F(CheckpointCheckTest, FuzzFindingsAreRefusedWithAMessage) {
       {"pickle-string-length-past-the-end.ckpt", false,
        "checkpoint x.ckpt: data.pkl: a string of 4294574086 bytes runs past "
        "the end (a corrupt pickle)"},
+      // MARK where the empty tuple before NEWOBJ was: LibTorch 1.13's
+      // Unpickler popped past its stack and freed what it had not
+      // allocated (ASan, inside torch::jit::import_ir_module).
+      {"newobj-after-a-mark-in-data-pkl.ckpt", true,
+       "checkpoint x.ckpt: data.pkl: NEWOBJ at byte 23 needs 2 values above "
+       "its mark, the stack holds 0 (a corrupt pickle)"},
       // The colocrl policy's group order (a buffer) with an index out of
       // range: accepted, then sampling failed ("index out of range in
-      // self"), breaking the target's property.
+      // self"), breaking the target's property. The input as found also
+      // had a corrupt debug pickle, refused since by the pickle check; the
+      // `-alone` copy is the seed with only that buffer changed.
       {"policy-order-out-of-range.ckpt", true,
+       "___torch_mangle_15.py.debug_pkl: APPEND at byte 33 needs 2 values "
+       "above its mark, the stack holds 1 (a corrupt pickle)"},
+      {"policy-order-out-of-range-alone.ckpt", true,
        "cannot read a dplace checkpoint from it (corrupt or not a "
        "checkpoint): policy buffer "},
   };

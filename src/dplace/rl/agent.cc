@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "dplace/io/file.h"
+#include "dplace/io/pickle_check.h"
 #include "dplace/placers/placer_util.h"
 #include "dplace/rl/agent_parts.h"
 
@@ -310,127 +311,11 @@ bool IsArchiveType(const std::string& type, long number) {
   return std::regex_match(type, m, module) && std::stol(m[1].str()) > number;
 }
 
-// The first problem of a pickle LibTorch's Unpickler would trust: a string
-// or bytes whose length runs past the record (the Unpickler reserves the
-// length first: 4 GB for a mutated BINUNICODE), or a memo index above the
-// record's size (it reserves twice the index). Scans the opcodes dplace's
-// archives use and stops, accepting, at any other: the Unpickler refuses
-// those itself. Empty when none.
-std::string PickleProblem(const char* data, size_t size) {
-  auto u = [&](size_t at, int bytes) {
-    uint64_t v = 0;
-    for (int i = bytes - 1; i >= 0; --i) {
-      v = (v << 8) | static_cast<uint8_t>(data[at + i]);
-    }
-    return v;
-  };
-  size_t pos = 0;
-  while (pos < size) {
-    const uint8_t op = static_cast<uint8_t>(data[pos++]);
-    int fixed = -1, length_bytes = 0;
-    bool memo = false;
-    switch (op) {
-      case '.':  // STOP
-        return "";
-      case '(':
-      case ')':
-      case ']':
-      case '}':
-      case 'N':
-      case 0x88:
-      case 0x89:
-      case 'a':
-      case 'e':
-      case 's':
-      case 'u':
-      case 't':
-      case 0x85:
-      case 0x86:
-      case 0x87:
-      case 'R':
-      case 'b':
-      case 0x81:
-      case 'Q':
-      case '0':
-      case 'd':
-      case 'l':
-        fixed = 0;
-        break;
-      case 0x80:
-      case 'K':
-      case 'h':  // PROTO, BININT1, BINGET
-        fixed = 1;
-        break;
-      case 'M':  // BININT2
-        fixed = 2;
-        break;
-      case 'J':
-      case 'j':  // BININT, LONG_BINGET
-        fixed = 4;
-        break;
-      case 'G':  // BINFLOAT
-        fixed = 8;
-        break;
-      case 'q':  // BINPUT
-        fixed = 1;
-        memo = true;
-        break;
-      case 'r':  // LONG_BINPUT
-        fixed = 4;
-        memo = true;
-        break;
-      case 'U':
-      case 'C':
-      case 0x8c:
-      case 0x8a:  // 1-byte lengths
-        length_bytes = 1;
-        break;
-      case 'X':
-      case 'B':
-      case 0x8b:  // BINUNICODE, BINBYTES, LONG4
-        length_bytes = 4;
-        break;
-      case 0x8d:
-      case 0x8e:  // BINUNICODE8, BINBYTES8
-        length_bytes = 8;
-        break;
-      case 'c': {  // GLOBAL module\nname\n
-        for (int line = 0; line < 2; ++line) {
-          const void* nl = std::memchr(data + pos, '\n', size - pos);
-          if (!nl) return "a GLOBAL runs past the end";
-          pos = static_cast<const char*>(nl) - data + 1;
-        }
-        continue;
-      }
-      default:
-        return "";  // Not one of dplace's: the Unpickler decides.
-    }
-    if (fixed >= 0) {
-      if (size - pos < static_cast<size_t>(fixed)) return "truncated";
-      if (memo && u(pos, fixed) > size) {
-        return "memo index " + std::to_string(u(pos, fixed)) +
-               " beyond the record";
-      }
-      pos += fixed;
-      continue;
-    }
-    if (size - pos < static_cast<size_t>(length_bytes)) return "truncated";
-    const uint64_t length = u(pos, length_bytes);
-    pos += length_bytes;
-    if (length > size - pos) {
-      return "a string of " + std::to_string(length) +
-             " bytes runs past the end";
-    }
-    pos += length;
-  }
-  return "";
-}
-
 // Checks that every TorchScript source of a LibTorch archive (code/*.py)
 // holds only what an OutputArchive writes: one `class Module(Module):` of
 // __parameters__, __buffers__, __annotations__ and typed attributes; and
-// that no pickle (PickleProblem) makes the Unpickler allocate what the
-// record does not hold. Throws c10::Error on a corrupt zip.
+// that every pickle is one an OutputArchive could have written
+// (PickleProblem). Throws c10::Error on a corrupt zip.
 Status CheckArchiveCode(const std::string& bytes, const std::string& path) {
   static const std::regex names(
       "  __(parameters|buffers)__ = \\[(\"[A-Za-z0-9_./]+\", )*\\]");
@@ -448,8 +333,8 @@ Status CheckArchiveCode(const std::string& bytes, const std::string& path) {
     };
     if (ends_with(".pkl") || ends_with(".debug_pkl")) {
       auto [data, size] = reader.getRecord(name);
-      const std::string problem =
-          PickleProblem(static_cast<const char*>(data.get()), size);
+      const std::string problem = PickleProblem(
+          std::string_view(static_cast<const char*>(data.get()), size));
       if (!problem.empty()) {
         return InvalidArgumentError("checkpoint " + path + ": " +
                                     name.substr(0, 80) + ": " + problem +

@@ -70,6 +70,11 @@ TEST(OnnxFuzzFindingsTest, CrashInputsAreRefusedWithAMessage) {
       {"constant-raw-data-shorter-than-an-element.onnx",
        "node '/const/Constant' (Constant): attribute value's tensor: "
        "raw_data holds 1 bytes, its dims and type need 8"},
+      // An Einsum without inputs: completing its shape read input 0 of an
+      // empty list (UBSan, in protobuf). Now skipped; the import fails on
+      // the Gather whose shape nothing gives.
+      {"einsum-without-inputs.onnx",
+       "node '/emb/Gather' (Gather): output 'e': no shape"},
   };
   for (const auto& [file, message] : cases) {
     SCOPED_TRACE(file);

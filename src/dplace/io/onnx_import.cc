@@ -1537,7 +1537,8 @@ class Importer {
     for (int i = 0; i < graph().node_size(); ++i) {
       const NodeProto& node = graph().node(i);
       if (node.op_type() != "Einsum" || node.output_size() != 1 ||
-          completed_.count(node.output(0)) || InfoOf(node.output(0)).ok()) {
+          node.input_size() == 0 || completed_.count(node.output(0)) ||
+          InfoOf(node.output(0)).ok()) {
         continue;
       }
       std::vector<TensorInfo> infos;

@@ -95,7 +95,7 @@ int Profile(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
 
   out << GraphLine(graph) << "\n";
   err << "dplace: profiling every op, " << options.steps
-      << " step(s) per device kind ...\n";
+      << " step(s) on each device (a kind's time: the mean of its devices) ...\n";
   StatusOr<ProfileTable> table = ProfileGraph(graph, **executor, options);
   if (!table.ok()) return Fail(err, table.status());
   for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kGpu}) {
@@ -226,6 +226,10 @@ std::string FidelityMarkdown(const Graph& graph, const Cluster& cluster,
   md += FidelityTableMarkdown(report) + "\n";
   md += "**" + FidelitySummary(report.stats) + "**; measured in " +
         Format("%.0f", report.wall_seconds) + " s.\n";
+  if (report.retest.count > 0) {
+    md += "\nThe same placements " + RetestSummary(report) +
+          ": the most any simulator could match on this machine.\n";
+  }
   if (!stand_ins.empty()) {
     md += "\nOp types run as stand-ins (read inputs, write outputs):";
     for (const StandIn& s : stand_ins) {
@@ -243,6 +247,11 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
     return Fail(
         err, InvalidArgumentError("--samples: expected an integer >= 2, got " +
                                   std::to_string(flags.samples)));
+  }
+  if (flags.rounds < 1) {
+    return Fail(
+        err, InvalidArgumentError("--rounds: expected an integer >= 1, got " +
+                                  std::to_string(flags.rounds)));
   }
   StatusOr<LoadedModel> model = LoadModel(flags.model);
   if (!model.ok()) return Fail(err, model.status());
@@ -272,6 +281,7 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   FidelityOptions options;
   options.samples = flags.samples;
   options.seed = flags.seed;
+  options.rounds = flags.rounds;
   options.progress = [&err](int i, int n, const std::string& label) {
     err << "dplace: measuring " << (i + 1) << "/" << n << ": " << label << "\n";
   };
@@ -290,6 +300,7 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
       << "\n";
   out << FidelityTableMarkdown(*report);
   out << FidelitySummary(report->stats) << "\n";
+  if (report->retest.count > 0) out << RetestSummary(*report) << "\n";
   const std::vector<StandIn> stand_ins = env.executor().stand_ins();
   PrintStandIns(env.executor(), err);
   if (!flags.svg.empty()) {
@@ -370,6 +381,11 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
                          "seed of the random placements (default: 1)");
   c.fidelity->add_option("--steps", flags->steps,
                          "measured steps per placement (default: 5)");
+  c.fidelity->add_option(
+      "--rounds", flags->rounds,
+      "passes measuring every placement (alternating order), the median "
+      "counts; rounds 1 and 2 are also compared with each other, the "
+      "machine's own noise (default: 2)");
   c.fidelity->add_option("--svg", flags->svg,
                          "scatter plot of simulated vs measured to write");
   c.fidelity->add_option("--markdown", flags->markdown,

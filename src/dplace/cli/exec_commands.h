@@ -30,6 +30,7 @@ struct ExecFlags {
   int steps = -1;  // Measured (or profiled) steps; negative: the default.
   int cpu_devices = 2;
   int samples = 20;
+  int rounds = 2;  // fidelity: passes over the placements.
   uint64_t seed = 1;
 };
 

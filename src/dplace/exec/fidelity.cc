@@ -246,35 +246,81 @@ std::vector<LabeledPlacement> FidelityPlacements(
 StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
                                      Environment* measured,
                                      const FidelityOptions& options) {
+  if (options.rounds < 1) {
+    return InvalidArgumentError("fidelity: rounds must be >= 1, got " +
+                                std::to_string(options.rounds));
+  }
   const auto start = std::chrono::steady_clock::now();
   std::vector<LabeledPlacement> placements =
       FidelityPlacements(problem, options);
+  const int n = static_cast<int>(placements.size());
   Simulator simulator(*problem.cost);
   SimOptions sim_options;
   sim_options.compute_bounds = false;
   FidelityReport report;
-  std::vector<double> predicted, actual;
-  for (size_t i = 0; i < placements.size(); ++i) {
-    LabeledPlacement& p = placements[i];
-    if (options.progress) {
-      options.progress(static_cast<int>(i), static_cast<int>(placements.size()),
-                       p.label);
-    }
-    StatusOr<SimResult> sim = simulator.Simulate(p.placement, sim_options);
-    if (!sim.ok()) return sim.status().WithPrefix(p.label);
-    StatusOr<std::vector<Measurement>> m = measured->Evaluate({p.placement});
-    if (!m.ok()) return m.status().WithPrefix(p.label);
-    FidelitySample sample;
-    sample.label = p.label;
-    sample.placement = std::move(p.placement);
+  report.samples.resize(n);
+  for (int i = 0; i < n; ++i) {
+    StatusOr<SimResult> sim =
+        simulator.Simulate(placements[i].placement, sim_options);
+    if (!sim.ok()) return sim.status().WithPrefix(placements[i].label);
+    FidelitySample& sample = report.samples[i];
+    sample.label = placements[i].label;
+    sample.placement = std::move(placements[i].placement);
     sample.simulated_feasible = sim->feasible;
     sample.simulated = sim->step_time;
-    sample.measured = std::move((*m)[0]);
+  }
+  // rounds[r][i]: round r's measurement of sample i.
+  std::vector<std::vector<Measurement>> rounds(options.rounds,
+                                               std::vector<Measurement>(n));
+  for (int r = 0; r < options.rounds; ++r) {
+    for (int k = 0; k < n; ++k) {
+      const int i = r % 2 == 0 ? k : n - 1 - k;
+      FidelitySample& sample = report.samples[i];
+      if (options.progress) {
+        options.progress(r * n + k, options.rounds * n, sample.label);
+      }
+      StatusOr<std::vector<Measurement>> m =
+          measured->Evaluate({sample.placement});
+      if (!m.ok()) return m.status().WithPrefix(sample.label);
+      rounds[r][i] = std::move((*m)[0]);
+    }
+  }
+  std::vector<double> predicted, actual, first, second;
+  for (int i = 0; i < n; ++i) {
+    FidelitySample& sample = report.samples[i];
+    sample.measured = rounds[0][i];
+    double wall = 0;
+    for (int r = 0; r < options.rounds; ++r) {
+      const Measurement& m = rounds[r][i];
+      wall += m.wall_seconds;
+      if (!m.feasible) {
+        if (sample.measured.feasible) sample.measured = m;
+        continue;
+      }
+      sample.round_step_times.push_back(m.step_time);
+      for (size_t d = 0; d < m.peak_memory_bytes.size() &&
+                         d < sample.measured.peak_memory_bytes.size();
+           ++d) {
+        sample.measured.peak_memory_bytes[d] = std::max(
+            sample.measured.peak_memory_bytes[d], m.peak_memory_bytes[d]);
+      }
+    }
+    sample.measured.wall_seconds = wall;
+    if (sample.measured.feasible) {
+      std::vector<double> times = sample.round_step_times;
+      std::sort(times.begin(), times.end());
+      const size_t m = times.size();
+      sample.measured.step_time =
+          m % 2 == 1 ? times[m / 2] : (times[m / 2 - 1] + times[m / 2]) / 2;
+    }
     if (sample.simulated_feasible && sample.measured.feasible) {
       predicted.push_back(sample.simulated);
       actual.push_back(sample.measured.step_time);
     }
-    report.samples.push_back(std::move(sample));
+    if (options.rounds >= 2 && rounds[0][i].feasible && rounds[1][i].feasible) {
+      first.push_back(rounds[0][i].step_time);
+      second.push_back(rounds[1][i].step_time);
+    }
   }
   if (actual.size() < 2) {
     return InfeasibleError(
@@ -286,6 +332,11 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
   StatusOr<FidelityStats> stats = ComputeFidelityStats(predicted, actual);
   if (!stats.ok()) return stats.status();
   report.stats = *stats;
+  if (first.size() >= 2) {
+    StatusOr<FidelityStats> retest = ComputeFidelityStats(second, first);
+    if (!retest.ok()) return retest.status();
+    report.retest = *retest;
+  }
   report.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -293,9 +344,16 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
 }
 
 std::string FidelityTableMarkdown(const FidelityReport& report) {
-  std::string out =
-      "| placement | simulated (s) | measured (s) | error |\n"
-      "|---|---:|---:|---:|\n";
+  bool rounds = false;
+  for (const FidelitySample& s : report.samples) {
+    rounds = rounds || s.round_step_times.size() > 1;
+  }
+  std::string out = rounds ? "| placement | simulated (s) | measured (s) | "
+                             "error | rounds (s) |\n"
+                             "|---|---:|---:|---:|---:|\n"
+                           : "| placement | simulated (s) | measured (s) | "
+                             "error |\n"
+                             "|---|---:|---:|---:|\n";
   for (const FidelitySample& s : report.samples) {
     const bool both = s.simulated_feasible && s.measured.feasible;
     out +=
@@ -308,7 +366,15 @@ std::string FidelityTableMarkdown(const FidelityReport& report) {
         (both ? Format("%+.1f%%", 100 * (s.simulated - s.measured.step_time) /
                                       s.measured.step_time)
               : "-") +
-        " |\n";
+        " |";
+    if (rounds) {
+      std::string times;
+      for (double t : s.round_step_times) {
+        times += (times.empty() ? "" : " / ") + Format("%.4f", t);
+      }
+      out += " " + (times.empty() ? std::string("-") : times) + " |";
+    }
+    out += "\n";
   }
   return out;
 }
@@ -318,6 +384,12 @@ std::string FidelitySummary(const FidelityStats& stats) {
          Percent(stats.max_ape) + ", Spearman " + Correlation(stats.spearman) +
          ", Kendall " + Correlation(stats.kendall) +
          " (n = " + std::to_string(stats.count) + ")";
+}
+
+std::string RetestSummary(const FidelityReport& report) {
+  if (report.retest.count == 0) return "";
+  return "re-measured (round 2 against round 1): " +
+         FidelitySummary(report.retest);
 }
 
 std::string FidelityScatterSvg(const FidelityReport& report,

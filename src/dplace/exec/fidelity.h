@@ -67,8 +67,14 @@ struct FidelityOptions {
   // Default: m-topo, m-etf, m-sct, scotch, metis, expert.
   std::vector<std::string> placers = {"m-topo", "m-etf", "m-sct",
                                       "scotch", "metis", "expert"};
-  // Called before each placement is measured: (index, count, label).
-  // Default: none.
+  // Passes over all placements, each measuring every placement once (in
+  // reverse order on odd passes, so a slow drift of the machine weighs on
+  // all alike); a placement's measured time is the median of its passes.
+  // With two or more, the first two passes are also compared with each
+  // other (FidelityReport::retest). Default: 2.
+  int rounds = 2;
+  // Called before each measurement: (index, count, label), index counting
+  // over all rounds. Default: none.
   std::function<void(int, int, const std::string&)> progress;
 };
 
@@ -94,19 +100,27 @@ struct FidelitySample {
   Placement placement;
   bool simulated_feasible = true;
   double simulated = 0;  // Seconds.
+  // The median of the rounds' step times; infeasible (with the first
+  // round's reason) when any round was.
   Measurement measured;
+  std::vector<double> round_step_times;  // Seconds, one per feasible round.
 };
 
 struct FidelityReport {
   std::vector<FidelitySample> samples;
   // Over the samples feasible both simulated and measured.
   FidelityStats stats;
+  // Round 2's step times as predictions of round 1's, over the samples
+  // feasible in both: how far a re-measurement ranks and errs, the ceiling
+  // for any simulator on this machine. count 0 with one round.
+  FidelityStats retest;
   double wall_seconds = 0;
 };
 
-// Simulates and measures every placement of FidelityPlacements. Errors:
-// the environment's (another graph or cluster than the problem's, say), or
-// fewer than two placements feasible on both sides.
+// Simulates every placement of FidelityPlacements and measures each in
+// options.rounds passes. Errors: rounds < 1, the environment's (another
+// graph or cluster than the problem's, say), or fewer than two placements
+// feasible on both sides.
 // REQUIRES: `measured` evaluates problem.graph on problem.cluster.
 StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
                                      Environment* measured,
@@ -116,6 +130,9 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
 std::string FidelityTableMarkdown(const FidelityReport& report);
 // "MAPE 8.1%, max error 21.3%, Spearman 0.94, Kendall 0.83 (n = 20)".
 std::string FidelitySummary(const FidelityStats& stats);
+// "re-measured (round 2 against round 1): MAPE 3.0%, ..."; empty when the
+// report has one round.
+std::string RetestSummary(const FidelityReport& report);
 // A scatter plot of simulated against measured step time (log axes) with
 // the y = x line, as one <svg> element.
 std::string FidelityScatterSvg(const FidelityReport& report,

@@ -170,7 +170,8 @@ TEST(RunFidelityTest, ComparesEveryPlacementWithTheMeasurement) {
   StatusOr<FidelityReport> report = RunFidelity(problem, &env, options);
   ASSERT_TRUE(report.ok()) << report.status().message();
   ASSERT_GE(report->samples.size(), 12u);
-  EXPECT_EQ(progress_calls, static_cast<int>(report->samples.size()));
+  // Two rounds by default, each measuring every placement.
+  EXPECT_EQ(progress_calls, 2 * static_cast<int>(report->samples.size()));
   EXPECT_EQ(report->samples[0].label, "single cpu:0");
   EXPECT_EQ(report->samples[1].label, "single cpu:1");
   bool has_placer = false, has_random = false;
@@ -186,6 +187,9 @@ TEST(RunFidelityTest, ComparesEveryPlacementWithTheMeasurement) {
   EXPECT_NEAR(report->stats.max_ape, 0.5, 1e-9);
   EXPECT_NEAR(report->stats.spearman, 1.0, 1e-9);
   EXPECT_NEAR(report->stats.kendall, 1.0, 1e-9);
+  // The environment repeats itself exactly.
+  EXPECT_EQ(report->retest.count, report->stats.count);
+  EXPECT_NEAR(report->retest.mape, 0, 1e-12);
 
   const std::string table = FidelityTableMarkdown(*report);
   EXPECT_THAT(table, HasSubstr("| single cpu:0 | "));
@@ -193,6 +197,80 @@ TEST(RunFidelityTest, ComparesEveryPlacementWithTheMeasurement) {
   const std::string svg = FidelityScatterSvg(*report, "rnnlm");
   EXPECT_THAT(svg, StartsWith("<svg"));
   EXPECT_THAT(svg, HasSubstr("simulated = measured"));
+}
+
+// Round r of a RunFidelity reports the simulated time times factors[r].
+class DriftingEnvironment : public Environment {
+ public:
+  DriftingEnvironment(const CostModel& cost, int placements,
+                      std::vector<double> factors)
+      : Environment(cost.graph(), cost.cluster()),
+        sim_(cost),
+        placements_(placements),
+        factors_(std::move(factors)) {}
+
+ protected:
+  std::vector<Measurement> DoEvaluate(
+      const std::vector<Placement>& batch) override {
+    std::vector<Measurement> out;
+    for (const Placement& p : batch) {
+      Measurement m;
+      m.step_time =
+          sim_.Simulate(p)->step_time * factors_[calls_++ / placements_];
+      out.push_back(m);
+    }
+    return out;
+  }
+
+ private:
+  Simulator sim_;
+  int placements_;
+  std::vector<double> factors_;
+  int calls_ = 0;
+};
+
+TEST(RunFidelityTest, RoundsTakeTheMedianAndCompareTheFirstTwo) {
+  const Graph g =
+      *MakeZooModel("rnnlm:layers=1,batch=4,steps=3,units=32,vocab=100");
+  const Cluster c = TwoCpus();
+  const CostModel cost(g, c);
+  PlacementProblem problem;
+  problem.graph = &g;
+  problem.cluster = &c;
+  problem.cost = &cost;
+  FidelityOptions options;
+  options.samples = 8;
+  options.placers = {};
+  options.rounds = 3;
+  const int n = static_cast<int>(FidelityPlacements(problem, options).size());
+  DriftingEnvironment env(cost, n, {1.0, 1.2, 3.0});
+  std::vector<std::string> labels;
+  options.progress = [&](int, int, const std::string& label) {
+    labels.push_back(label);
+  };
+  StatusOr<FidelityReport> report = RunFidelity(problem, &env, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  // Round 2 runs the placements backwards.
+  ASSERT_EQ(static_cast<int>(labels.size()), 3 * n);
+  EXPECT_EQ(labels[n], labels[n - 1]);
+  EXPECT_EQ(labels[2 * n - 1], labels[0]);
+  EXPECT_EQ(labels[2 * n], labels[0]);
+  // The median round's factor, 1.2: simulated is 1/1.2 of measured.
+  const FidelitySample& s = report->samples[0];
+  ASSERT_EQ(s.round_step_times.size(), 3u);
+  EXPECT_NEAR(s.measured.step_time, 1.2 * s.simulated, 1e-12);
+  EXPECT_NEAR(report->stats.mape, 0.2 / 1.2, 1e-9);
+  // Round 2 against round 1: 20% high, same ranks.
+  EXPECT_EQ(report->retest.count, n);
+  EXPECT_NEAR(report->retest.mape, 0.2, 1e-9);
+  EXPECT_NEAR(report->retest.spearman, 1.0, 1e-9);
+  EXPECT_THAT(RetestSummary(*report),
+              StartsWith("re-measured (round 2 against round 1): MAPE 20.0%"));
+  EXPECT_THAT(FidelityTableMarkdown(*report), HasSubstr(" / "));
+
+  options.rounds = 0;
+  EXPECT_THAT(RunFidelity(problem, &env, options).status().message(),
+              HasSubstr("rounds must be >= 1, got 0"));
 }
 
 TEST(RunFidelityTest, SamePlacementsForTheSameSeed) {

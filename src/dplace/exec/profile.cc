@@ -60,24 +60,30 @@ StatusOr<ProfileTable> ProfileGraph(const Graph& graph, Executor& executor,
   ProfileTable table;
   const std::vector<ExecDevice>& devices = executor.devices();
   for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kGpu}) {
-    const auto it =
-        std::find_if(devices.begin(), devices.end(),
-                     [kind](const ExecDevice& d) { return d.kind == kind; });
-    if (it == devices.end()) continue;
-    const int device = static_cast<int>(it - devices.begin());
-    StatusOr<std::vector<double>> times =
-        executor.ProfileOps(device, options.steps);
-    if (!times.ok()) return times.status().WithPrefix("profile " + it->name);
-    if (static_cast<int>(times->size()) != graph.num_ops()) {
-      return InternalError("profile " + it->name + ": " +
-                           std::to_string(times->size()) + " times for " +
-                           std::to_string(graph.num_ops()) + " ops");
+    std::vector<double> sum(graph.num_ops(), 0);
+    std::vector<int> count(graph.num_ops(), 0);
+    for (size_t device = 0; device < devices.size(); ++device) {
+      if (devices[device].kind != kind) continue;
+      const std::string& name = devices[device].name;
+      StatusOr<std::vector<double>> times =
+          executor.ProfileOps(static_cast<int>(device), options.steps);
+      if (!times.ok()) return times.status().WithPrefix("profile " + name);
+      if (static_cast<int>(times->size()) != graph.num_ops()) {
+        return InternalError("profile " + name + ": " +
+                             std::to_string(times->size()) + " times for " +
+                             std::to_string(graph.num_ops()) + " ops");
+      }
+      for (OpId op = 0; op < graph.num_ops(); ++op) {
+        const double t = (*times)[op];
+        if (std::isfinite(t) && t >= 0) {
+          sum[op] += t;
+          ++count[op];
+        }
+      }
     }
     for (OpId op = 0; op < graph.num_ops(); ++op) {
-      const double t = (*times)[op];
-      if (graph.allowed_devices(op).Contains(kind) && std::isfinite(t) &&
-          t >= 0) {
-        table.by_name[graph.op_name(op)][kind] = t;
+      if (count[op] > 0 && graph.allowed_devices(op).Contains(kind)) {
+        table.by_name[graph.op_name(op)][kind] = sum[op] / count[op];
       }
     }
   }

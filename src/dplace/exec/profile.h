@@ -27,9 +27,12 @@ struct ProfileOptions {
   int steps = 3;
 };
 
-// Every op's measured time on the first device of each kind the executor
-// has, by op name: what CostModel(graph, cluster, table) takes. Ops a kind
-// may not run are left out for it. REQUIRES: `executor` runs `graph`.
+// Every op's measured time on each kind of device the executor has, by op
+// name: what CostModel(graph, cluster, table) takes. The cost model keeps
+// one time per kind, so each device of the kind is profiled in turn and an
+// op's time is the mean of its devices' medians (two logical CPU devices on
+// one machine differ by several percent). Ops a kind may not run are left
+// out for it. REQUIRES: `executor` runs `graph`.
 StatusOr<ProfileTable> ProfileGraph(const Graph& graph, Executor& executor,
                                     const ProfileOptions& options);
 

@@ -131,6 +131,43 @@ void FitCopyLine(const std::vector<int64_t>& bytes,
   *bandwidth = 1 / slope;
 }
 
+StatusOr<double> TimeHandOff(const std::vector<ExecDevice>& devices, int a,
+                             int b, int ops, int repeats) {
+  if (ops < 2 || repeats < 1) {
+    return InvalidArgumentError(
+        "hand-off benchmark: expected ops >= 2 and repeats >= 1");
+  }
+  GraphBuilder builder("hand_off_chain");
+  OpId previous = -1;
+  for (int i = 0; i < ops; ++i) {
+    OpSpec spec;
+    spec.name = "relu_" + std::to_string(i);
+    spec.type = i == 0 ? "VariableV2" : "Relu";
+    spec.outputs.push_back({{1}, DataType::kFloat32, 0});
+    const OpId op = builder.AddOp(spec);
+    if (previous >= 0) builder.AddEdge(previous, 0, op);
+    previous = op;
+  }
+  StatusOr<Graph> graph = std::move(builder).Build();
+  if (!graph.ok()) return graph.status();
+  ExecOptions options;
+  options.measured_steps = repeats;
+  StatusOr<std::unique_ptr<Executor>> executor =
+      Executor::Create(*graph, devices, options);
+  if (!executor.ok()) return executor.status();
+  Placement local(ops, a), alternating(ops, a);
+  for (int i = 1; i < ops; i += 2) alternating[i] = b;
+  StatusOr<ExecResult> one = (*executor)->Measure(local);
+  if (!one.ok()) return one.status();
+  StatusOr<ExecResult> two = (*executor)->Measure(alternating);
+  if (!two.ok()) return two.status();
+  if (!one->feasible || !two->feasible) {
+    return InternalError("hand-off benchmark: " + one->infeasible_reason +
+                         two->infeasible_reason);
+  }
+  return std::max(0.0, (two->step_time - one->step_time) / (ops - 1));
+}
+
 StatusOr<std::vector<CopyFit>> BenchmarkCopies(
     Executor& executor, const CopyBenchmarkOptions& options) {
   if (options.bytes.empty() || options.repeats < 1) {
@@ -160,6 +197,15 @@ StatusOr<std::vector<CopyFit>> BenchmarkCopies(
         fit.seconds.push_back(std::max(*t, 1e-9));
       }
       FitCopyLine(fit.bytes, fit.seconds, &fit.latency, &fit.bandwidth);
+      if (options.hand_off_ops > 0) {
+        StatusOr<double> hand_off = TimeHandOff(
+            devices, from, to, options.hand_off_ops, options.repeats);
+        if (!hand_off.ok()) {
+          return hand_off.status().WithPrefix("copy " + fit.from_name + " -> " +
+                                              fit.to_name);
+        }
+        fit.latency = std::max(fit.latency, *hand_off);
+      }
       fits.push_back(std::move(fit));
     }
   }

@@ -67,10 +67,23 @@ struct CopyBenchmarkOptions {
   // Time both directions of each pair (else from the lower index only,
   // the reverse assumed equal). Default: false.
   bool both_directions = false;
+  // Ops of the hand-off chain: 1-element Relus alternating between the two
+  // devices, timed against the same chain on one device; the difference
+  // per edge is what a cross-device edge costs beyond its bytes inside a
+  // step (the consumer thread picking the copy up), and the fit's latency
+  // is at least that. 0: no chain. Default: 2000.
+  int hand_off_ops = 2000;
 };
 
+// Seconds a cross-device edge between devices `a` and `b` costs beyond its
+// bytes inside a step: (chain alternating a, b - chain on a) / edges, for a
+// chain of `ops` 1-element Relus, each placement measured `repeats` steps
+// (the median). At least 0. REQUIRES: ops >= 2, repeats >= 1.
+StatusOr<double> TimeHandOff(const std::vector<ExecDevice>& devices, int a,
+                             int b, int ops, int repeats);
+
 // One fit per pair of the executor's devices (from < to, and to > from
-// when both_directions).
+// when both_directions); each latency at least the pair's TimeHandOff.
 StatusOr<std::vector<CopyFit>> BenchmarkCopies(
     Executor& executor, const CopyBenchmarkOptions& options);
 

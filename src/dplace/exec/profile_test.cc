@@ -155,6 +155,14 @@ TEST(BenchmarkCopiesTest, FitsEveryPairWithPositiveFigures) {
   EXPECT_EQ((*fits)[0].seconds.size(), 3u);
   EXPECT_GE((*fits)[0].latency, 0);
   EXPECT_GT((*fits)[0].bandwidth, 0);
+  // A cross-device edge costs at least what the hand-off chain says, and
+  // handing a value to another thread is not free.
+  StatusOr<double> hand_off = TimeHandOff(TwoCpuDevices(), 0, 1, 200, 3);
+  ASSERT_TRUE(hand_off.ok()) << hand_off.status().message();
+  EXPECT_GE(*hand_off, 0);
+  EXPECT_LT(*hand_off, 1e-3);
+  EXPECT_THAT(TimeHandOff(TwoCpuDevices(), 0, 1, 1, 3).status().message(),
+              HasSubstr("ops >= 2"));
   options.both_directions = true;
   fits = BenchmarkCopies(**exec, options);
   ASSERT_TRUE(fits.ok());

@@ -95,7 +95,8 @@ int Profile(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
 
   out << GraphLine(graph) << "\n";
   err << "dplace: profiling every op, " << options.steps
-      << " step(s) on each device (a kind's time: the mean of its devices) ...\n";
+      << " step(s) on each device (a kind's time: the mean of its devices) "
+         "...\n";
   StatusOr<ProfileTable> table = ProfileGraph(graph, **executor, options);
   if (!table.ok()) return Fail(err, table.status());
   for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kGpu}) {

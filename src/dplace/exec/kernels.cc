@@ -573,7 +573,6 @@ Outputs Random(const KernelArgs& args) {
   return outs;
 }
 
-
 // ---- Variables and optimizer updates -------------------------------------
 
 // Assign(ref, value) and friends update the variable in place.

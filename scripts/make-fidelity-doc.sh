@@ -109,9 +109,10 @@ warm-up, the median; a placement's time is the median of its rounds). Errors are
 (simulated − measured) / measured; MAPE is their mean absolute value;
 Spearman and Kendall (tau-b) compare the rankings, which is what a placer
 needs from the simulator. Targets: Spearman ≥ 0.9 and MAPE ≤ 15%.
-The "re-measured" columns compare round 2 with round 1: the same
-placements measured twice on this machine, the most that any simulator
-could match here.
+The "re-measured" columns compare round 2 with round 1, the same
+placements measured twice: how well this machine agrees with itself,
+about the best a simulator can be expected to match here (against the
+median of two rounds it can do a little better).
 
 Commands:
 

@@ -229,7 +229,7 @@ std::string FidelityMarkdown(const Graph& graph, const Cluster& cluster,
         Format("%.0f", report.wall_seconds) + " s.\n";
   if (report.retest.count > 0) {
     md += "\nThe same placements " + RetestSummary(report) +
-          ": the most any simulator could match on this machine.\n";
+          ": how well this machine agrees with itself.\n";
   }
   if (!stand_ins.empty()) {
     md += "\nOp types run as stand-ins (read inputs, write outputs):";

@@ -111,8 +111,9 @@ struct FidelityReport {
   // Over the samples feasible both simulated and measured.
   FidelityStats stats;
   // Round 2's step times as predictions of round 1's, over the samples
-  // feasible in both: how far a re-measurement ranks and errs, the ceiling
-  // for any simulator on this machine. count 0 with one round.
+  // feasible in both: how well the machine agrees with itself, about the
+  // best a simulator can be expected to match there (against the median
+  // of the rounds it may do a little better). count 0 with one round.
   FidelityStats retest;
   double wall_seconds = 0;
 };

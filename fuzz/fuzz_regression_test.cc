@@ -75,6 +75,11 @@ TEST(OnnxFuzzFindingsTest, CrashInputsAreRefusedWithAMessage) {
       // the Gather whose shape nothing gives.
       {"einsum-without-inputs.onnx",
        "node '/emb/Gather' (Gather): output 'e': no shape"},
+      // Shape of an untyped graph input that a Gemm also reads: libonnx
+      // typed the input from the Gemm in the first pass, then data
+      // propagation looked it up untyped (SEGV in libonnx).
+      {"shape-of-a-graph-input-typed-by-its-consumer.onnx",
+       "node '/shape/Shape' (Shape): input 'x' has no type"},
   };
   for (const auto& [file, message] : cases) {
     SCOPED_TRACE(file);

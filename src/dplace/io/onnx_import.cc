@@ -1474,6 +1474,12 @@ class Importer {
     for (const auto& [name, value] : types_) {
       if (value->has_type()) typed.insert(name);
     }
+    // libonnx types an untyped graph input from its consumers in the pass
+    // above, but data propagation looks it up untyped (another SEGV found
+    // by onnx_import_fuzzer): such an input counts as untyped.
+    for (const ValueInfoProto& v : model_.graph().input()) {
+      if (!v.has_type()) typed.erase(v.name());
+    }
     for (int i = 0; i < graph().node_size(); ++i) {
       const NodeProto& node = graph().node(i);
       if (node.op_type() != "Shape" || node.input_size() == 0 ||

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dplace/exec/executor.h"
+#include "dplace/exec/profile.h"
 
 namespace dplace {
 namespace {
@@ -17,20 +18,7 @@ namespace {
 constexpr int kOps = 10000;
 
 const Graph& Chain() {
-  static const Graph* graph = [] {
-    GraphBuilder b("relu_chain");
-    OpId prev = -1;
-    for (int i = 0; i < kOps; ++i) {
-      OpSpec spec;
-      spec.name = "relu_" + std::to_string(i);
-      spec.type = i == 0 ? "VariableV2" : "Relu";
-      spec.outputs.push_back({{1}, DataType::kFloat32, 0});
-      const OpId op = b.AddOp(spec);
-      if (prev >= 0) b.AddEdge(prev, 0, op);
-      prev = op;
-    }
-    return new Graph(*std::move(b).Build());
-  }();
+  static const Graph* graph = new Graph(*ReluChain(kOps));
   return *graph;
 }
 

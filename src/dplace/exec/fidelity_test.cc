@@ -100,6 +100,15 @@ Cluster TwoCpus() {
   return *std::move(b).Build();
 }
 
+// The problem of placing the cost model's graph on its cluster.
+PlacementProblem ProblemOf(const CostModel& cost) {
+  PlacementProblem problem;
+  problem.graph = &cost.graph();
+  problem.cluster = &cost.cluster();
+  problem.cost = &cost;
+  return problem;
+}
+
 TEST(RandomPlacementTest, PerGroupKeepsGroupsTogetherAndIsSeeded) {
   const Graph g =
       *MakeZooModel("rnnlm:layers=1,batch=4,steps=3,units=32,vocab=100");
@@ -155,10 +164,7 @@ TEST(RunFidelityTest, ComparesEveryPlacementWithTheMeasurement) {
       *MakeZooModel("rnnlm:layers=2,batch=4,steps=3,units=32,vocab=100");
   const Cluster c = TwoCpus();
   const CostModel cost(g, c);
-  PlacementProblem problem;
-  problem.graph = &g;
-  problem.cluster = &c;
-  problem.cost = &cost;
+  const PlacementProblem problem = ProblemOf(cost);
   ScaledEnvironment env(cost, 2.0);
   FidelityOptions options;
   options.samples = 12;
@@ -234,10 +240,7 @@ TEST(RunFidelityTest, RoundsTakeTheMedianAndCompareTheFirstTwo) {
       *MakeZooModel("rnnlm:layers=1,batch=4,steps=3,units=32,vocab=100");
   const Cluster c = TwoCpus();
   const CostModel cost(g, c);
-  PlacementProblem problem;
-  problem.graph = &g;
-  problem.cluster = &c;
-  problem.cost = &cost;
+  const PlacementProblem problem = ProblemOf(cost);
   FidelityOptions options;
   options.samples = 8;
   options.placers = {};
@@ -278,10 +281,7 @@ TEST(RunFidelityTest, SamePlacementsForTheSameSeed) {
       *MakeZooModel("rnnlm:layers=1,batch=4,steps=3,units=32,vocab=100");
   const Cluster c = TwoCpus();
   const CostModel cost(g, c);
-  PlacementProblem problem;
-  problem.graph = &g;
-  problem.cluster = &c;
-  problem.cost = &cost;
+  const PlacementProblem problem = ProblemOf(cost);
   FidelityOptions options;
   options.samples = 10;
   options.placers = {"no-such-placer", "m-etf"};  // The unknown one skipped.

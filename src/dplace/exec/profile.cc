@@ -131,13 +131,8 @@ void FitCopyLine(const std::vector<int64_t>& bytes,
   *bandwidth = 1 / slope;
 }
 
-StatusOr<double> TimeHandOff(const std::vector<ExecDevice>& devices, int a,
-                             int b, int ops, int repeats) {
-  if (ops < 2 || repeats < 1) {
-    return InvalidArgumentError(
-        "hand-off benchmark: expected ops >= 2 and repeats >= 1");
-  }
-  GraphBuilder builder("hand_off_chain");
+StatusOr<Graph> ReluChain(int ops) {
+  GraphBuilder builder("relu_chain");
   OpId previous = -1;
   for (int i = 0; i < ops; ++i) {
     OpSpec spec;
@@ -148,7 +143,16 @@ StatusOr<double> TimeHandOff(const std::vector<ExecDevice>& devices, int a,
     if (previous >= 0) builder.AddEdge(previous, 0, op);
     previous = op;
   }
-  StatusOr<Graph> graph = std::move(builder).Build();
+  return std::move(builder).Build();
+}
+
+StatusOr<double> TimeHandOff(const std::vector<ExecDevice>& devices, int a,
+                             int b, int ops, int repeats) {
+  if (ops < 2 || repeats < 1) {
+    return InvalidArgumentError(
+        "hand-off benchmark: expected ops >= 2 and repeats >= 1");
+  }
+  StatusOr<Graph> graph = ReluChain(ops);
   if (!graph.ok()) return graph.status();
   ExecOptions options;
   options.measured_steps = repeats;

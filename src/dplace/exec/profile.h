@@ -75,6 +75,12 @@ struct CopyBenchmarkOptions {
   int hand_off_ops = 2000;
 };
 
+// A chain of `ops` ops on 1-element float tensors: a VariableV2, then
+// Relus, each reading the one before. Kernels of about a microsecond, so
+// running it times the executor's own cost per op and per edge.
+// REQUIRES: ops >= 1.
+StatusOr<Graph> ReluChain(int ops);
+
 // Seconds a cross-device edge between devices `a` and `b` costs beyond its
 // bytes inside a step: (chain alternating a, b - chain on a) / edges, for a
 // chain of `ops` 1-element Relus, each placement measured `repeats` steps

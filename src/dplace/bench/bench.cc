@@ -138,14 +138,10 @@ StatusOr<PlacerOptions> OptionsOf(const SuiteMethod& m,
 // points into it.
 struct LoadedBenchmark {
   LoadedBenchmark(LoadedModel m, Cluster c)
-      : model(std::move(m)), cluster(std::move(c)), cost(model.graph, cluster) {
-    problem.graph = &model.graph;
-    problem.cluster = &cluster;
-    problem.cost = &cost;
-    if (model.expert) {
-      problem.expert = [this] { return model.expert(model.graph, cluster); };
-    }
-  }
+      : model(std::move(m)),
+        cluster(std::move(c)),
+        cost(model.graph, cluster),
+        problem(ProblemOf(model, cost, /*seed=*/1)) {}  // Runs set theirs.
   LoadedBenchmark(const LoadedBenchmark&) = delete;
   LoadedBenchmark& operator=(const LoadedBenchmark&) = delete;
   LoadedModel model;

@@ -152,6 +152,21 @@ StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,
   return training;
 }
 
+PlacementProblem ProblemOf(const LoadedModel& model, const CostModel& cost,
+                           uint64_t seed) {
+  PlacementProblem problem;
+  problem.graph = &cost.graph();
+  problem.cluster = &cost.cluster();
+  problem.cost = &cost;
+  problem.seed = seed;
+  if (model.expert) {
+    problem.expert = [&model, &cost] {
+      return model.expert(cost.graph(), cost.cluster());
+    };
+  }
+  return problem;
+}
+
 StatusOr<LoadedModel> LoadModel(const std::string& spec) {
   if (spec.rfind("zoo:", 0) == 0) {
     StatusOr<ZooSpec> zoo = ParseZooSpec(spec.substr(4));

@@ -37,6 +37,12 @@ struct LoadedModel {
 // training with SGD). Errors name the spec or the file.
 StatusOr<LoadedModel> LoadModel(const std::string& spec);
 
+// The problem of placing `model`'s graph on `cost`'s cluster, with the
+// model's expert placement when it has one. REQUIRES: `model` and `cost`
+// outlive the problem; cost.graph() is model.graph.
+PlacementProblem ProblemOf(const LoadedModel& model, const CostModel& cost,
+                           uint64_t seed);
+
 // Imports an ONNX model and expands it into its training graph; the
 // importer's warnings go to *warnings when given.
 StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,

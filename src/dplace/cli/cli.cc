@@ -351,12 +351,6 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
       << Seconds(b.placed_critical_path) << "\n";
 }
 
-// The --profile table, or the empty one (roofline only) when none is given.
-StatusOr<ProfileTable> LoadProfile(const std::string& path) {
-  if (path.empty()) return ProfileTable{};
-  return ReadProfileJson(path);
-}
-
 int Simulate(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   StatusOr<Graph> graph = LoadGraph(flags.graph);
   if (!graph.ok()) return Fail(err, graph.status());
@@ -875,14 +869,7 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
   if (!profile.ok()) return Fail(err, profile.status());
   const Graph& graph = model->graph;
   const CostModel cost(graph, *cluster, *profile);
-  PlacementProblem problem;
-  problem.graph = &graph;
-  problem.cluster = &*cluster;
-  problem.cost = &cost;
-  problem.seed = place.seed;
-  if (model->expert) {
-    problem.expert = [&] { return model->expert(graph, *cluster); };
-  }
+  const PlacementProblem problem = ProblemOf(*model, cost, place.seed);
   const std::string header =
       "graph " + graph.name() + " (" + std::to_string(graph.num_ops()) +
       " ops, hash " + graph.hash() + ") on cluster " + cluster->name() + " (" +

@@ -34,26 +34,14 @@ const std::string kOneGpu = kSourceDir + "/examples/mlp_one_gpu.placement.json";
 const std::string kTwoGpus =
     kSourceDir + "/examples/mlp_two_gpus.placement.json";
 
-// A fresh directory per test for the files it writes.
-class CliTest : public ::testing::Test {
+class CliTest : public CliDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = ::testing::TempDir() + "dplace_cli_test_" +
-           std::to_string(::getpid()) + "_" + info->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   std::string Write(const std::string& name, const std::string& contents) {
     const std::string path = dir_ + "/" + name;
     Status s = WriteTextFile(path, contents);
     EXPECT_TRUE(s.ok()) << s.message();
     return path;
   }
-
-  std::string dir_;
 };
 
 std::string ExampleHash() {

@@ -5,7 +5,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -52,6 +54,21 @@ inline std::string BadInput(const CliResult& r) {
   EXPECT_THAT(r.err, ::testing::StartsWith("dplace: error: "));
   return lines.empty() ? "" : lines[0];
 }
+
+// A fresh directory per test, dir_, for the files it writes; removed after.
+class CliDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = ::testing::TempDir() + "dplace_" + info->test_suite_name() + "_" +
+           std::to_string(::getpid()) + "_" + info->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string dir_;
+};
 
 }  // namespace dplace
 

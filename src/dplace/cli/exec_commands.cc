@@ -259,26 +259,15 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   const Graph& graph = model->graph;
   StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
   if (!cluster.ok()) return Fail(err, cluster.status());
-  ProfileTable profile;
-  if (!flags.profile.empty()) {
-    StatusOr<ProfileTable> read = ReadProfileJson(flags.profile);
-    if (!read.ok()) return Fail(err, read.status());
-    profile = std::move(read).value();
-  }
+  StatusOr<ProfileTable> profile = LoadProfile(flags.profile);
+  if (!profile.ok()) return Fail(err, profile.status());
   StatusOr<std::unique_ptr<Executor>> executor =
       ExecutorOfCluster(graph, *cluster, *exec_options);
   if (!executor.ok()) return Fail(err, executor.status());
   MeasuredEnvironment env(graph, *cluster, std::move(executor).value());
 
-  const CostModel cost(graph, *cluster, profile);
-  PlacementProblem problem;
-  problem.graph = &graph;
-  problem.cluster = &*cluster;
-  problem.cost = &cost;
-  problem.seed = flags.seed;
-  if (model->expert) {
-    problem.expert = [&] { return model->expert(graph, *cluster); };
-  }
+  const CostModel cost(graph, *cluster, *profile);
+  const PlacementProblem problem = ProblemOf(*model, cost, flags.seed);
   FidelityOptions options;
   options.samples = flags.samples;
   options.seed = flags.seed;

@@ -29,17 +29,8 @@ using ::testing::StartsWith;
 // Small enough that a step takes milliseconds.
 const char kModel[] = "zoo:rnnlm:layers=2,batch=4,steps=3,units=32,vocab=100";
 
-class ExecCommandsTest : public ::testing::Test {
+class ExecCommandsTest : public CliDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = ::testing::TempDir() + "dplace_exec_cli_test_" +
-           std::to_string(::getpid()) + "_" + info->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   // A local cluster (cpu:0, cpu:1) and a profile of kModel.
   void Profile() {
     const CliResult r =
@@ -52,8 +43,6 @@ class ExecCommandsTest : public ::testing::Test {
   }
   std::string profile() const { return dir_ + "/profile.json"; }
   std::string cluster() const { return dir_ + "/local.json"; }
-
-  std::string dir_;
 };
 
 TEST_F(ExecCommandsTest, ClusterDetectDescribesThisMachinesCpus) {

@@ -65,6 +65,11 @@ StatusOr<ProfileTable> ReadProfileJson(const std::string& path) {
   return ParseProfileJson(text, path);
 }
 
+StatusOr<ProfileTable> LoadProfile(const std::string& path) {
+  if (path.empty()) return ProfileTable{};
+  return ReadProfileJson(path);
+}
+
 std::string ProfileToJson(const ProfileTable& table) {
   json root = {{"format", "dplace.profile"}, {"version", 1}};
   if (!table.by_type.empty()) root["by_type"] = TimesToJson(table.by_type);

@@ -12,6 +12,9 @@ namespace dplace {
 StatusOr<ProfileTable> ParseProfileJson(const std::string& text,
                                         const std::string& source);
 StatusOr<ProfileTable> ReadProfileJson(const std::string& path);
+// The table of a --profile option: read from `path`, or the empty table
+// (the roofline cost model alone) when `path` is empty.
+StatusOr<ProfileTable> LoadProfile(const std::string& path);
 
 // The table as a profile JSON document (keys sorted; times exact, so
 // ParseProfileJson gives the same table back).

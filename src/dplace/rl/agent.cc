@@ -544,6 +544,18 @@ Status ValidateSearchSettings(const std::string& method,
   return Status::Ok();
 }
 
+Status Agent::InitPolicy(const PlacementProblem& problem,
+                         const AgentSetup& setup) {
+  const std::string method = "method " + name_;
+  try {
+    torch::manual_seed(problem.seed);
+    return DoInit(setup).WithPrefix(method);
+  } catch (const std::exception& e) {
+    return InternalError(
+        method + ": building the policy failed: " + FirstLine(e.what()));
+  }
+}
+
 StatusOr<CheckpointInfo> Agent::CheckCheckpoint(const PlacementProblem& problem,
                                                 const std::string& bytes,
                                                 const std::string& source) {
@@ -557,13 +569,7 @@ StatusOr<CheckpointInfo> Agent::CheckCheckpoint(const PlacementProblem& problem,
   DPLACE_ASSIGN_OR_RETURN(AgentSetup setup,
                           MakeSetup(problem, settings_, budget));
   LoopState s;
-  try {
-    torch::manual_seed(problem.seed);
-    DPLACE_RETURN_IF_ERROR(DoInit(setup).WithPrefix(method));
-  } catch (const std::exception& e) {
-    return InternalError(
-        method + ": building the policy failed: " + FirstLine(e.what()));
-  }
+  DPLACE_RETURN_IF_ERROR(InitPolicy(problem, setup));
   DPLACE_RETURN_IF_ERROR(LoadCheckpointBytes(
       bytes, source, CheckpointMeta(*this, setup, s),
       [this](torch::serialize::InputArchive* a) { DoLoad(a); }, &s));
@@ -610,13 +616,7 @@ StatusOr<SearchResult> Agent::Search(const PlacementProblem& problem,
   LoopState s;
   s.rng.seed(problem.seed ^ (options.sampling_stream * 0x9E3779B97F4A7C15ull));
   average_gradients_ = options.average_gradients;
-  try {
-    torch::manual_seed(problem.seed);
-    DPLACE_RETURN_IF_ERROR(DoInit(setup).WithPrefix(method));
-  } catch (const std::exception& e) {
-    return InternalError(
-        method + ": building the policy failed: " + FirstLine(e.what()));
-  }
+  DPLACE_RETURN_IF_ERROR(InitPolicy(problem, setup));
   const json expected = CheckpointMeta(*this, setup, s);
   if (!options.resume_path.empty()) {
     DPLACE_RETURN_IF_ERROR(LoadCheckpoint(

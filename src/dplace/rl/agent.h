@@ -259,6 +259,10 @@ class Agent {
   }
 
  private:
+  // DoInit under the problem's torch seed, LibTorch's exceptions as errors
+  // prefixed by "method <name>".
+  Status InitPolicy(const PlacementProblem& problem, const AgentSetup& setup);
+
   std::string name_;
   SearchSettings settings_;
   GradientAveraging average_gradients_;  // Of the running search.

@@ -173,6 +173,13 @@ TEST_F(CheckpointCheckTest, FuzzFindingsAreRefusedWithAMessage) {
       {"newobj-after-a-mark-in-data-pkl.ckpt", true,
        "checkpoint x.ckpt: data.pkl: NEWOBJ at byte 23 needs 2 values above "
        "its mark, the stack holds 0 (a corrupt pickle)"},
+      // meta's storage key changed from 0 to 1: LibTorch 1.13 sized the
+      // storage by data.pkl (6733 bytes) over record 1's 120 bytes, and
+      // reading meta overflowed the heap (ASan).
+      {"storage-larger-than-its-record.ckpt", false,
+       "checkpoint x.ckpt: data.pkl: BINPERSID at byte 131: storage 1 of "
+       "6733 elements (6733 bytes) is larger than its record (120 bytes) (a "
+       "corrupt pickle)"},
       // The colocrl policy's group order (a buffer) with an index out of
       // range: accepted, then sampling failed ("index out of range in
       // self"), breaking the target's property. The input as found also

@@ -2,7 +2,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace dplace {
@@ -10,6 +12,36 @@ namespace {
 
 // What the check knows of a value on the Unpickler's stack.
 enum class Kind { kGlobal, kTuple, kList, kDict, kOther };
+
+// A value on the stack: its kind, and what a storage tuple needs of it.
+struct Value {
+  Kind kind = Kind::kOther;
+  std::optional<std::string> text;  // A short string, or a global's name.
+  std::optional<int64_t> number;    // An integer.
+  std::vector<Value> items;         // A small tuple's values, without theirs.
+};
+
+Value OfKind(Kind k) {
+  Value v;
+  v.kind = k;
+  return v;
+}
+
+// The longest string kept: keys, locations and type names are short.
+constexpr size_t kMaxText = 64;
+
+// Bytes per element of a storage type an OutputArchive writes
+// (torch.<ScalarType>Storage), 0 for any other name.
+uint64_t ElementBytes(const std::string& global) {
+  static const std::unordered_map<std::string, uint64_t> bytes = {
+      {"torch.FloatStorage", 4}, {"torch.DoubleStorage", 8},
+      {"torch.HalfStorage", 2},  {"torch.BFloat16Storage", 2},
+      {"torch.LongStorage", 8},  {"torch.IntStorage", 4},
+      {"torch.ShortStorage", 2}, {"torch.CharStorage", 1},
+      {"torch.ByteStorage", 1},  {"torch.BoolStorage", 1}};
+  const auto it = bytes.find(global);
+  return it == bytes.end() ? 0 : it->second;
+}
 
 const char* KindName(Kind k) {
   switch (k) {
@@ -71,7 +103,8 @@ const char* OpName(uint8_t op) {
 
 class Checker {
  public:
-  explicit Checker(std::string_view p) : p_(p) {}
+  Checker(std::string_view p, const RecordSizes& records)
+      : p_(p), records_(records) {}
 
   std::string Run() {
     while (pos_ < p_.size()) {
@@ -102,32 +135,44 @@ class Checker {
       case 0x89:  // NEWFALSE
         return Push(Kind::kOther);
       case 'K':  // BININT1
-        return SkipAndPush(1);
+        return Integer(1, false);
       case 'M':  // BININT2
-        return SkipAndPush(2);
+        return Integer(2, false);
       case 'J':  // BININT
-        return SkipAndPush(4);
+        return Integer(4, true);
       case 'G':  // BINFLOAT
         return SkipAndPush(8);
       case 'U':   // SHORT_BINSTRING
-      case 'C':   // SHORT_BINBYTES
       case 0x8c:  // SHORT_BINUNICODE
+        return Counted(1, Payload::kText);
+      case 'C':  // SHORT_BINBYTES
+        return Counted(1, Payload::kBytes);
       case 0x8a:  // LONG1
-        return Counted(1);
-      case 'X':   // BINUNICODE
-      case 'B':   // BINBYTES
+        return Counted(1, Payload::kInteger);
+      case 'X':  // BINUNICODE
+        return Counted(4, Payload::kText);
+      case 'B':  // BINBYTES
+        return Counted(4, Payload::kBytes);
       case 0x8b:  // LONG4
-        return Counted(4);
+        return Counted(4, Payload::kInteger);
       case 0x8d:  // BINUNICODE8
+        return Counted(8, Payload::kText);
       case 0x8e:  // BINBYTES8
-        return Counted(8);
-      case 'c':  // GLOBAL module\nname\n
+        return Counted(8, Payload::kBytes);
+      case 'c': {  // GLOBAL module\nname\n
+        std::string name;
         for (int line = 0; line < 2; ++line) {
           const size_t nl = p_.find('\n', pos_);
           if (nl == std::string_view::npos) return "a GLOBAL runs past the end";
+          if (nl - pos_ <= kMaxText) {
+            name += (line ? "." : "") + std::string(p_.substr(pos_, nl - pos_));
+          }
           pos_ = nl + 1;
         }
-        return Push(Kind::kGlobal);
+        Value global = OfKind(Kind::kGlobal);
+        global.text = std::move(name);
+        return Push(std::move(global));
+      }
       case 't':  // TUPLE
         return CollectToMark(op, Kind::kTuple);
       case 'l':  // LIST
@@ -158,6 +203,10 @@ class Checker {
         return Take(op, {Kind::kOther, Kind::kOther}, 1, nullptr);
       case 'Q': {  // BINPERSID
         static const Kind other = Kind::kOther;
+        if (!stack_.empty() && stack_.back().kind == Kind::kTuple) {
+          std::string problem = Storage(stack_.back());
+          if (!problem.empty()) return problem;
+        }
         return Take(op, {Kind::kTuple}, 1, &other);
       }
       case '0':  // POP
@@ -186,8 +235,64 @@ class Checker {
            " is not one an OutputArchive writes";
   }
 
-  std::string Push(Kind k) {
-    stack_.push_back(k);
+  std::string Push(Kind k) { return Push(OfKind(k)); }
+
+  std::string Push(Value v) {
+    stack_.push_back(std::move(v));
+    return "";
+  }
+
+  // A value as a tuple keeps it: without its own items, its text if short.
+  static Value Item(const Value& v) {
+    Value item{v.kind, v.text, v.number, {}};
+    if (item.text && item.text->size() > kMaxText) item.text.reset();
+    return item;
+  }
+
+  // The tuple of stack_[from...]; small tuples keep their items.
+  Value TupleOf(size_t from) const {
+    Value tuple = OfKind(Kind::kTuple);
+    if (stack_.size() - from <= 8) {
+      for (size_t i = from; i < stack_.size(); ++i) {
+        tuple.items.push_back(Item(stack_[i]));
+      }
+    }
+    return tuple;
+  }
+
+  // What Unpickler's BINPERSID reads: a tensor's storage, `size` elements
+  // of its type from the record `key`, which must hold them.
+  std::string Storage(const Value& tuple) const {
+    const std::vector<Value>& a = tuple.items;
+    const std::string where = Where('Q');
+    if (a.size() != 5 || a[0].text != "storage" || a[1].kind != Kind::kGlobal ||
+        !a[1].text || !a[2].text || !a[3].text || !a[4].number) {
+      return where + " of a tuple other than ('storage', type, key, " +
+             "location, size)";
+    }
+    const uint64_t element = ElementBytes(*a[1].text);
+    if (element == 0) {
+      return where + ": storage type " + *a[1].text +
+             " is not one a checkpoint holds";
+    }
+    const int64_t size = *a[4].number;
+    uint64_t bytes = 0;
+    if (size < 0 ||
+        __builtin_mul_overflow(static_cast<uint64_t>(size), element, &bytes)) {
+      return where + ": storage size " + std::to_string(size) +
+             " is out of range";
+    }
+    if (size == 0) return "";  // The Unpickler reads no record.
+    const auto record = records_.find(*a[2].text);
+    if (record == records_.end()) {
+      return where + ": storage " + *a[2].text + " has no record";
+    }
+    if (bytes > record->second) {
+      return where + ": storage " + *a[2].text + " of " + std::to_string(size) +
+             " elements (" + std::to_string(bytes) +
+             " bytes) is larger than its record (" +
+             std::to_string(record->second) + " bytes)";
+    }
     return "";
   }
 
@@ -212,16 +317,37 @@ class Checker {
     return v;
   }
 
-  // A string or bytes whose length takes `n` bytes.
-  std::string Counted(size_t n) {
+  // An integer of `n` little-endian bytes.
+  std::string Integer(size_t n, bool is_signed) {
+    if (p_.size() - pos_ < n) return "truncated";
+    uint64_t v = Read(n);
+    if (is_signed && n < 8 && (v >> (8 * n - 1)) != 0) v |= ~0ull << (8 * n);
+    Value number;
+    number.number = static_cast<int64_t>(v);
+    return Push(std::move(number));
+  }
+
+  // A string, bytes or a two's complement integer whose length takes `n`
+  // bytes.
+  enum class Payload { kText, kBytes, kInteger };
+  std::string Counted(size_t n, Payload what) {
     if (p_.size() - pos_ < n) return "truncated";
     const uint64_t length = Read(n);
     if (length > p_.size() - pos_) {
       return "a string of " + std::to_string(length) +
              " bytes runs past the end";
     }
+    const size_t start = pos_;
+    if (what == Payload::kInteger && length >= 1 && length <= 8) {
+      pos_ = start;
+      return Integer(length, true);
+    }
     pos_ += length;
-    return Push(Kind::kOther);
+    Value v;
+    if (what == Payload::kText && length <= kMaxText) {
+      v.text = std::string(p_.substr(start, length));
+    }
+    return Push(std::move(v));
   }
 
   // Values above the innermost mark.
@@ -244,13 +370,15 @@ class Checker {
     }
     const size_t base = stack_.size() - kinds.size();
     for (size_t i = 0; i < kinds.size(); ++i) {
-      if (kinds[i] != Kind::kOther && stack_[base + i] != kinds[i]) {
+      if (kinds[i] != Kind::kOther && stack_[base + i].kind != kinds[i]) {
         return Where(op) + " needs " + KindName(kinds[i]) + " where it finds " +
-               KindName(stack_[base + i]);
+               KindName(stack_[base + i].kind);
       }
     }
+    Value pushed = OfKind(push ? *push : Kind::kOther);
+    if (pushed.kind == Kind::kTuple) pushed = TupleOf(stack_.size() - pops);
     stack_.resize(stack_.size() - pops);
-    if (push) stack_.push_back(*push);
+    if (push) stack_.push_back(std::move(pushed));
     return "";
   }
 
@@ -260,9 +388,10 @@ class Checker {
     if (k == Kind::kDict && AboveMark() % 2 != 0) {
       return Where(op) + " of an odd number of values";
     }
+    Value collected = k == Kind::kTuple ? TupleOf(marks_.back()) : OfKind(k);
     stack_.resize(marks_.back());
     marks_.pop_back();
-    return Push(k);
+    return Push(std::move(collected));
   }
 
   // APPENDS, SETITEMS: the values above the innermost mark go into the
@@ -274,7 +403,7 @@ class Checker {
     }
     stack_.resize(marks_.back());
     marks_.pop_back();
-    if (AboveMark() < 1 || stack_.back() != k) {
+    if (AboveMark() < 1 || stack_.back().kind != k) {
       return Where(op) + " needs " + KindName(k) + " below its mark";
     }
     return "";
@@ -306,15 +435,16 @@ class Checker {
   size_t pos_ = 0;
   size_t at_ = 0;  // The current opcode's byte.
   bool stopped_ = false;
-  std::vector<Kind> stack_;
+  const RecordSizes& records_;
+  std::vector<Value> stack_;
   std::vector<size_t> marks_;  // Stack sizes at each open MARK.
-  std::unordered_map<uint64_t, Kind> memo_;
+  std::unordered_map<uint64_t, Value> memo_;
 };
 
 }  // namespace
 
-std::string PickleProblem(std::string_view pickle) {
-  return Checker(pickle).Run();
+std::string PickleProblem(std::string_view pickle, const RecordSizes& records) {
+  return Checker(pickle, records).Run();
 }
 
 }  // namespace dplace

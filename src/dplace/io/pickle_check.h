@@ -3,12 +3,16 @@
 // its input: a length past the record makes it reserve gigabytes, and an
 // opcode that pops more than the stack holds reads past its stack (an
 // invalid free inside torch::jit::import_ir_module, found by the checkpoint
-// fuzzer). No torch include: the check reads bytes only.
+// fuzzer), and it sizes a tensor's storage by the pickle, not by the record
+// that holds its data (a heap overflow reading a loaded tensor, found by the
+// same fuzzer). No torch include: the check reads bytes only.
 #ifndef DPLACE_IO_PICKLE_CHECK_H_
 #define DPLACE_IO_PICKLE_CHECK_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace dplace {
 
@@ -21,8 +25,12 @@ namespace dplace {
 // a tuple, BINPERSID a tuple, APPEND(S) a list, SETITEM(S) a dict); a memo
 // index read before it is written or above the record's size (the
 // Unpickler reserves twice the index); and an end other than STOP with one
-// value and no mark.
-std::string PickleProblem(std::string_view pickle);
+// value and no mark. A BINPERSID must load a ('storage', torch.<T>Storage,
+// key, location, size) tuple whose `size` elements of T fit in the record
+// `key` of `records`.
+using RecordSizes = std::unordered_map<std::string, uint64_t>;
+std::string PickleProblem(std::string_view pickle,
+                          const RecordSizes& records = {});
 
 }  // namespace dplace
 

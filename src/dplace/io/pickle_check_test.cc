@@ -27,15 +27,48 @@ const std::string kModule =
       "X\x01\x00\x00\x00"
       "aK\x01ub.");
 
+// A tensor: a global memoised, popped and fetched again by BINGET, then
+// REDUCE of it with a tuple of the persistent id: MARK, 'storage', the
+// storage type, key '0', 'cpu', 2 elements, TUPLE, BINPERSID, TUPLE1.
+const std::string kTensor =
+    P("ctorch._utils\n_rebuild_tensor_v2\nq\x01"
+      "0h\x01("
+      "X\x07\x00\x00\x00storage"
+      "ctorch\nFloatStorage\n"
+      "X\x01\x00\x00\x00"
+      "0"
+      "X\x03\x00\x00\x00"
+      "cpu"
+      "K\x02tQ\x85R.");
+
 TEST(PickleCheckTest, AcceptsWhatAnOutputArchiveWrites) {
   EXPECT_THAT(PickleProblem(kModule), IsEmpty());
-  // A tensor: a global memoised, popped and fetched again by BINGET, then
-  // REDUCE of it with a tuple of the persistent id (MARK ... TUPLE,
-  // BINPERSID, TUPLE1).
-  EXPECT_THAT(PickleProblem(P("cm\nf\nq\x01"
-                              "0h\x01(X\x01\x00\x00\x00"
-                              "0K\x02tQ\x85R.")),
-              IsEmpty());
+  EXPECT_THAT(PickleProblem(kTensor, {{"0", 8}}), IsEmpty());
+}
+
+// The checkpoint fuzzer's second finding in LibTorch: a storage's size
+// changed in data.pkl. The Unpickler sized the storage by the pickle and
+// gave it the record's 2 bytes; reading the tensor ran past them.
+TEST(PickleCheckTest, RefusesAStorageItsRecordCannotHold) {
+  EXPECT_EQ(PickleProblem(kTensor, {{"0", 7}}),
+            "BINPERSID at byte 88: storage 0 of 2 elements (8 bytes) is "
+            "larger than its record (7 bytes)");
+  EXPECT_EQ(PickleProblem(kTensor),
+            "BINPERSID at byte 88: storage 0 has no record");
+  std::string other_type = kTensor;
+  other_type.replace(other_type.find("Float"), 5, "Qint8");
+  EXPECT_EQ(PickleProblem(other_type, {{"0", 8}}),
+            "BINPERSID at byte 88: storage type torch.Qint8Storage is not "
+            "one a checkpoint holds");
+  std::string negative = kTensor;
+  negative.replace(negative.find("K\x02"), 2, P("J\xfe\xff\xff\xff"));
+  EXPECT_EQ(PickleProblem(negative, {{"0", 8}}),
+            "BINPERSID at byte 91: storage size -2 is out of range");
+  std::string no_key = kTensor;
+  no_key.replace(no_key.find("X\x01"), 6, P("K\x00"));
+  EXPECT_EQ(PickleProblem(no_key, {{"0", 8}}),
+            "BINPERSID at byte 84 of a tuple other than ('storage', type, "
+            "key, location, size)");
 }
 
 // The checkpoint fuzzer's open finding: NEWOBJ after a MARK where the

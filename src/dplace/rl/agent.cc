@@ -332,9 +332,21 @@ Status CheckArchiveCode(const std::string& bytes, const std::string& path) {
              name.compare(name.size() - end.size(), end.size(), end) == 0;
     };
     if (ends_with(".pkl") || ends_with(".debug_pkl")) {
+      // The records its tensors load: data.pkl's are data/<key>.
+      RecordSizes records;
+      if (ends_with(".pkl")) {
+        const std::string dir = name.substr(0, name.size() - 4) + "/";
+        for (const std::string& other : reader.getAllRecords()) {
+          if (other.rfind(dir, 0) == 0) {
+            records[other.substr(dir.size())] =
+                std::get<1>(reader.getRecord(other));
+          }
+        }
+      }
       auto [data, size] = reader.getRecord(name);
       const std::string problem = PickleProblem(
-          std::string_view(static_cast<const char*>(data.get()), size));
+          std::string_view(static_cast<const char*>(data.get()), size),
+          records);
       if (!problem.empty()) {
         return InvalidArgumentError("checkpoint " + path + ": " +
                                     name.substr(0, 80) + ": " + problem +

@@ -10,7 +10,7 @@
 #   SAMPLES      placements per model (default 20)
 #   STEPS        measured steps per placement and profiled steps (default 5)
 #   CPU_DEVICES  logical CPU devices cpu:0..N-1 (default 2)
-#   RESNET       the ResNet model (default zoo:resnet:depth=50,batch=1,image=32)
+#   RESNET       the ResNet model (default zoo:resnet:depth=18,batch=1,image=32)
 #   NMT          the NMT model (default: 2 layers, batch 8, 128 units,
 #                vocabulary 2000, 10 source and target steps)
 #   ROUNDS       passes measuring every placement (default 2)
@@ -23,7 +23,7 @@ dplace=${1:-build/dplace}
 samples=${SAMPLES:-20}
 steps=${STEPS:-5}
 cpu_devices=${CPU_DEVICES:-2}
-resnet=${RESNET:-zoo:resnet:depth=50,batch=1,image=32}
+resnet=${RESNET:-zoo:resnet:depth=18,batch=1,image=32}
 nmt=${NMT:-zoo:nmt:layers=2,batch=8,units=128,vocab=2000,source_steps=10,target_steps=10}
 seed=${SEED:-1}
 rounds=${ROUNDS:-2}

@@ -174,8 +174,9 @@ zoo does not model.
 builds them (`slim.conv2d` with a scaled non-fused batch norm, explicit
 `Pad` before strided convs, a 1x1 logits conv), laid out as TF's official
 model and torchvision (the stride in the first unit's 3x3 conv, 4.1 G
-multiply-adds per image at depth 50). Depth 152, "a 152-layer ResNet with
-ImageNet data" (Hierarchical Planner). The paper states batch 128, but
+multiply-adds per image at depth 50); depths 18 and 34 use basic units of
+two 3x3 convs (1.8 and 3.6 G multiply-adds per image). Depth 152, "a
+152-layer ResNet with ImageNet data" (Hierarchical Planner). The paper states batch 128, but
 ResNet-152 at batch 128 peaks at 24 GB (row `resnet:batch=128`) and could
 not have run on one 12 GB K40, as the paper's single-GPU time of 1.18 s
 says it did; the default is Post's batch 32 (1.75 s simulated on one K40).

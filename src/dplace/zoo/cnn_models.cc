@@ -325,12 +325,13 @@ StatusOr<Graph> InceptionV3(const ZooParams& p) {
 }
 
 // ---------------------------------------------------------------------------
-// ResNet v1 with bottleneck units, layer by layer as TF-slim builds them
-// (slim.conv2d with a scaled, non-fused batch norm; conv2d_same's explicit
-// Pad before strided convs; a 1x1 logits conv), laid out as TF's official
-// model and torchvision: the stride in the 3x3 conv of each block's first
-// unit ("v1.5", 4.1 G multiply-adds per image at depth 50), a projection
-// shortcut on each block's first unit.
+// ResNet v1 with bottleneck units (depth 50 and up) or basic units (18,
+// 34), layer by layer as TF-slim builds them (slim.conv2d with a scaled,
+// non-fused batch norm; conv2d_same's explicit Pad before strided convs; a
+// 1x1 logits conv), laid out as TF's official model and torchvision: the
+// stride in the 3x3 conv of each block's first unit ("v1.5", 4.1 G
+// multiply-adds per image at depth 50), a projection shortcut on each
+// block's first unit where the shape changes.
 
 // slim's conv2d_same: stride 1 pads SAME; strided convs Pad explicitly and
 // run VALID.
@@ -368,9 +369,30 @@ Tensor Bottleneck(Net& n, const Tensor& x, const std::string& name,
   return n.b.Unary("Relu", n.b.Binary("Add", shortcut, y));
 }
 
-// Bottleneck units per block, by depth (He et al., Table 1).
+// Two 3x3 convs, for depths 18 and 34.
+Tensor BasicUnit(Net& n, const Tensor& x, const std::string& name,
+                 int64_t depth, int64_t stride, bool projection) {
+  auto scope = n.b.Scope(name);
+  Tensor shortcut = x;
+  if (projection) {
+    ConvOptions o;
+    o.stride = stride;
+    o.relu = false;
+    o.bn_scale = true;
+    shortcut = ConvBn(n, x, "shortcut", depth, 1, 1, o);
+  }
+  Tensor y = ConvSame(n, x, "conv1", depth, 3, stride, true);
+  y = ConvSame(n, y, "conv2", depth, 3, 1, false);
+  return n.b.Unary("Relu", n.b.Binary("Add", shortcut, y));
+}
+
+// Units per block, by depth (He et al., Table 1): basic units below 50,
+// bottlenecks from 50.
 std::vector<int> ResNetUnits(int64_t depth) {
   switch (depth) {
+    case 18:
+      return {2, 2, 2, 2};
+    case 34:
     case 50:
       return {3, 4, 6, 3};
     case 101:
@@ -390,7 +412,7 @@ StatusOr<Graph> ResNet(const ZooParams& p) {
   const std::vector<int> units = ResNetUnits(depth);
   if (units.empty()) {
     return InvalidArgumentError(
-        "zoo model resnet: depth must be 50, 101, 152 or 200, got " +
+        "zoo model resnet: depth must be 18, 34, 50, 101, 152 or 200, got " +
         std::to_string(depth));
   }
   if (image < 32) {
@@ -415,11 +437,13 @@ StatusOr<Graph> ResNet(const ZooParams& p) {
   }
   for (size_t block = 0; block < units.size(); ++block) {
     auto scope = b.Scope("block_" + std::to_string(block + 1));
-    const int64_t depth_out = int64_t{256} << block;
+    const bool basic = depth < 50;
+    const int64_t depth_out = int64_t{basic ? 64 : 256} << block;
     for (int u = 0; u < units[block]; ++u) {
       const int64_t stride = (block > 0 && u == 0) ? 2 : 1;
-      x = Bottleneck(n, x, "unit_" + std::to_string(u + 1), depth_out, stride,
-                     u == 0);
+      const std::string unit = "unit_" + std::to_string(u + 1);
+      x = basic ? BasicUnit(n, x, unit, depth_out, stride, stride > 1)
+                : Bottleneck(n, x, unit, depth_out, stride, u == 0);
     }
   }
   Tensor logits;
@@ -476,7 +500,7 @@ ZooModel ResNetModel() {
       "ResNet v1 (He et al.) with bottleneck blocks (stride in the 3x3 conv "
       "of each block's first unit, projection shortcuts), layer by layer as "
       "TF-slim builds it: non-fused batch norm, L2-regularised; depth 50, "
-      "101, 152 or 200";
+      "101, 152 or 200, or basic blocks of two 3x3 convs at depth 18 or 34";
   // Depth 152: the Hierarchical Planner's ResNet, on K40s, whose graph had
   // 20,586 ops. Batch 32, as Post placed ResNet-50 and ResNet-200: the
   // Hierarchical Planner states batch 128, but ResNet-152 at batch 128 needs

@@ -161,6 +161,17 @@ TEST(ZooTest, ResNet50ForwardIsFourPointOneGigaMultiplyAddsPerImage) {
   EXPECT_NEAR(g->total_flops() / ForwardFlops(*g), 3.0, 0.45);
 }
 
+TEST(ZooTest, ResNet18And34ForwardMultiplyAddsAreThePapers) {
+  // He et al., Table 1: 1.8 and 3.6 G multiply-adds per 224x224 image.
+  for (const auto& [depth, madds] : {std::pair{18, 1.8e9}, {34, 3.6e9}}) {
+    SCOPED_TRACE(depth);
+    StatusOr<Graph> g =
+        MakeZooModel("resnet:batch=4,depth=" + std::to_string(depth));
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_NEAR(ForwardFlops(*g) / 4, 2 * madds, 0.05 * 2 * madds);
+  }
+}
+
 // Residual additions of ResNet: the "Add" of each unit's own scope.
 int CountResidualAdds(const Graph& g) {
   int n = 0;
@@ -196,10 +207,21 @@ TEST(ZooTest, CnnsHaveThePapersLayers) {
     EXPECT_EQ(CountType(*g, "Rsqrt"), 1 + 3 * units + 4);
     EXPECT_EQ(CountResidualAdds(*g), units);
   }
-  StatusOr<Graph> bad = MakeZooModel("resnet:depth=34");
+  // Basic units: two convs each, projections where the shape changes
+  // (blocks 2 to 4).
+  for (const auto& [depth, units] : {std::pair{18, 8}, std::pair{34, 16}}) {
+    SCOPED_TRACE(depth);
+    StatusOr<Graph> g =
+        MakeZooModel("resnet:batch=2,depth=" + std::to_string(depth));
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_EQ(CountType(*g, "Conv2D"), 1 + 2 * units + 3 + 1);
+    EXPECT_EQ(CountType(*g, "Rsqrt"), 1 + 2 * units + 3);
+    EXPECT_EQ(CountResidualAdds(*g), units);
+  }
+  StatusOr<Graph> bad = MakeZooModel("resnet:depth=42");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(),
-              HasSubstr("depth must be 50, 101, 152 or 200, got 34"));
+              HasSubstr("depth must be 18, 34, 50, 101, 152 or 200, got 42"));
 }
 
 TEST(ZooTest, CnnScopesNameBlocksUnitsAndBranches) {

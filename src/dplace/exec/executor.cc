@@ -82,11 +82,15 @@ void SynchronizeIfCuda(const ExecDevice& device) {
   if (device.kind == DeviceKind::kGpu) torch::cuda::synchronize(device.index);
 }
 
-// A FIFO of work items served by one thread, which spins a little before
-// it sleeps: waking a sleeping thread costs tens of microseconds, which
-// every cross-device edge would pay.
+// A FIFO of work items served by one thread, which spins before it
+// sleeps: waking a sleeping thread costs tens of microseconds, which every
+// cross-device edge reaching an idle device would pay. It spins 200 us, or
+// as long as `*spin` holds when `spin` is given (a step running on devices
+// that each have hardware threads of their own, for a device with ops).
 class WorkQueue {
  public:
+  explicit WorkQueue(const std::atomic<bool>* spin) : spin_(spin) {}
+
   void Push(int64_t item, bool front = false) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -105,7 +109,10 @@ class WorkQueue {
         std::chrono::steady_clock::now() + std::chrono::microseconds(200);
     for (int i = 0; size_.load(std::memory_order_acquire) == 0 && !stop_flag_;
          ++i) {
-      if (i % 64 == 0 && std::chrono::steady_clock::now() > spin_until) break;
+      if (i % 64 == 0 && !(spin_ && spin_->load(std::memory_order_relaxed)) &&
+          std::chrono::steady_clock::now() > spin_until) {
+        break;
+      }
       std::this_thread::yield();
     }
     std::unique_lock<std::mutex> lock(mu_);
@@ -130,6 +137,7 @@ class WorkQueue {
   std::deque<int64_t> items_;
   std::atomic<int64_t> size_{0};
   std::atomic<bool> stop_flag_{false};
+  const std::atomic<bool>* spin_;
 };
 
 constexpr int64_t kPetabyte = int64_t{1} << 50;
@@ -311,6 +319,10 @@ class Session {
   std::atomic<int> ops_done_{0};
   std::atomic<int64_t> outstanding_{0};  // Tasks queued or running.
   std::atomic<bool> aborted_{false};
+  // Idle device threads spin rather than sleep while a step runs, when
+  // the CPU devices' threads fit in the machine's (spin_in_steps_).
+  bool spin_in_steps_ = false;
+  std::atomic<bool> spinning_{false};
   std::mutex mu_;  // Guards reason_ and the wake-ups below.
   std::condition_variable done_cv_;
   std::string reason_;
@@ -390,15 +402,23 @@ bool Session::Setup(std::string* reason) {
 }
 
 void Session::StartThreads() {
+  // A device without ops waits without spinning: a spinning thread slows
+  // the one beside it when the two share a core.
+  std::vector<bool> has_ops(num_devices_, false);
+  for (const DeviceId d : placement_) has_ops[d] = true;
   for (int d = 0; d < num_devices_; ++d) {
-    device_queues_.push_back(std::make_unique<WorkQueue>());
+    device_queues_.push_back(
+        std::make_unique<WorkQueue>(has_ops[d] ? &spinning_ : nullptr));
   }
-  int min_threads = 1 << 20;
+  int min_threads = 1 << 20, cpu_threads = 0;
   for (const ExecDevice& device : impl_.devices) {
     if (device.kind == DeviceKind::kCpu) {
       min_threads = std::min(min_threads, device.threads);
+      cpu_threads += device.threads;
     }
   }
+  spin_in_steps_ =
+      cpu_threads <= static_cast<int>(std::thread::hardware_concurrency());
   if (min_threads < (1 << 20)) SetBlasThreads(min_threads);
   for (int d = 0; d < num_devices_; ++d) {
     threads_.emplace_back([this, d] { DeviceLoop(d); });
@@ -426,6 +446,7 @@ bool Session::RunStep(double* seconds, std::string* reason) {
   aborted_.store(false);
   reason_.clear();
 
+  spinning_.store(spin_in_steps_);
   const double start = Now();
   for (OpId op = 0; op < n; ++op) {
     if (graph_.in_edges(op).size() == 0) Ready(op);
@@ -448,6 +469,7 @@ bool Session::RunStep(double* seconds, std::string* reason) {
     done_cv_.wait(lock, [&] { return outstanding_.load() == 0; });
   }
   *seconds = Now() - start;
+  spinning_.store(false);
   if (record_times_ && !aborted_.load()) op_times_.push_back(times_);
   for (at::Tensor& slot : slots_) slot.reset();
   if (aborted_.load()) {

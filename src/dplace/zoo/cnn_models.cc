@@ -351,17 +351,19 @@ Tensor ConvSame(Net& n, Tensor x, const std::string& name, int64_t filters,
   return ConvBn(n, x, name, filters, kernel, kernel, o);
 }
 
+// A unit's shortcut where the shape changes: 1x1 conv and batch norm.
+Tensor Projection(Net& n, const Tensor& x, int64_t depth, int64_t stride) {
+  ConvOptions o;
+  o.stride = stride;
+  o.relu = false;
+  o.bn_scale = true;
+  return ConvBn(n, x, "shortcut", depth, 1, 1, o);
+}
+
 Tensor Bottleneck(Net& n, const Tensor& x, const std::string& name,
                   int64_t depth, int64_t stride, bool projection) {
   auto scope = n.b.Scope(name);
-  Tensor shortcut = x;
-  if (projection) {
-    ConvOptions o;
-    o.stride = stride;
-    o.relu = false;
-    o.bn_scale = true;
-    shortcut = ConvBn(n, x, "shortcut", depth, 1, 1, o);
-  }
+  const Tensor shortcut = projection ? Projection(n, x, depth, stride) : x;
   const int64_t bottleneck = depth / 4;
   Tensor y = ConvSame(n, x, "conv1", bottleneck, 1, 1, true);
   y = ConvSame(n, y, "conv2", bottleneck, 3, stride, true);
@@ -373,14 +375,7 @@ Tensor Bottleneck(Net& n, const Tensor& x, const std::string& name,
 Tensor BasicUnit(Net& n, const Tensor& x, const std::string& name,
                  int64_t depth, int64_t stride, bool projection) {
   auto scope = n.b.Scope(name);
-  Tensor shortcut = x;
-  if (projection) {
-    ConvOptions o;
-    o.stride = stride;
-    o.relu = false;
-    o.bn_scale = true;
-    shortcut = ConvBn(n, x, "shortcut", depth, 1, 1, o);
-  }
+  const Tensor shortcut = projection ? Projection(n, x, depth, stride) : x;
   Tensor y = ConvSame(n, x, "conv1", depth, 3, stride, true);
   y = ConvSame(n, y, "conv2", depth, 3, 1, false);
   return n.b.Unary("Relu", n.b.Binary("Add", shortcut, y));

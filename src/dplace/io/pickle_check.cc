@@ -339,7 +339,6 @@ class Checker {
     }
     const size_t start = pos_;
     if (what == Payload::kInteger && length >= 1 && length <= 8) {
-      pos_ = start;
       return Integer(length, true);
     }
     pos_ += length;

@@ -47,8 +47,9 @@ TEST(PickleCheckTest, AcceptsWhatAnOutputArchiveWrites) {
 }
 
 // The checkpoint fuzzer's second finding in LibTorch: a storage's size
-// changed in data.pkl. The Unpickler sized the storage by the pickle and
-// gave it the record's 2 bytes; reading the tensor ran past them.
+// or key changed in data.pkl. The Unpickler sizes the storage by the
+// pickle and gives it the record's data, however short; reading the tensor
+// ran past it.
 TEST(PickleCheckTest, RefusesAStorageItsRecordCannotHold) {
   EXPECT_EQ(PickleProblem(kTensor, {{"0", 7}}),
             "BINPERSID at byte 88: storage 0 of 2 elements (8 bytes) is "

@@ -109,10 +109,19 @@ PlacementProblem ProblemOf(const CostModel& cost) {
   return problem;
 }
 
-TEST(RandomPlacementTest, PerGroupKeepsGroupsTogetherAndIsSeeded) {
-  const Graph g =
+// A one-layer RNNLM small enough to simulate many times, on TwoCpus().
+struct SmallRnnlm {
+  const Graph graph =
       *MakeZooModel("rnnlm:layers=1,batch=4,steps=3,units=32,vocab=100");
-  const Cluster c = TwoCpus();
+  const Cluster cluster = TwoCpus();
+  const CostModel cost{graph, cluster};
+  const PlacementProblem problem = ProblemOf(cost);
+};
+
+TEST(RandomPlacementTest, PerGroupKeepsGroupsTogetherAndIsSeeded) {
+  const SmallRnnlm rnnlm;
+  const Graph& g = rnnlm.graph;
+  const Cluster& c = rnnlm.cluster;
   const Placement a = RandomPlacement(g, c, true, 7);
   EXPECT_TRUE(ValidatePlacement(g, c, a).ok());
   EXPECT_EQ(a, RandomPlacement(g, c, true, 7));
@@ -236,11 +245,9 @@ class DriftingEnvironment : public Environment {
 };
 
 TEST(RunFidelityTest, RoundsTakeTheMedianAndCompareTheFirstTwo) {
-  const Graph g =
-      *MakeZooModel("rnnlm:layers=1,batch=4,steps=3,units=32,vocab=100");
-  const Cluster c = TwoCpus();
-  const CostModel cost(g, c);
-  const PlacementProblem problem = ProblemOf(cost);
+  const SmallRnnlm rnnlm;
+  const CostModel& cost = rnnlm.cost;
+  const PlacementProblem& problem = rnnlm.problem;
   FidelityOptions options;
   options.samples = 8;
   options.placers = {};
@@ -277,11 +284,8 @@ TEST(RunFidelityTest, RoundsTakeTheMedianAndCompareTheFirstTwo) {
 }
 
 TEST(RunFidelityTest, SamePlacementsForTheSameSeed) {
-  const Graph g =
-      *MakeZooModel("rnnlm:layers=1,batch=4,steps=3,units=32,vocab=100");
-  const Cluster c = TwoCpus();
-  const CostModel cost(g, c);
-  const PlacementProblem problem = ProblemOf(cost);
+  const SmallRnnlm rnnlm;
+  const PlacementProblem& problem = rnnlm.problem;
   FidelityOptions options;
   options.samples = 10;
   options.placers = {"no-such-placer", "m-etf"};  // The unknown one skipped.
@@ -295,7 +299,7 @@ TEST(RunFidelityTest, SamePlacementsForTheSameSeed) {
   EXPECT_EQ(a[7].label, "random per op #1");
   // A cut puts a prefix of the topological order on cpu:0, the rest on
   // cpu:1.
-  const std::vector<OpId>& topo = g.topological_order();
+  const std::vector<OpId>& topo = rnnlm.graph.topological_order();
   EXPECT_EQ(a[4].placement[topo.front()], 0);
   EXPECT_EQ(a[4].placement[topo.back()], 1);
   for (size_t i = 0; i < a.size(); ++i)

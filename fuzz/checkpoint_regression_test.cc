@@ -180,6 +180,16 @@ TEST_F(CheckpointCheckTest, FuzzFindingsAreRefusedWithAMessage) {
        "checkpoint x.ckpt: data.pkl: BINPERSID at byte 131: storage 1 of "
        "6733 elements (6733 bytes) is larger than its record (120 bytes) (a "
        "corrupt pickle)"},
+      // A deflated code record of 124 bytes claiming 4093640933 (its
+      // central directory entry): LibTorch 1.13's reader allocated the 4 GB
+      // claimed before inflating (out of memory under libFuzzer).
+      {"record-claiming-4-gb.ckpt", true,
+       "checkpoint x.ckpt: cannot read a dplace checkpoint from it (corrupt "
+       "or not a checkpoint): record "},
+      {"record-claiming-4-gb.ckpt", true,
+       "(colocrl.ckpt/code/__torch__/___torch_mangle_29.py) claims "
+       "4093640933 bytes from 124 compressed, more than the archive's 50235 "
+       "bytes can hold"},
       // The colocrl policy's group order (a buffer) with an index out of
       // range: accepted, then sampling failed ("index out of range in
       // self"), breaking the target's property. The input as found also

@@ -10,6 +10,8 @@ packages=(
   g++ make cmake pkg-config
   # Libraries of the core.
   nlohmann-json3-dev libcli11-dev
+  # minizip: lists a search checkpoint's ZIP records before LibTorch reads it.
+  libminizip-dev
   # ONNX import: libonnx (its generated protobuf classes) and protobuf.
   libonnx-dev libprotobuf-dev
   # Classical placers: Scotch, METIS, and GLPK for m-SCT's LP relaxation.

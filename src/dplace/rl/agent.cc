@@ -10,12 +10,14 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
 #include "dplace/io/file.h"
 #include "dplace/io/pickle_check.h"
+#include "dplace/io/zip_records.h"
 #include "dplace/placers/placer_util.h"
 #include "dplace/rl/agent_parts.h"
 
@@ -324,9 +326,35 @@ Status CheckArchiveCode(const std::string& bytes, const std::string& path) {
   static const std::regex attribute("  [A-Za-z_][A-Za-z0-9_]* : (.+)");
   static const std::regex file(
       "code/__torch__(/___torch_mangle_([0-9]{1,6}))?\\.py");
+  // Sizes first: LibTorch's reader allocates what a record claims.
+  StatusOr<std::vector<ZipRecord>> listed = ListStoredZipRecords(bytes);
+  if (!listed.ok()) {
+    return InvalidArgumentError(
+        "checkpoint " + path +
+        ": cannot read a dplace checkpoint from it (corrupt or not a "
+        "checkpoint): " +
+        listed.status().message());
+  }
+  // By name inside the archive's folder, as the reader names them.
+  std::map<std::string, uint64_t> sizes;
+  for (const ZipRecord& record : *listed) {
+    const size_t slash = record.name.find('/');
+    if (slash != std::string::npos) {
+      sizes[record.name.substr(slash + 1)] = record.size;
+    }
+  }
   caffe2::serialize::PyTorchStreamReader reader(
       std::make_shared<BytesReadAdapter>(bytes));
-  for (const std::string& name : reader.getAllRecords()) {
+  const std::vector<std::string> names_read = reader.getAllRecords();
+  for (const std::string& name : names_read) {
+    if (sizes.count(name) == 0) {
+      return InvalidArgumentError(
+          "checkpoint " + path + ": record " + name.substr(0, 80) +
+          " is not in the ZIP directory as minizip lists it (a corrupt "
+          "archive)");
+    }
+  }
+  for (const std::string& name : names_read) {
     auto ends_with = [&name](const std::string& end) {
       return name.size() >= end.size() &&
              name.compare(name.size() - end.size(), end.size(), end) == 0;
@@ -336,11 +364,9 @@ Status CheckArchiveCode(const std::string& bytes, const std::string& path) {
       RecordSizes records;
       if (ends_with(".pkl")) {
         const std::string dir = name.substr(0, name.size() - 4) + "/";
-        for (const std::string& other : reader.getAllRecords()) {
-          if (other.rfind(dir, 0) == 0) {
-            records[other.substr(dir.size())] =
-                std::get<1>(reader.getRecord(other));
-          }
+        for (auto it = sizes.lower_bound(dir);
+             it != sizes.end() && it->first.rfind(dir, 0) == 0; ++it) {
+          records[it->first.substr(dir.size())] = it->second;
         }
       }
       auto [data, size] = reader.getRecord(name);

@@ -1206,8 +1206,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
       ->check(CLI::PositiveNumber);
   import
       ->add_option("--optimizer", import_flags.optimizer,
-                   "optimizer of the update ops (default: sgd)")
-      ->check(CLI::IsMember({"sgd", "momentum", "rmsprop", "adam"}));
+                   "optimizer of the update ops: sgd, momentum, rmsprop, "
+                   "adam, or adamw (BERT's Adam with weight decay) (default: "
+                   "sgd)")
+      ->check(CLI::IsMember({"sgd", "momentum", "rmsprop", "adam", "adamw"}));
   import->add_option("-o,--output", import_flags.output, "graph JSON to write")
       ->required();
 

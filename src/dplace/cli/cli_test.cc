@@ -657,6 +657,36 @@ TEST_F(CliTest, ImportWritesTheTrainingGraph) {
   EXPECT_EQ(graph->tensor(graph->output(input, 0)).shape[0], 8);
 }
 
+// BERT's optimizer, which the zoo's BERT uses, for an imported encoder:
+// every weight Adam updates gets BERT's update, op by op.
+TEST_F(CliTest, ImportTakesAdamWithWeightDecay) {
+  auto count = [](const Graph& graph, const std::string& end, bool type) {
+    int n = 0;
+    for (OpId op = 0; op < graph.num_ops(); ++op) {
+      const std::string& s = type ? graph.op_type(op) : graph.op_name(op);
+      n += s.size() >= end.size() &&
+           s.compare(s.size() - end.size(), end.size(), end) == 0;
+    }
+    return n;
+  };
+  int adam_updates = 0;
+  for (const std::string optimizer : {"adam", "adamw"}) {
+    const std::string out = dir_ + "/encoder-" + optimizer + ".json";
+    const CliResult r = Dplace({"import", kEncoder, "--batch", "2",
+                                "--optimizer", optimizer, "-o", out});
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("expanded for training with " + optimizer));
+    StatusOr<Graph> graph = ReadGraphJson(out);
+    ASSERT_TRUE(graph.ok()) << graph.status().message();
+    if (optimizer == "adam") {
+      adam_updates = count(*graph, "Adam", /*type=*/true);
+      EXPECT_GT(adam_updates, 0);
+    } else {
+      EXPECT_EQ(count(*graph, "/adam_m_mul", /*type=*/false), adam_updates);
+    }
+  }
+}
+
 TEST_F(CliTest, ImportPrintsWarnings) {
   // The fixture with its opset raised past what libonnx knows: still
   // imported, with a warning on stderr.

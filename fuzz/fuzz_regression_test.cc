@@ -80,6 +80,12 @@ TEST(OnnxFuzzFindingsTest, CrashInputsAreRefusedWithAMessage) {
       // propagation looked it up untyped (SEGV in libonnx).
       {"shape-of-a-graph-input-typed-by-its-consumer.onnx",
        "node '/shape/Shape' (Shape): input 'x' has no type"},
+      // An untyped initializer of nine dims whose product passes int64:
+      // the constant folder multiplied them (UBSan, signed overflow). Now
+      // it is not folded; libonnx then refuses the model.
+      {"integer-initializer-dims-overflowing-int64.onnx",
+       "shape inference failed: [ShapeInferenceError] Inferred shape and "
+       "existing shape differ in rank"},
   };
   for (const auto& [file, message] : cases) {
     SCOPED_TRACE(file);

@@ -5,6 +5,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -635,10 +636,27 @@ bool IsFoldableType(int32_t t) {
          t == TensorProto::DOUBLE;
 }
 
-int64_t Product(const std::vector<int64_t>& dims) {
+// The number of elements of `dims`; nullopt for a negative dim or a count
+// past int64 (a fuzzed Constant's dims multiplied past it: UBSan).
+std::optional<int64_t> ElementCount(const std::vector<int64_t>& dims) {
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
   return n;
+}
+
+// Integers a double holds exactly: folded integral values stay within, so
+// converting one back to an integer is defined and exact.
+constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
+
+// A folded value as an integer (a dim, an axis, an index): nullopt unless
+// it is one, and exact.
+std::optional<int64_t> ExactInteger(double v) {
+  if (!(std::fabs(v) <= kMaxExactInteger) || v != std::trunc(v)) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(v);
 }
 
 template <typename T>
@@ -669,8 +687,9 @@ std::optional<ConstTensor> ConstFromProto(const TensorProto& t) {
   ConstTensor c;
   c.elem_type = t.data_type();
   c.dims.assign(t.dims().begin(), t.dims().end());
-  const int64_t n = Product(c.dims);
-  if (n < 0 || n > kMaxFoldedElements) return std::nullopt;
+  const std::optional<int64_t> count = ElementCount(c.dims);
+  if (!count || *count > kMaxFoldedElements) return std::nullopt;
+  const int64_t n = *count;
   bool ok = true;
   switch (t.data_type()) {
     case TensorProto::INT64:
@@ -724,8 +743,28 @@ bool IsIntegral(int32_t elem_type) {
 // Rounds a computed value to its element type.
 double Normalize(double v, int32_t elem_type) {
   if (elem_type == TensorProto::BOOL) return v != 0 ? 1 : 0;
-  if (elem_type == TensorProto::FLOAT) return static_cast<float>(v);
+  if (elem_type == TensorProto::FLOAT) {
+    // Past float's range the cast is undefined; IEEE rounds to infinity.
+    return std::fabs(v) > FLT_MAX && std::isfinite(v)
+               ? std::copysign(HUGE_VAL, v)
+               : static_cast<float>(v);
+  }
   return IsIntegral(elem_type) ? std::trunc(v) : v;
+}
+
+// Whether every value of `c` converts to its element type: integral
+// values exact in a double (and int32 ones in int32's range). A fold
+// that leaves this range is not folded.
+bool Representable(const ConstTensor& c) {
+  if (!IsIntegral(c.elem_type)) return true;
+  const double most =
+      c.elem_type == TensorProto::INT32 ? 2147483647.0 : kMaxExactInteger;
+  const double least =
+      c.elem_type == TensorProto::INT32 ? -2147483648.0 : -kMaxExactInteger;
+  for (double v : c.values) {
+    if (!(v >= least && v <= most)) return false;
+  }
+  return true;
 }
 
 ConstTensor Scalar(double v, int32_t elem_type) {
@@ -845,7 +884,13 @@ std::optional<ConstTensor> Unary(const std::string& op, const ConstTensor& a) {
 std::optional<std::vector<int64_t>> Axes(const NodeProto& node,
                                          const ConstTensor* input) {
   if (input) {
-    return std::vector<int64_t>(input->values.begin(), input->values.end());
+    std::vector<int64_t> axes;
+    for (double v : input->values) {
+      const std::optional<int64_t> axis = ExactInteger(v);
+      if (!axis) return std::nullopt;
+      axes.push_back(*axis);
+    }
+    return axes;
   }
   if (node.input_size() > 1 && !node.input(1).empty()) return std::nullopt;
   return IntsAttribute(node, "axes");
@@ -925,8 +970,9 @@ std::optional<ConstTensor> Evaluate(
   if (op == "Shape" || op == "Size") {
     if (!static_shape) return std::nullopt;
     if (op == "Size") {
-      return Scalar(static_cast<double>(Product(*static_shape)),
-                    TensorProto::INT64);
+      const std::optional<int64_t> n = ElementCount(*static_shape);
+      if (!n) return std::nullopt;
+      return Scalar(static_cast<double>(*n), TensorProto::INT64);
     }
     const int64_t rank = static_cast<int64_t>(static_shape->size());
     int64_t start = IntAttribute(node, "start", 0);
@@ -953,9 +999,14 @@ std::optional<ConstTensor> Evaluate(
     }
     if (op == "ConstantOfShape") {
       ConstTensor c;
-      c.dims.assign(x.values.begin(), x.values.end());
-      const int64_t n = Product(c.dims);
-      if (n < 0 || n > kMaxFoldedElements) return std::nullopt;
+      for (double v : x.values) {
+        const std::optional<int64_t> d = ExactInteger(v);
+        if (!d) return std::nullopt;
+        c.dims.push_back(*d);
+      }
+      const std::optional<int64_t> count = ElementCount(c.dims);
+      if (!count || *count > kMaxFoldedElements) return std::nullopt;
+      const int64_t n = *count;
       c.elem_type = TensorProto::FLOAT;
       double fill = 0;
       if (const AttributeProto* a = FindAttribute(node, "value")) {
@@ -1007,7 +1058,7 @@ std::optional<ConstTensor> Evaluate(
     const double n = static_cast<double>(x.values.size());
     for (double i : in[1]->values) {
       if (i < 0) i += n;
-      if (i < 0 || i >= n) return std::nullopt;
+      if (!(i >= 0 && i < n)) return std::nullopt;  // NaN too.
       c.values.push_back(x.values[static_cast<size_t>(i)]);
     }
     return c;
@@ -1030,17 +1081,21 @@ std::optional<ConstTensor> Evaluate(
     c.dims.clear();
     int64_t known = 1, infer = -1;
     for (size_t i = 0; i < in[1]->values.size(); ++i) {
-      int64_t d = static_cast<int64_t>(in[1]->values[i]);
+      const std::optional<int64_t> target = ExactInteger(in[1]->values[i]);
+      if (!target || *target < -1) return std::nullopt;
+      int64_t d = *target;
       if (d == 0 && i < x.dims.size()) d = x.dims[i];
       if (d == -1) infer = static_cast<int64_t>(i);
       c.dims.push_back(d);
-      if (d != -1) known *= d;
+      if (d != -1 && __builtin_mul_overflow(known, d, &known)) {
+        return std::nullopt;
+      }
     }
     if (infer >= 0) {
       if (known == 0) return std::nullopt;
       c.dims[infer] = static_cast<int64_t>(x.values.size()) / known;
     }
-    if (Product(c.dims) != static_cast<int64_t>(x.values.size())) {
+    if (ElementCount(c.dims) != static_cast<int64_t>(x.values.size())) {
       return std::nullopt;
     }
     return c;
@@ -1289,7 +1344,8 @@ class Importer {
       // Integer tensors (shapes, indices, axes) and scalars are constants
       // of the computation, not weights.
       if (!IsFloatingPoint(t.data_type()) || t.dims_size() == 0) {
-        if (std::optional<ConstTensor> c = ConstFromProto(t)) {
+        std::optional<ConstTensor> c = ConstFromProto(t);
+        if (c && Representable(*c)) {
           folded_[t.name()] = std::move(*c);
           continue;
         }
@@ -1608,7 +1664,8 @@ class Importer {
       }
       std::optional<ConstTensor> value = Evaluate(node, inputs, shape);
       if (!value ||
-          static_cast<int64_t>(value->values.size()) > kMaxFoldedElements) {
+          static_cast<int64_t>(value->values.size()) > kMaxFoldedElements ||
+          !Representable(*value)) {
         continue;
       }
       folded_[node.output(0)] = std::move(*value);

@@ -213,6 +213,20 @@ TEST_F(CheckpointCheckTest, FuzzFindingsAreRefusedWithAMessage) {
   }
 }
 
+// LibTorch's reader names records inside the archive's folder; a second
+// folder with the same name would leave the size the pickle check uses in
+// doubt.
+TEST_F(CheckpointCheckTest, RefusesANameInTwoFolders) {
+  std::string post = Seed("post.ckpt");
+  // The last occurrence is the central directory's, after every record.
+  const size_t at = post.rfind("post.ckpt/data/2");
+  ASSERT_NE(at, std::string::npos);
+  post.replace(at, 16, "xost.ckpt/data/1");
+  EXPECT_THAT(Check("post", {}, post).status().message(),
+              HasSubstr("checkpoint x.ckpt: record xost.ckpt/data/1 repeats a "
+                        "name in another folder (a corrupt archive)"));
+}
+
 TEST_F(CheckpointCheckTest, TruncatedAndForeignFilesAreRefused) {
   const std::string post = Seed("post.ckpt");
   EXPECT_THAT(

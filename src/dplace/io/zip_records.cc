@@ -73,8 +73,7 @@ struct UnzCloser {
 
 }  // namespace
 
-StatusOr<std::vector<ZipRecord>> ListStoredZipRecords(
-    std::string_view archive) {
+StatusOr<std::vector<ZipRecord>> ListZipRecords(std::string_view archive) {
   MemoryFile file{archive, 0};
   zlib_filefunc64_def functions{};
   functions.zopen64_file = Open;

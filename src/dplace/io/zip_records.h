@@ -27,7 +27,7 @@ struct ZipRecord {
 // than those bytes hold (stored: their count; deflated: 1032 times it,
 // deflate's largest ratio); a name no record before it has. So reading
 // every record allocates at most 1032 times the archive's size.
-StatusOr<std::vector<ZipRecord>> ListStoredZipRecords(std::string_view archive);
+StatusOr<std::vector<ZipRecord>> ListZipRecords(std::string_view archive);
 
 }  // namespace dplace
 

@@ -327,7 +327,7 @@ Status CheckArchiveCode(const std::string& bytes, const std::string& path) {
   static const std::regex file(
       "code/__torch__(/___torch_mangle_([0-9]{1,6}))?\\.py");
   // Sizes first: LibTorch's reader allocates what a record claims.
-  StatusOr<std::vector<ZipRecord>> listed = ListStoredZipRecords(bytes);
+  StatusOr<std::vector<ZipRecord>> listed = ListZipRecords(bytes);
   if (!listed.ok()) {
     return InvalidArgumentError(
         "checkpoint " + path +
@@ -335,12 +335,17 @@ Status CheckArchiveCode(const std::string& bytes, const std::string& path) {
         "checkpoint): " +
         listed.status().message());
   }
-  // By name inside the archive's folder, as the reader names them.
+  // By name inside the archive's folder, as the reader names them; two
+  // folders holding one name would leave a size in doubt.
   std::map<std::string, uint64_t> sizes;
   for (const ZipRecord& record : *listed) {
     const size_t slash = record.name.find('/');
-    if (slash != std::string::npos) {
-      sizes[record.name.substr(slash + 1)] = record.size;
+    if (slash != std::string::npos &&
+        !sizes.emplace(record.name.substr(slash + 1), record.size).second) {
+      return InvalidArgumentError("checkpoint " + path + ": record " +
+                                  record.name.substr(0, 80) +
+                                  " repeats a name in another folder (a "
+                                  "corrupt archive)");
     }
   }
   caffe2::serialize::PyTorchStreamReader reader(

@@ -196,27 +196,23 @@ TEST(ZooTest, CnnsHaveThePapersLayers) {
   EXPECT_EQ(CountType(*inception, "Conv2D"), 94 + 2 + 2);
   EXPECT_EQ(CountType(*inception, "ConcatV2"), 11 + 4);
   EXPECT_EQ(CountType(*inception, "FusedBatchNorm"), 0);
-  const std::pair<int, int> depths[] = {
-      {50, 16}, {101, 33}, {152, 50}, {200, 66}};
-  for (const auto& [depth, units] : depths) {
-    SCOPED_TRACE(depth);
+  // Bottleneck units (50 and up) have three convs, basic units (18, 34)
+  // two; projections where the shape changes: blocks 1 to 4 for
+  // bottlenecks, 2 to 4 for basic units.
+  struct Depth {
+    int depth, units, convs_per_unit, projections;
+  };
+  const Depth depths[] = {{18, 8, 2, 3},   {34, 16, 2, 3},  {50, 16, 3, 4},
+                          {101, 33, 3, 4}, {152, 50, 3, 4}, {200, 66, 3, 4}};
+  for (const Depth& d : depths) {
+    SCOPED_TRACE(d.depth);
     StatusOr<Graph> g =
-        MakeZooModel("resnet:batch=2,depth=" + std::to_string(depth));
+        MakeZooModel("resnet:batch=2,depth=" + std::to_string(d.depth));
     ASSERT_TRUE(g.ok()) << g.status().message();
-    EXPECT_EQ(CountType(*g, "Conv2D"), 1 + 3 * units + 4 + 1);
-    EXPECT_EQ(CountType(*g, "Rsqrt"), 1 + 3 * units + 4);
-    EXPECT_EQ(CountResidualAdds(*g), units);
-  }
-  // Basic units: two convs each, projections where the shape changes
-  // (blocks 2 to 4).
-  for (const auto& [depth, units] : {std::pair{18, 8}, std::pair{34, 16}}) {
-    SCOPED_TRACE(depth);
-    StatusOr<Graph> g =
-        MakeZooModel("resnet:batch=2,depth=" + std::to_string(depth));
-    ASSERT_TRUE(g.ok()) << g.status().message();
-    EXPECT_EQ(CountType(*g, "Conv2D"), 1 + 2 * units + 3 + 1);
-    EXPECT_EQ(CountType(*g, "Rsqrt"), 1 + 2 * units + 3);
-    EXPECT_EQ(CountResidualAdds(*g), units);
+    const int convs = 1 + d.convs_per_unit * d.units + d.projections;
+    EXPECT_EQ(CountType(*g, "Conv2D"), convs + 1);
+    EXPECT_EQ(CountType(*g, "Rsqrt"), convs);
+    EXPECT_EQ(CountResidualAdds(*g), d.units);
   }
   StatusOr<Graph> bad = MakeZooModel("resnet:depth=42");
   ASSERT_FALSE(bad.ok());

@@ -611,6 +611,7 @@ StatusOr<CheckpointInfo> Agent::CheckCheckpoint(const PlacementProblem& problem,
   budget.samples = 1;
   DPLACE_ASSIGN_OR_RETURN(AgentSetup setup,
                           MakeSetup(problem, settings_, budget));
+  setup.resuming = true;
   LoopState s;
   DPLACE_RETURN_IF_ERROR(InitPolicy(problem, setup));
   DPLACE_RETURN_IF_ERROR(LoadCheckpointBytes(
@@ -655,6 +656,7 @@ StatusOr<SearchResult> Agent::Search(const PlacementProblem& problem,
   DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem).WithPrefix(method));
   DPLACE_ASSIGN_OR_RETURN(AgentSetup setup,
                           MakeSetup(problem, settings_, options.budget));
+  setup.resuming = !options.resume_path.empty();
 
   LoopState s;
   s.rng.seed(problem.seed ^ (options.sampling_stream * 0x9E3779B97F4A7C15ull));

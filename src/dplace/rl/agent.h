@@ -183,6 +183,9 @@ struct AgentSetup {
   // allows at least one device.
   std::vector<uint8_t> allowed;
   SearchBudget budget;
+  // The policy's weights will be loaded from a checkpoint: work that only
+  // sets their starting values (Mars's pre-training) can be skipped.
+  bool resuming = false;
 };
 
 // A batch after evaluation, as an agent learns from it.

@@ -143,7 +143,8 @@ class MarsAgent : public Agent {
           LoadEncoder(settings_.encoder_path,
                       ExpectedInfo(graph, setup.grouping, settings_), encoder);
       if (!loaded.ok()) return loaded.status();
-    } else if (settings_.pretrain) {
+    } else if (settings_.pretrain && !setup.resuming) {
+      // On resume the checkpoint holds the encoder's trained weights.
       PretrainSettings pretraining = settings_.pretraining;
       pretraining.seed = setup.problem->seed;
       PretrainEncoder(encoder, input, pretraining);

@@ -138,17 +138,33 @@ TEST(ExecutorTest, StepTimeLiesWithinTheSimulatorsBoundsWithProfiledCosts) {
   const Graph graph = TwoBranches(6);
   auto executor = Executor::Create(graph, TwoCpus());
   ASSERT_TRUE(executor.ok()) << executor.status().message();
-  // The cost model's profile table, measured here.
-  StatusOr<std::vector<double>> times = (*executor)->ProfileOps(0, 3);
-  ASSERT_TRUE(times.ok()) << times.status().message();
+  // The cost model's profile table and the real step time, measured here:
+  // the best of three rounds of each, alternating, so that a burst of other
+  // work on the machine during one of them does not decide the comparison.
+  const Placement split = SplitPlacement(graph);
+  std::vector<double> times(graph.num_ops(), 1e9);
+  double copy = 1e9, real = 1e9;
+  for (int round = 0; round < 3; ++round) {
+    StatusOr<std::vector<double>> profiled = (*executor)->ProfileOps(0, 3);
+    ASSERT_TRUE(profiled.ok()) << profiled.status().message();
+    for (OpId op = 0; op < graph.num_ops(); ++op) {
+      times[op] = std::min(times[op], (*profiled)[op]);
+    }
+    StatusOr<ExecResult> measured = (*executor)->Measure(split);
+    ASSERT_TRUE(measured.ok() && measured->feasible);
+    real = std::min(real, measured->step_time);
+    // A copy to a thread the machine's other work keeps waiting can take a
+    // scheduler slice (milliseconds) that the step itself does not pay.
+    StatusOr<double> copied = (*executor)->TimeCopy(0, 1, kN * kN * 4, 5);
+    ASSERT_TRUE(copied.ok()) << copied.status().message();
+    copy = std::min(copy, *copied);
+  }
   ProfileTable profile;
   double serial = 0;  // Every op one after another: an upper figure.
   for (OpId op = 0; op < graph.num_ops(); ++op) {
-    profile.by_name[graph.op_name(op)][DeviceKind::kCpu] = (*times)[op];
-    serial += (*times)[op];
+    profile.by_name[graph.op_name(op)][DeviceKind::kCpu] = times[op];
+    serial += times[op];
   }
-  StatusOr<double> copy = (*executor)->TimeCopy(0, 1, kN * kN * 4, 5);
-  ASSERT_TRUE(copy.ok()) << copy.status().message();
   ClusterBuilder cb("local");
   for (const char* name : {"cpu:0", "cpu:1"}) {
     Device d;
@@ -159,24 +175,21 @@ TEST(ExecutorTest, StepTimeLiesWithinTheSimulatorsBoundsWithProfiledCosts) {
     d.memory_bytes = int64_t{1} << 32;
     cb.AddDevice(d);
   }
-  cb.AddLink("cpu:0", "cpu:1", kN * kN * 4 / *copy, 1e-6);
+  cb.AddLink("cpu:0", "cpu:1", kN * kN * 4 / copy, 1e-6);
   StatusOr<Cluster> cluster = std::move(cb).Build();
   ASSERT_TRUE(cluster.ok()) << cluster.status().message();
   const CostModel cost(graph, *cluster, profile);
-  const Placement split = SplitPlacement(graph);
   Simulator simulator(cost);
   StatusOr<SimResult> simulated = simulator.Simulate(split);
   ASSERT_TRUE(simulated.ok()) << simulated.status().message();
   const SimResult& sim = *simulated;
-  serial += 2 * *copy;  // Branch 1 receives x; sum receives branch 1.
+  serial += 2 * copy;  // Branch 1 receives x; sum receives branch 1.
 
-  StatusOr<ExecResult> real = (*executor)->Measure(split);
-  ASSERT_TRUE(real.ok() && real->feasible);
   // Loose margins: this machine runs other work too.
-  EXPECT_GE(real->step_time, 0.7 * sim.bounds.Max())
+  EXPECT_GE(real, 0.7 * sim.bounds.Max())
       << "lower bound " << sim.bounds.Max() << " (" << sim.bounds.MaxName()
-      << "), simulated " << sim.step_time;
-  EXPECT_LE(real->step_time, 1.5 * serial) << "serial " << serial;
+      << "), simulated " << sim.step_time << ", copy " << copy;
+  EXPECT_LE(real, 1.5 * serial) << "serial " << serial;
 }
 
 TEST(ExecutorTest, InjectedAllocationFailureIsInfeasibleNotACrash) {

@@ -153,8 +153,8 @@ TEST(ExecutorTest, StepTimeLiesWithinTheSimulatorsBoundsWithProfiledCosts) {
     StatusOr<ExecResult> measured = (*executor)->Measure(split);
     ASSERT_TRUE(measured.ok() && measured->feasible);
     real = std::min(real, measured->step_time);
-    // A copy to a thread the machine's other work keeps waiting can take a
-    // scheduler slice (milliseconds) that the step itself does not pay.
+    // Beside other work, the copy benchmark sometimes takes a scheduler
+    // slice (about 4 ms here, against 0.05 ms) handing over to the reader.
     StatusOr<double> copied = (*executor)->TimeCopy(0, 1, kN * kN * 4, 5);
     ASSERT_TRUE(copied.ok()) << copied.status().message();
     copy = std::min(copy, *copied);

@@ -3,10 +3,13 @@
 #ifndef DPLACE_RL_AGENT_TEST_PROBLEMS_H_
 #define DPLACE_RL_AGENT_TEST_PROBLEMS_H_
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -114,6 +117,44 @@ inline StatusOr<SearchResult> RunSearch(const Problem& problem,
   if (!agent.ok()) return agent.status();
   auto env = NewSimulatedEnvironment(*problem.cost, 1);
   return (*agent)->Search(problem.Get(seed), env.get(), search);
+}
+
+// Runs `samples` samples of `agent` on `problem`; then the same search
+// writing `checkpoint_path` every `checkpoint_every` updates, killed once
+// it reaches `kill_at` samples; then a search resumed from that checkpoint,
+// which must end exactly where the uninterrupted one did: same samples,
+// updates, best placement and step time of every sample.
+inline void ExpectKilledSearchResumesToTheSameEnd(
+    const Problem& problem, const std::string& agent,
+    const std::vector<std::string>& options, int64_t samples, int64_t kill_at,
+    const std::string& checkpoint_path, int checkpoint_every) {
+  SearchOptions full;
+  full.budget.samples = samples;
+  StatusOr<SearchResult> a = RunSearch(problem, agent, options, full);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+
+  SearchOptions killed = full;
+  killed.checkpoint_path = checkpoint_path;
+  killed.checkpoint_every = checkpoint_every;
+  killed.progress = [kill_at](const SearchProgress& p) {
+    if (p.samples >= kill_at) throw std::runtime_error("killed");
+  };
+  EXPECT_THROW((void)RunSearch(problem, agent, options, killed),
+               std::runtime_error);
+  SearchOptions resumed = full;
+  resumed.resume_path = checkpoint_path;
+  StatusOr<SearchResult> b = RunSearch(problem, agent, options, resumed);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_GT(b->first_sample_of_this_run, 0);
+  EXPECT_EQ(b->samples, a->samples);
+  EXPECT_EQ(b->updates, a->updates);
+  EXPECT_EQ(b->best, a->best);
+  const size_t offset = b->first_sample_of_this_run;
+  ASSERT_EQ(a->history.size(), offset + b->history.size());
+  for (size_t i = 0; i < b->history.size(); ++i) {
+    EXPECT_EQ(a->history[offset + i].step_time, b->history[i].step_time)
+        << "sample " << offset + i;
+  }
 }
 
 }  // namespace testing_problems

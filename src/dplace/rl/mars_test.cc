@@ -13,7 +13,6 @@
 
 #include <filesystem>
 #include <numeric>
-#include <stdexcept>
 
 #include "dplace/io/file.h"
 #include "dplace/rl/agent.h"
@@ -26,6 +25,7 @@ namespace dplace {
 namespace {
 
 using ::testing::HasSubstr;
+using testing_problems::ExpectKilledSearchResumesToTheSameEnd;
 using testing_problems::HeavyTensorChain;
 using testing_problems::OnlySplitFits;
 using testing_problems::Problem;
@@ -322,34 +322,10 @@ TEST(MarsCheckpointTest, ResumedSearchContinuesFromTheCheckpoint) {
   const Problem problem = TwoChains();
   const std::vector<std::string> options = {
       "grouping=ops", "hidden=16", "encoder_hidden=8", "pretrain_steps=20"};
-  SearchOptions full;
-  full.budget.samples = 60;
-  StatusOr<SearchResult> a = RunSearch(problem, "mars", options, full);
-  ASSERT_TRUE(a.ok()) << a.status().message();
-
-  SearchOptions killed = full;
-  killed.checkpoint_path = TempPath("resume.ckpt");
-  killed.checkpoint_every = 2;
-  killed.progress = [](const SearchProgress& p) {
-    if (p.samples >= 30) throw std::runtime_error("killed");
-  };
-  EXPECT_THROW((void)RunSearch(problem, "mars", options, killed),
-               std::runtime_error);
-  SearchOptions resumed = full;
-  resumed.resume_path = killed.checkpoint_path;
-  StatusOr<SearchResult> b = RunSearch(problem, "mars", options, resumed);
-  std::filesystem::remove(killed.checkpoint_path);
-  ASSERT_TRUE(b.ok()) << b.status().message();
-  EXPECT_GT(b->first_sample_of_this_run, 0);
-  EXPECT_EQ(b->samples, a->samples);
-  EXPECT_EQ(b->updates, a->updates);
-  EXPECT_EQ(b->best, a->best);
-  const size_t offset = b->first_sample_of_this_run;
-  ASSERT_EQ(a->history.size(), offset + b->history.size());
-  for (size_t i = 0; i < b->history.size(); ++i) {
-    EXPECT_EQ(a->history[offset + i].step_time, b->history[i].step_time)
-        << "sample " << offset + i;
-  }
+  const std::string checkpoint = TempPath("resume.ckpt");
+  ExpectKilledSearchResumesToTheSameEnd(problem, "mars", options, 60, 30,
+                                        checkpoint, 2);
+  std::filesystem::remove(checkpoint);
 }
 
 TEST(MarsOptionsTest, BadOptionsAreClearErrors) {

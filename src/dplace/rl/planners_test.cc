@@ -20,6 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing_problems::ChainOp;
+using testing_problems::ExpectKilledSearchResumesToTheSameEnd;
 using testing_problems::HeavyTensorChain;
 using testing_problems::kGB;
 using testing_problems::MakeProblem;
@@ -316,33 +317,8 @@ TEST(PlannerCheckpointTest, ResumedSearchContinuesFromTheCheckpoint) {
     SCOPED_TRACE(agent);
     const std::vector<std::string> options =
         Tiny({"grouping=ops", "groups=3", "noise_updates=6", "ce_every=20"});
-    SearchOptions full;
-    full.budget.samples = 80;
-    StatusOr<SearchResult> a = RunSearch(problem, agent, options, full);
-    ASSERT_TRUE(a.ok()) << a.status().message();
-
-    SearchOptions killed = full;
-    killed.checkpoint_path = dir + "/" + agent + ".ckpt";
-    killed.checkpoint_every = 2;
-    killed.progress = [](const SearchProgress& p) {
-      if (p.samples >= 50) throw std::runtime_error("killed");
-    };
-    EXPECT_THROW((void)RunSearch(problem, agent, options, killed),
-                 std::runtime_error);
-    SearchOptions resumed = full;
-    resumed.resume_path = killed.checkpoint_path;
-    StatusOr<SearchResult> b = RunSearch(problem, agent, options, resumed);
-    ASSERT_TRUE(b.ok()) << b.status().message();
-    EXPECT_GT(b->first_sample_of_this_run, 0);
-    EXPECT_EQ(b->samples, a->samples);
-    EXPECT_EQ(b->updates, a->updates);
-    EXPECT_EQ(b->best, a->best);
-    const size_t offset = b->first_sample_of_this_run;
-    ASSERT_EQ(a->history.size(), offset + b->history.size());
-    for (size_t i = 0; i < b->history.size(); ++i) {
-      EXPECT_EQ(a->history[offset + i].step_time, b->history[i].step_time)
-          << "sample " << offset + i;
-    }
+    ExpectKilledSearchResumesToTheSameEnd(problem, agent, options, 80, 50,
+                                          dir + "/" + agent + ".ckpt", 2);
   }
   std::filesystem::remove_all(dir);
 }

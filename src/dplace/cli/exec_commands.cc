@@ -11,6 +11,7 @@
 #include "dplace/exec/fidelity.h"
 #include "dplace/exec/measured_environment.h"
 #include "dplace/exec/profile.h"
+#include "dplace/io/chrome_trace.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
 #include "dplace/io/placement_json.h"
@@ -179,6 +180,45 @@ StatusOr<std::unique_ptr<Executor>> ExecutorOfCluster(
   return Executor::Create(graph, std::move(devices).value(), options);
 }
 
+// Prints what each device's thread did in the traced step (ops, copies
+// into it, idle) and writes the step as a Chrome trace in the simulator's
+// layout: a copy shows on its link's lane, though the consumer's thread
+// ran it.
+Status WriteMeasuredTrace(const Graph& graph, const Cluster& cluster,
+                          const ExecResult& result, const std::string& path,
+                          std::ostream& out) {
+  const int n = cluster.num_devices();
+  std::vector<double> op_seconds(n, 0), copy_seconds(n, 0);
+  std::vector<int> ops(n, 0), copies(n, 0);
+  SimResult trace;
+  trace.step_time = result.step_time;
+  for (TimelineEvent e : result.timeline) {
+    const double seconds = e.end - e.start;
+    if (e.kind == TimelineEvent::Kind::kCompute) {
+      op_seconds[e.device] += seconds;
+      ++ops[e.device];
+    } else {
+      copy_seconds[e.lane] += seconds;
+      ++copies[e.lane];
+      const Span<LinkId> route = cluster.route(e.device, e.lane);
+      if (route.empty()) continue;
+      e.lane = route[0];
+    }
+    trace.timeline.push_back(e);
+  }
+  for (DeviceId d = 0; d < n; ++d) {
+    const double step = result.step_time;
+    out << "traced step, " << cluster.device(d).name << ": " << ops[d]
+        << " ops " << Format("%.6f", op_seconds[d]) << " s, " << copies[d]
+        << " copies in " << Format("%.6f", copy_seconds[d]) << " s, idle "
+        << Format("%.6f", std::max(0.0, step - op_seconds[d] - copy_seconds[d]))
+        << " s\n";
+  }
+  DPLACE_RETURN_IF_ERROR(WriteChromeTrace(graph, cluster, trace, path));
+  out << "trace: " << path << " (open in Perfetto)\n";
+  return Status::Ok();
+}
+
 int Measure(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   StatusOr<ExecOptions> options = StepOptions(flags.steps);
   if (!options.ok()) return Fail(err, options.status());
@@ -190,6 +230,7 @@ int Measure(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   StatusOr<Placement> placement =
       ReadPlacementJson(flags.placement, graph, *cluster);
   if (!placement.ok()) return Fail(err, placement.status());
+  options->record_timeline = !flags.trace.empty();
   StatusOr<std::unique_ptr<Executor>> executor =
       ExecutorOfCluster(graph, *cluster, *options);
   if (!executor.ok()) return Fail(err, executor.status());
@@ -213,6 +254,10 @@ int Measure(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
         << "\n";
   }
   out << "measured in " << Format("%.3f", result->wall_seconds) << " s\n";
+  if (!flags.trace.empty() && result->feasible) {
+    Status s = WriteMeasuredTrace(graph, *cluster, *result, flags.trace, out);
+    if (!s.ok()) return Fail(err, s);
+  }
   PrintStandIns(**executor, err);
   return result->feasible ? kExitOk : kExitInfeasible;
 }
@@ -356,6 +401,10 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
       ->required();
   c.measure->add_option("--steps", flags->steps,
                         "measured steps, the median counts (default: 5)");
+  c.measure->add_option("--trace", flags->trace,
+                        "write the measured step nearest the median as a "
+                        "Chrome trace (open in Perfetto) and print each "
+                        "device's op, copy and idle time in it");
 
   c.fidelity = app->add_subcommand(
       "fidelity",

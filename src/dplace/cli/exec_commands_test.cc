@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "dplace/bench/method_run.h"
 #include "dplace/cli/cli.h"
 #include "dplace/cli/cli_test_util.h"
 #include "dplace/exec/executor.h"
@@ -74,11 +76,26 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
       Dplace({"place", "--model", kModel, "--cluster", cluster(), "--profile",
               profile(), "--method", "m-etf", "--out", placement});
   ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  const std::string trace = dir_ + "/trace.json";
   r = Dplace({"measure", "--model", kModel, "--cluster", cluster(),
-              "--placement", placement, "--steps", "2"});
+              "--placement", placement, "--steps", "2", "--trace", trace});
   ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("\nstep time: "));
   EXPECT_THAT(r.out, HasSubstr("measured steps (s): "));
+  EXPECT_THAT(r.out, HasSubstr("traced step, cpu:1: "));
+  EXPECT_THAT(r.out, HasSubstr("trace: " + trace + " (open in Perfetto)"));
+  // The real step in the simulator's trace layout: every op once.
+  StatusOr<std::string> trace_text = ReadTextFile(trace);
+  ASSERT_TRUE(trace_text.ok());
+  StatusOr<LoadedModel> model = LoadModel(kModel);
+  ASSERT_TRUE(model.ok());
+  const nlohmann::json events =
+      nlohmann::json::parse(*trace_text)["traceEvents"];
+  int computed = 0;
+  for (const nlohmann::json& e : events) {
+    computed += e["ph"] == "X" && e["cat"] != "transfer";
+  }
+  EXPECT_EQ(computed, model->graph.num_ops());
 
   const std::string svg = dir_ + "/scatter.svg";
   const std::string md = dir_ + "/fidelity.md";

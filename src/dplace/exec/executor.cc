@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -263,7 +264,8 @@ class Session {
         graph_(*impl.graph),
         placement_(placement),
         num_devices_(static_cast<int>(impl.devices.size())),
-        record_times_(record_times) {}
+        record_times_(record_times),
+        record_timeline_(impl.options.record_timeline) {}
 
   ~Session() { StopThreads(); }
 
@@ -276,6 +278,9 @@ class Session {
   const std::vector<int64_t>& peak() const { return peak_; }
   // Seconds each op took in each recorded step.
   const std::vector<std::vector<double>>& op_times() const { return op_times_; }
+  // With record_timeline: what the devices' threads did in the last step,
+  // ordered by device (ExecResult::timeline).
+  std::vector<TimelineEvent> TakeTimeline();
 
  private:
   size_t Slot(TensorId t, int d) const {
@@ -299,6 +304,7 @@ class Session {
   const Placement& placement_;
   const int num_devices_;
   const bool record_times_;
+  const bool record_timeline_;
 
   // Per placement.
   std::vector<int32_t> uses0_;            // Per slot: reads before freeing.
@@ -316,6 +322,9 @@ class Session {
   std::vector<int64_t> peak_;  // Per device; written by its thread only.
   std::vector<double> times_;  // Per op, this step.
   std::vector<std::vector<double>> op_times_;  // Per recorded step.
+  double step_start_ = 0;
+  // Per device, written by its thread only (record_timeline_).
+  std::vector<std::vector<TimelineEvent>> events_;
   std::atomic<int> ops_done_{0};
   std::atomic<int64_t> outstanding_{0};  // Tasks queued or running.
   std::atomic<bool> aborted_{false};
@@ -397,6 +406,7 @@ bool Session::Setup(std::string* reason) {
   slots_.assign(uses0_.size(), at::Tensor());
   live_ = std::vector<std::atomic<int64_t>>(num_devices_);
   times_.assign(n, 0);
+  events_.assign(num_devices_, {});
   StartThreads();
   return true;
 }
@@ -446,8 +456,10 @@ bool Session::RunStep(double* seconds, std::string* reason) {
   aborted_.store(false);
   reason_.clear();
 
+  for (auto& events : events_) events.clear();
   spinning_.store(spin_in_steps_);
   const double start = Now();
+  step_start_ = start;
   for (OpId op = 0; op < n; ++op) {
     if (graph_.in_edges(op).size() == 0) Ready(op);
   }
@@ -477,6 +489,15 @@ bool Session::RunStep(double* seconds, std::string* reason) {
     return false;
   }
   return true;
+}
+
+std::vector<TimelineEvent> Session::TakeTimeline() {
+  std::vector<TimelineEvent> timeline;
+  for (auto& events : events_) {
+    timeline.insert(timeline.end(), events.begin(), events.end());
+    events.clear();
+  }
+  return timeline;
 }
 
 void Session::Ready(OpId op) {
@@ -520,11 +541,16 @@ void Session::DeviceLoop(int d) {
 // copies with its own core, as a memcpy between logical devices costs.
 void Session::CopyIn(TensorId t, int d) {
   const int from = placement_[graph_.producer(t)];
+  const double start = Now();
   try {
     at::Tensor copy = slots_[Slot(t, from)].to(
         TorchDevice(impl_.devices[d]), /*non_blocking=*/false, /*copy=*/true);
     SynchronizeIfCuda(impl_.devices[d]);
     Store(t, d, std::move(copy));
+    if (record_timeline_) {
+      events_[d].push_back({TimelineEvent::Kind::kTransfer, t, d, from,
+                            start - step_start_, Now() - step_start_});
+    }
     Release(t, from);
     Available(t, d);
   } catch (const std::exception& e) {
@@ -588,6 +614,10 @@ void Session::RunOp(OpId op, int d) {
           impl_.devices[d].name + " in op " + graph_.op_name(op) + " (" +
           graph_.op_type(op) + "): " + FirstLine(e));
     return;
+  }
+  if (record_timeline_) {
+    events_[d].push_back({TimelineEvent::Kind::kCompute, op, 0, d,
+                          start - step_start_, Now() - step_start_});
   }
   const int num_outputs = graph_.num_outputs(op);
   for (int i = 0; i < num_outputs; ++i) {
@@ -737,17 +767,29 @@ StatusOr<ExecResult> Executor::Measure(const Placement& placement) {
   Session session(*impl_, placement, /*record_times=*/false);
   std::string reason;
   bool ok = session.Setup(&reason);
+  std::vector<std::vector<TimelineEvent>> timelines;  // Per measured step.
   const int steps = impl_->options.warmup_steps + impl_->options.measured_steps;
   for (int step = 0; ok && step < steps; ++step) {
     double seconds = 0;
     ok = session.RunStep(&seconds, &reason);
     if (ok && step >= impl_->options.warmup_steps) {
       result.step_times.push_back(seconds);
+      timelines.push_back(session.TakeTimeline());
     }
   }
   result.feasible = ok;
   result.infeasible_reason = ok ? "" : reason;
   result.step_time = ok ? Median(result.step_times) : 0;
+  if (ok && impl_->options.record_timeline) {
+    size_t nearest = 0;
+    for (size_t s = 1; s < result.step_times.size(); ++s) {
+      if (std::abs(result.step_times[s] - result.step_time) <
+          std::abs(result.step_times[nearest] - result.step_time)) {
+        nearest = s;
+      }
+    }
+    result.timeline = std::move(timelines[nearest]);
+  }
   result.peak_memory_bytes = session.peak();
   result.wall_seconds = Now() - start;
   return result;

@@ -30,6 +30,7 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
 #include "dplace/sim/placement.h"
+#include "dplace/sim/simulator.h"
 #include "dplace/util/status.h"
 
 namespace dplace {
@@ -73,6 +74,9 @@ struct ExecOptions {
   // Test hook: the op of this name allocates a petabyte when it runs, a
   // real allocation failure of the allocator. Default: none.
   std::string fail_allocation_in_op;
+  // Keep the timeline of the measured step nearest the median in
+  // ExecResult::timeline. Default: off.
+  bool record_timeline = false;
 };
 
 struct ExecResult {
@@ -82,6 +86,12 @@ struct ExecResult {
   std::vector<double> step_times;  // Every measured step, in order.
   std::vector<int64_t> peak_memory_bytes;  // Per device, accounted.
   double wall_seconds = 0;                 // Everything the measurement took.
+  // With ExecOptions::record_timeline: what each device's thread did in
+  // the measured step nearest the median, seconds from the step's start,
+  // in the simulator's form except for copies: a kTransfer event has the
+  // producer's device as `device` and the consumer's, whose thread copied,
+  // as `lane`. Compute events have lane 0.
+  std::vector<TimelineEvent> timeline;
 };
 
 // An op type run as a stand-in, and why.

@@ -192,6 +192,62 @@ TEST(ExecutorTest, StepTimeLiesWithinTheSimulatorsBoundsWithProfiledCosts) {
   EXPECT_LE(real, 1.5 * serial) << "serial " << serial;
 }
 
+TEST(ExecutorTest, TimelineHoldsEveryOpAndCopyOfOneMeasuredStep) {
+  const Graph graph = TwoBranches(2);
+  ExecOptions options;
+  options.measured_steps = 3;
+  options.record_timeline = true;
+  auto executor = Executor::Create(graph, TwoCpus(), options);
+  ASSERT_TRUE(executor.ok()) << executor.status().message();
+  const Placement split = SplitPlacement(graph);
+  StatusOr<ExecResult> result = (*executor)->Measure(split);
+  ASSERT_TRUE(result.ok());
+  ASSERT_TRUE(result->feasible) << result->infeasible_reason;
+  std::vector<int> computed(graph.num_ops(), 0);
+  std::vector<TimelineEvent> copies;
+  std::vector<std::vector<TimelineEvent>> per_thread(2);
+  const double longest =
+      *std::max_element(result->step_times.begin(), result->step_times.end());
+  for (const TimelineEvent& e : result->timeline) {
+    EXPECT_LE(0, e.start);
+    EXPECT_LE(e.start, e.end);
+    EXPECT_LE(e.end, longest);
+    if (e.kind == TimelineEvent::Kind::kCompute) {
+      ++computed[e.id];
+      EXPECT_EQ(e.device, split[e.id]) << graph.op_name(e.id);
+      per_thread[e.device].push_back(e);
+    } else {
+      copies.push_back(e);
+      per_thread[e.lane].push_back(e);
+    }
+  }
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    EXPECT_EQ(computed[op], 1) << graph.op_name(op);
+  }
+  // x to branch 1's first MatMul, branch 1's weight stays on cpu:1 with
+  // it, and branch 1's last MatMul to the Add on cpu:0.
+  ASSERT_EQ(copies.size(), 2u);
+  for (const TimelineEvent& c : copies) {
+    EXPECT_EQ(c.device, split[graph.producer(c.id)]);
+    EXPECT_NE(c.lane, c.device);
+  }
+  // One thread per device: its events never overlap.
+  for (auto& events : per_thread) {
+    std::sort(events.begin(), events.end(),
+              [](const TimelineEvent& a, const TimelineEvent& b) {
+                return a.start < b.start;
+              });
+    for (size_t i = 1; i < events.size(); ++i) {
+      EXPECT_LE(events[i - 1].end, events[i].start);
+    }
+  }
+  options.record_timeline = false;
+  auto plain = Executor::Create(graph, TwoCpus(), options);
+  StatusOr<ExecResult> untimed = (*plain)->Measure(split);
+  ASSERT_TRUE(untimed.ok());
+  EXPECT_TRUE(untimed->timeline.empty());
+}
+
 TEST(ExecutorTest, InjectedAllocationFailureIsInfeasibleNotACrash) {
   const Graph graph = TwoBranches(2);
   ExecOptions options;

@@ -17,6 +17,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "dplace/exec/caching_allocator.h"
 #include "dplace/exec/kernels.h"
 
 namespace dplace {
@@ -704,6 +705,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(
   if (!(options.step_timeout_seconds > 0)) {
     return InvalidArgumentError("executor: step_timeout_seconds must be > 0");
   }
+  UseCachingCpuAllocator();
   auto impl = std::make_unique<Impl>();
   impl->graph = &graph;
   impl->devices = std::move(devices);

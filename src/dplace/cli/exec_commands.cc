@@ -257,6 +257,8 @@ int Measure(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   if (!flags.trace.empty() && result->feasible) {
     Status s = WriteMeasuredTrace(graph, *cluster, *result, flags.trace, out);
     if (!s.ok()) return Fail(err, s);
+  } else if (!flags.trace.empty()) {
+    out << "no trace written: no step completed\n";
   }
   PrintStandIns(**executor, err);
   return result->feasible ? kExitOk : kExitInfeasible;

@@ -58,6 +58,7 @@ class CachingCpuAllocator final : public c10::Allocator {
     if (data == nullptr) return;  // raw_deleter() users pass what they got.
     std::lock_guard<std::mutex> lock(instance->mu_);
     auto it = instance->in_use_.find(data);
+    if (it == instance->in_use_.end()) return;  // Never handed out here.
     Block* block = it->second;
     instance->in_use_.erase(it);
     instance->free_[block->bytes].push_back(block);

@@ -542,7 +542,7 @@ void Session::DeviceLoop(int d) {
 // copies with its own core, as a memcpy between logical devices costs.
 void Session::CopyIn(TensorId t, int d) {
   const int from = placement_[graph_.producer(t)];
-  const double start = Now();
+  const double start = record_timeline_ ? Now() : 0;
   try {
     at::Tensor copy = slots_[Slot(t, from)].to(
         TorchDevice(impl_.devices[d]), /*non_blocking=*/false, /*copy=*/true);
@@ -776,7 +776,9 @@ StatusOr<ExecResult> Executor::Measure(const Placement& placement) {
     ok = session.RunStep(&seconds, &reason);
     if (ok && step >= impl_->options.warmup_steps) {
       result.step_times.push_back(seconds);
-      timelines.push_back(session.TakeTimeline());
+      if (impl_->options.record_timeline) {
+        timelines.push_back(session.TakeTimeline());
+      }
     }
   }
   result.feasible = ok;

@@ -39,11 +39,23 @@ DeviceId ClusterBuilder::AddDevice(Device device) {
 
 void ClusterBuilder::AddLink(std::string_view from, std::string_view to,
                              double bandwidth, double latency,
-                             bool bidirectional) {
-  links_.push_back({std::string(from), std::string(to), bandwidth, latency});
+                             bool bidirectional, Copier copier) {
+  links_.push_back(
+      {std::string(from), std::string(to), bandwidth, latency, copier});
   if (bidirectional) {
-    links_.push_back({std::string(to), std::string(from), bandwidth, latency});
+    links_.push_back(
+        {std::string(to), std::string(from), bandwidth, latency, copier});
   }
+}
+
+const char* CopierName(Copier copier) {
+  return copier == Copier::kLink ? "link" : "destination";
+}
+
+std::optional<Copier> ParseCopier(std::string_view name) {
+  if (name == "link") return Copier::kLink;
+  if (name == "destination") return Copier::kDestination;
+  return std::nullopt;
 }
 
 namespace {
@@ -142,7 +154,8 @@ StatusOr<Cluster> ClusterBuilder::Build() && {
       return InvalidArgumentError(where + ": latency must be >= 0");
     }
     out[from->second].push_back(static_cast<LinkId>(c.links_.size()));
-    c.links_.push_back({from->second, to->second, p.bandwidth, p.latency});
+    c.links_.push_back(
+        {from->second, to->second, p.bandwidth, p.latency, p.copier});
   }
 
   c.route_offsets_.assign(1, 0);

@@ -39,12 +39,29 @@ struct Device {
   int compute_slots = 1;
 };
 
+// What makes the copies over a link.
+enum class Copier : uint8_t {
+  // The channel itself (a DMA engine, a NIC): copies run beside compute.
+  kLink,
+  // The destination device's compute, as when a CPU core copies between
+  // logical CPU devices (dplace's executor): a copy waits in the
+  // destination's ready queue with its ops and takes one of its compute
+  // slots for its time.
+  kDestination,
+};
+
+// The JSON names, "link" and "destination"; ParseCopier gives nullopt for
+// any other.
+const char* CopierName(Copier copier);
+std::optional<Copier> ParseCopier(std::string_view name);
+
 // A directed channel between two devices.
 struct Link {
   DeviceId from = 0;
   DeviceId to = 0;
   double bandwidth = 0;  // Bytes/s.
   double latency = 0;    // Seconds per transfer.
+  Copier copier = Copier::kLink;
 };
 
 class Cluster {
@@ -85,7 +102,8 @@ class ClusterBuilder {
   // Adds a channel from -> to, and one to -> from when `bidirectional`.
   // Devices are named; unknown names are reported by Build().
   void AddLink(std::string_view from, std::string_view to, double bandwidth,
-               double latency, bool bidirectional = true);
+               double latency, bool bidirectional = true,
+               Copier copier = Copier::kLink);
 
   // Validates (unique names, positive figures, known link ends, every device
   // reachable from every other) and computes routes: the path of least
@@ -96,6 +114,7 @@ class ClusterBuilder {
   struct PendingLink {
     std::string from, to;
     double bandwidth, latency;
+    Copier copier;
   };
   std::string name_;
   std::vector<Device> devices_;

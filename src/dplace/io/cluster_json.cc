@@ -65,8 +65,16 @@ Status ReadLink(const json& value, const std::string& path,
   const double bandwidth = f.Number("bandwidth", 1.0);
   const double latency = f.Number("latency", 0.0, 0.0);
   const bool bidirectional = f.Bool("bidirectional", true);
+  const std::string copier_name = f.String("copier", "link");
+  const std::optional<Copier> copier = ParseCopier(copier_name);
+  if (f.status().ok() && !copier) {
+    f.Fail(f.PathOf("copier") +
+           ": expected \"link\" or \"destination\", got \"" + copier_name +
+           "\"");
+  }
   DPLACE_RETURN_IF_ERROR(f.Finish());
-  builder.AddLink(from, to, bandwidth, latency, bidirectional);
+  builder.AddLink(from, to, bandwidth, latency, bidirectional,
+                  copier.value_or(Copier::kLink));
   return Status::Ok();
 }
 
@@ -127,7 +135,8 @@ std::string ClusterToJson(const Cluster& c) {
     for (LinkId m = l + 1; m < c.num_links() && !both; ++m) {
       const Link& b = c.link(m);
       if (!written[m] && b.from == a.to && b.to == a.from &&
-          b.bandwidth == a.bandwidth && b.latency == a.latency) {
+          b.bandwidth == a.bandwidth && b.latency == a.latency &&
+          b.copier == a.copier) {
         written[m] = both = true;
       }
     }
@@ -136,6 +145,8 @@ std::string ClusterToJson(const Cluster& c) {
                      {"bandwidth", a.bandwidth},
                      {"latency", a.latency},
                      {"bidirectional", both}});
+    if (a.copier != Copier::kLink)
+      links.back()["copier"] = CopierName(a.copier);
   }
   json root = {{"format", kFormat},
                {"version", 1},

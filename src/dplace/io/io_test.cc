@@ -429,6 +429,7 @@ TEST(ClusterJsonTest, EveryPresetRoundTrips) {
           EXPECT_EQ(la.to, lb.to);
           EXPECT_EQ(la.bandwidth, lb.bandwidth);
           EXPECT_EQ(la.latency, lb.latency);
+          EXPECT_EQ(la.copier, lb.copier);
         }
       }
     }
@@ -561,6 +562,40 @@ TEST(ClusterJsonErrorTest, NoRouteBetweenDevices) {
   EXPECT_THAT(message, AllOf(StartsWith("bad_cluster.json: "),
                              HasSubstr("no route from device \"gpu:0\" to "
                                        "\"cpu:0\"")));
+}
+
+TEST(ClusterJsonTest, CopierDefaultsToTheLinkAndRoundTrips) {
+  const std::string text =
+      R"({"format": "dplace.cluster", "version": 1, "name": "c",
+          "devices": [)" +
+      std::string(kTwoDevices) + R"(], "links": [
+        {"from": "cpu:0", "to": "gpu:0", "bandwidth": 1e10,
+         "bidirectional": false},
+        {"from": "gpu:0", "to": "cpu:0", "bandwidth": 1e10,
+         "bidirectional": false, "copier": "destination"}]})";
+  StatusOr<Cluster> c = ParseClusterJson(text, "copier.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->link(0).copier, Copier::kLink);
+  EXPECT_EQ(c->link(1).copier, Copier::kDestination);
+  // Links differing only in their copier stay two links.
+  const std::string written = ClusterToJson(*c);
+  StatusOr<Cluster> again = ParseClusterJson(written, "again.json");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  ASSERT_EQ(again->num_links(), 2);
+  EXPECT_EQ(again->link(0).copier, Copier::kLink);
+  EXPECT_EQ(again->link(1).copier, Copier::kDestination);
+  EXPECT_EQ(ClusterToJson(*again), written);
+}
+
+TEST(ClusterJsonErrorTest, UnknownCopier) {
+  const std::string message = ClusterError(
+      R"({"from": "cpu:0", "to": "gpu:0", "bandwidth": 1e10,
+          "copier": "dma"})");
+  EXPECT_THAT(
+      message,
+      AllOf(StartsWith("bad_cluster.json: "), HasSubstr("links[0].copier"),
+            HasSubstr("expected \"link\" or \"destination\", got "
+                      "\"dma\"")));
 }
 
 TEST(ClusterJsonErrorTest, BadDeviceKindAndMissingField) {

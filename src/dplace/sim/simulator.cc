@@ -29,9 +29,11 @@ struct Transfer {
   int16_t hop;  // Index of the current link in the route.
   int16_t num_hops;
   int32_t consumer_refs;  // Consumer edges on the destination not yet done.
+  int32_t slot;  // The compute slot making the current hop's copy, or -1.
 };
 
-// A FIFO of ids: a link channel's queue or a device's ready queue.
+// A FIFO of ids: a link channel's queue (transfers) or a device's ready
+// queue (ops, and transfers t as -t - 1 on links the destination copies).
 struct Fifo {
   std::vector<int32_t> items;
   size_t head = 0;
@@ -226,11 +228,19 @@ class Simulator::Run {
   // Placement-dependent bounds; needs the run's link times.
   void ComputeBounds(const std::vector<OpId>& topological_order) {
     LowerBounds& b = r_.bounds;
-    for (DeviceId d = 0; d < c_.num_devices(); ++d) {
-      b.device_load = std::max(b.device_load, r_.device_busy_seconds[d] /
-                                                  c_.device(d).compute_slots);
+    // Copies made by a destination load its slots, not a serial channel.
+    std::vector<double> load = r_.device_busy_seconds;
+    for (LinkId l = 0; l < c_.num_links(); ++l) {
+      if (c_.link(l).copier == Copier::kDestination) {
+        load[c_.link(l).to] += s_.link_seconds[l];
+      } else {
+        b.link_volume = std::max(b.link_volume, s_.link_seconds[l]);
+      }
     }
-    for (double t : s_.link_seconds) b.link_volume = std::max(b.link_volume, t);
+    for (DeviceId d = 0; d < c_.num_devices(); ++d) {
+      b.device_load =
+          std::max(b.device_load, load[d] / c_.device(d).compute_slots);
+    }
     s_.path_finish.assign(device_.size(), 0.0);
     for (OpId op : topological_order) {
       const DeviceId d = device_[op];
@@ -329,7 +339,14 @@ class Simulator::Run {
     Fifo& ready = s_.ready[d];
     for (int32_t slot = s_.slot_begin[d]; slot < end && !ready.empty();
          ++slot) {
-      if (!s_.slot_busy[slot]) StartOp(ready.Pop(), slot, now);
+      if (s_.slot_busy[slot]) continue;
+      const int32_t item = ready.Pop();
+      if (item >= 0) {
+        StartOp(item, slot, now);
+      } else {
+        const int32_t tr = -item - 1;
+        BeginHop(tr, CurrentLink(s_.transfers[tr]), slot, now);
+      }
     }
   }
 
@@ -398,8 +415,9 @@ class Simulator::Run {
       if (s_.sends[i] == key) return s_.sends_transfer[i];
     }
     const int32_t tr = static_cast<int32_t>(s_.transfers.size());
-    s_.transfers.push_back(
-        {t, from, to, 0, static_cast<int16_t>(c_.route(from, to).size()), 0});
+    s_.transfers.push_back({t, from, to, 0,
+                            static_cast<int16_t>(c_.route(from, to).size()), 0,
+                            -1});
     s_.sends.push_back(key);
     s_.sends_transfer.push_back(tr);
     ++s_.tensor_refs[t];  // The first hop reads the source copy.
@@ -413,18 +431,29 @@ class Simulator::Run {
 
   void EnqueueHop(int32_t tr, double now) {
     const LinkId link = CurrentLink(s_.transfers[tr]);
-    if (s_.link_busy[link]) {
+    if (c_.link(link).copier == Copier::kDestination) {
+      const DeviceId to = c_.link(link).to;
+      s_.ready[to].Push(-tr - 1);
+      StartReady(to, now);
+    } else if (s_.link_busy[link]) {
       s_.link_queues[link].Push(tr);
     } else {
-      BeginHop(tr, link, now);
+      BeginHop(tr, link, -1, now);
     }
   }
 
-  void BeginHop(int32_t index, LinkId link, double now) {
-    const Transfer& tr = s_.transfers[index];
+  // Starts the current hop of transfer `index` on its link's channel (slot
+  // -1) or on a compute slot of the link's destination.
+  void BeginHop(int32_t index, LinkId link, int32_t slot, double now) {
+    Transfer& tr = s_.transfers[index];
     const int64_t bytes = t_.tensor_bytes[tr.tensor];
     const double time = cost_.LinkTime(bytes, link);
-    s_.link_busy[link] = 1;
+    if (slot >= 0) {
+      s_.slot_busy[slot] = 1;
+      tr.slot = slot;
+    } else {
+      s_.link_busy[link] = 1;
+    }
     s_.link_seconds[link] += time;
     r_.link_bytes[link] += bytes;
     if (tr.hop + 1 == tr.num_hops) Allocate(tr.destination, bytes);
@@ -438,13 +467,20 @@ class Simulator::Run {
   void FinishHop(int32_t index, double now) {
     Transfer& tr = s_.transfers[index];
     const LinkId link = CurrentLink(tr);
-    s_.link_busy[link] = 0;
-    if (!s_.link_queues[link].empty()) {
-      BeginHop(s_.link_queues[link].Pop(), link, now);
+    const bool on_slot = tr.slot >= 0;
+    if (on_slot) {
+      s_.slot_busy[tr.slot] = 0;
+      tr.slot = -1;
+    } else {
+      s_.link_busy[link] = 0;
+      if (!s_.link_queues[link].empty()) {
+        BeginHop(s_.link_queues[link].Pop(), link, -1, now);
+      }
     }
     if (tr.hop == 0) ReleaseSource(tr.tensor);
     if (++tr.hop < tr.num_hops) {
       EnqueueHop(index, now);
+      if (on_slot) StartReady(c_.link(link).to, now);
       return;
     }
     // Arrived: every consumer of the tensor on the destination has it.

@@ -7,7 +7,9 @@
 //   needed on another device is sent once per destination device; every
 //   consumer there uses that copy. A route of several hops is store and
 //   forward: each hop is paid in full. A control edge across devices pays
-//   the route's latency and occupies no channel.
+//   the route's latency and occupies no channel. A link whose copier is its
+//   destination has no channel: the hop waits in the destination's ready
+//   FIFO among its ops and takes a compute slot for its time.
 // - Memory per device: persistent bytes for the whole step; an op's outputs
 //   from its start until the last local consumer and every outgoing first hop
 //   finished; a received copy from the start of its last hop until its last
@@ -37,9 +39,11 @@ struct LowerBounds {
   double critical_path = 0;
   // Sum of every op's fastest time over the cluster's compute slots.
   double total_work = 0;
-  // Placement: the most loaded device's op time over its slots.
+  // Placement: the most loaded device's op time (and time copying for links
+  // it is the copier of) over its slots.
   double device_load = 0;
-  // Placement: the busiest link's transfer time.
+  // Placement: the busiest channel's transfer time (links copied by their
+  // destination count in device_load instead).
   double link_volume = 0;
   // Placement: longest path with ops on their devices and transfers
   // uncontended.

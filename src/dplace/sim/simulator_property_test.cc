@@ -22,6 +22,8 @@ Cluster RandomCluster(std::mt19937_64& rng) {
   std::uniform_real_distribution<double> latency(0, 2e-5);
   const int gpus = std::uniform_int_distribution<int>(1, 4)(rng);
   const int topology = std::uniform_int_distribution<int>(0, 2)(rng);
+  // Copies made by channels, or by the destination's compute slots.
+  const Copier copier = rng() % 2 ? Copier::kLink : Copier::kDestination;
   ClusterBuilder b("random");
   Device cpu{"cpu",
              DeviceKind::kCpu,
@@ -38,17 +40,17 @@ Cluster RandomCluster(std::mt19937_64& rng) {
     b.AddDevice({name, DeviceKind::kGpu, "h", "", speed(rng), 5e11,
                  int64_t{1} << 30, latency(rng), 1});
     if (topology == 0) {  // Star through the CPU.
-      b.AddLink("cpu", name, bandwidth(rng), latency(rng));
+      b.AddLink("cpu", name, bandwidth(rng), latency(rng), true, copier);
     } else if (topology == 1) {  // Line cpu - gpu0 - gpu1 - ...
       b.AddLink(i == 0 ? "cpu" : "gpu" + std::to_string(i - 1), name,
-                bandwidth(rng), latency(rng));
+                bandwidth(rng), latency(rng), true, copier);
     } else {  // All to all, one direction at a time.
-      b.AddLink("cpu", name, bandwidth(rng), latency(rng));
+      b.AddLink("cpu", name, bandwidth(rng), latency(rng), true, copier);
       for (int j = 0; j < i; ++j) {
         b.AddLink("gpu" + std::to_string(j), name, bandwidth(rng), latency(rng),
-                  /*bidirectional=*/false);
+                  /*bidirectional=*/false, copier);
         b.AddLink(name, "gpu" + std::to_string(j), bandwidth(rng), latency(rng),
-                  /*bidirectional=*/false);
+                  /*bidirectional=*/false, copier);
       }
     }
   }

@@ -39,7 +39,8 @@ Device TestDevice(const std::string& name, int slots = 1,
 // Devices d0..d{n-1}; `line` links only neighbours (d0-d1-d2), otherwise
 // every pair is linked.
 Cluster TestCluster(int n, bool line = false,
-                    int64_t memory = int64_t{100} << 30) {
+                    int64_t memory = int64_t{100} << 30,
+                    Copier copier = Copier::kLink) {
   ClusterBuilder b("test");
   for (int i = 0; i < n; ++i)
     b.AddDevice(TestDevice("d" + std::to_string(i), 1, memory));
@@ -47,7 +48,7 @@ Cluster TestCluster(int n, bool line = false,
     for (int j = i + 1; j < n; ++j) {
       if (!line || j == i + 1) {
         b.AddLink("d" + std::to_string(i), "d" + std::to_string(j), kGiga,
-                  kLatency);
+                  kLatency, /*bidirectional=*/true, copier);
       }
     }
   }
@@ -157,6 +158,61 @@ TEST(SimulatorTest, TransfersOnOneLinkAreSerialized) {
   // b: arrives 2.001, runs to 3.001; c: arrives 3.002, runs to 4.002.
   EXPECT_DOUBLE_EQ(r.step_time, 1 + 2 * (1 + kLatency) + 1);
   EXPECT_DOUBLE_EQ(r.bounds.link_volume, 2 * (1 + kLatency));
+}
+
+// a(1 s) on d0 sends to b(1 s) on d1, where c(2 s) runs from the start.
+TEST(SimulatorTest, ALinkCopiesBesideComputeTheDestinationCopiesAfterIt) {
+  GraphBuilder b("copier");
+  const OpId a = b.AddOp(Op("a", 1));
+  b.AddEdge(a, 0, b.AddOp(Op("b", 1)));
+  b.AddOp(Op("c", 2));
+  const Graph g = *std::move(b).Build();
+  const Placement p = {0, 1, 1};
+  constexpr int64_t kMemory = int64_t{100} << 30;
+
+  // The channel copies during c; b starts when c ends.
+  const SimResult by_link = SimulateIdeal(g, TestCluster(2), p);
+  EXPECT_DOUBLE_EQ(by_link.step_time, 3.0);
+
+  // d1's own slot copies, after c: b starts at 2 + kHop.
+  const Cluster c = TestCluster(2, false, kMemory, Copier::kDestination);
+  const SimResult r = SimulateIdeal(g, c, p, /*timeline=*/true);
+  EXPECT_DOUBLE_EQ(r.step_time, 3 + kHop);
+  EXPECT_EQ(r.link_bytes[c.route(0, 1)[0]], kTensor);
+  EXPECT_DOUBLE_EQ(r.device_busy_seconds[1], 3.0) << "ops only";
+  // The copy loads d1 (exactly: d1 never idles) and no channel.
+  EXPECT_DOUBLE_EQ(r.bounds.device_load, 3 + kHop);
+  EXPECT_DOUBLE_EQ(r.bounds.link_volume, 0.0);
+  int transfers = 0;
+  for (const TimelineEvent& e : r.timeline) {
+    if (e.kind != TimelineEvent::Kind::kTransfer) continue;
+    ++transfers;
+    EXPECT_DOUBLE_EQ(e.start, 2.0);
+    EXPECT_DOUBLE_EQ(e.end, 2 + kHop);
+  }
+  EXPECT_EQ(transfers, 1);
+}
+
+TEST(SimulatorTest, DestinationCopiesOverTwoHopsWaitForTheMiddleDevice) {
+  // The chain a -> b -> c with a on d0 and b, c on d2, routed through d1,
+  // where x(3 s) runs from the start: the first hop waits for x.
+  GraphBuilder b("two_hops");
+  const OpId a = b.AddOp(Op("a", 1));
+  const OpId bb = b.AddOp(Op("b", 2));
+  b.AddEdge(a, 0, bb);
+  b.AddEdge(bb, 0, b.AddOp(Op("c", 3)));
+  b.AddOp(Op("x", 3));
+  const Graph g = *std::move(b).Build();
+  const Placement p = {0, 2, 2, 1};
+  constexpr int64_t kMemory = int64_t{100} << 30;
+  EXPECT_DOUBLE_EQ(SimulateIdeal(g, TestCluster(3, /*line=*/true), p).step_time,
+                   1 + 2 * kHop + 2 + 3);
+  const Cluster c =
+      TestCluster(3, /*line=*/true, kMemory, Copier::kDestination);
+  const SimResult r = SimulateIdeal(g, c, p);
+  EXPECT_DOUBLE_EQ(r.step_time, 3 + 2 * kHop + 2 + 3);
+  // d2 ran b, c and the second hop.
+  EXPECT_DOUBLE_EQ(r.bounds.device_load, 5 + kHop);
 }
 
 TEST(SimulatorTest, ControlEdgeAcrossDevicesPaysLatencyOnly) {

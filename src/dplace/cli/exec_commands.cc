@@ -71,7 +71,11 @@ void PrintCluster(const Cluster& cluster, std::ostream& out) {
     out << cluster.device(link.from).name << " -> "
         << cluster.device(link.to).name << ": "
         << Format("%.2f GB/s", link.bandwidth / 1e9) << ", "
-        << Format("%.1f us", link.latency * 1e6) << "\n";
+        << Format("%.1f us", link.latency * 1e6);
+    if (link.copier == Copier::kDestination) {
+      out << ", copied by " << cluster.device(link.to).name;
+    }
+    out << "\n";
   }
 }
 

@@ -359,8 +359,9 @@ StatusOr<Cluster> MakeLocalCluster(const std::string& name,
   for (const CopyFit& fit : copies) {
     // One direction fitted stands for both.
     const bool both = !linked[fit.to][fit.from];
+    // The executor's consumer thread makes each copy (Executor::CopyIn).
     builder.AddLink(devices[fit.from].name, devices[fit.to].name, fit.bandwidth,
-                    fit.latency, both);
+                    fit.latency, both, Copier::kDestination);
     if (both) linked[fit.to][fit.from] = true;
   }
   for (int a = 0; a < n; ++a) {

@@ -68,6 +68,9 @@ TEST(MakeLocalClusterTest, DevicesAndLinksReadBackAsExecDevices) {
   ASSERT_EQ(c->num_links(), 2);
   EXPECT_EQ(c->link(1).bandwidth, 4e9);
   EXPECT_EQ(c->link(1).latency, 3e-5);
+  // The executor's consumer thread makes every copy.
+  EXPECT_EQ(c->link(0).copier, Copier::kDestination);
+  EXPECT_EQ(c->link(1).copier, Copier::kDestination);
   // Through JSON and back to the devices it was made of.
   StatusOr<Cluster> back = ParseClusterJson(ClusterToJson(*c), "local.json");
   ASSERT_TRUE(back.ok()) << back.status().message();

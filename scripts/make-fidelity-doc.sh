@@ -114,13 +114,17 @@ placements measured twice: how well this machine agrees with itself,
 about the best a simulator can be expected to match here (against the
 median of two rounds it can do a little better).
 
-**What the simulator does not model here.** On logical CPU devices the
+**How copies are modelled, and what is not.** On logical CPU devices the
 consumer device's thread makes each cross-device copy (the executor's
-\`CopyIn\`), so a copy takes that device's time; the simulator sends it
-over a link that runs beside the devices' compute. Placements with
-thousands of cross-device edges (the random ones) are measured slower
-than simulated for that reason; \`dplace measure --trace\` shows the copies
-on the consumer's thread. Real steps run with a caching CPU allocator
+\`CopyIn\`). \`cluster detect\` writes its links with
+\`"copier": "destination"\`, so the simulator queues each copy among the
+consumer's ops and charges it to that device's time. Not modelled: the
+moment a worker thread takes between two items and the hand-off of an
+item to another device's thread, under a microsecond each (the gaps
+between ops in \`dplace measure --trace\`); over thousands of small ops
+they leave placements with many cross-device edges measured slower than
+simulated. Nor is the machine's own drift during a run (compare a
+placement's rounds). Real steps run with a caching CPU allocator
 (\`src/dplace/exec/caching_allocator.h\`): with glibc's malloc alone,
 page faults on freed-and-reallocated tensors took a varying share of
 every step.

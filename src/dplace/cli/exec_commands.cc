@@ -195,7 +195,7 @@ Status WriteMeasuredTrace(const Graph& graph, const Cluster& cluster,
   std::vector<double> op_seconds(n, 0), copy_seconds(n, 0);
   std::vector<int> ops(n, 0), copies(n, 0);
   SimResult trace;
-  trace.step_time = result.step_time;
+  trace.step_time = result.timeline_step_time;
   for (TimelineEvent e : result.timeline) {
     const double seconds = e.end - e.start;
     if (e.kind == TimelineEvent::Kind::kCompute) {
@@ -211,7 +211,7 @@ Status WriteMeasuredTrace(const Graph& graph, const Cluster& cluster,
     trace.timeline.push_back(e);
   }
   for (DeviceId d = 0; d < n; ++d) {
-    const double step = result.step_time;
+    const double step = result.timeline_step_time;
     out << "traced step, " << cluster.device(d).name << ": " << ops[d]
         << " ops " << Format("%.6f", op_seconds[d]) << " s, " << copies[d]
         << " copies in " << Format("%.6f", copy_seconds[d]) << " s, idle "

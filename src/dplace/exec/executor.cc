@@ -793,6 +793,7 @@ StatusOr<ExecResult> Executor::Measure(const Placement& placement) {
       }
     }
     result.timeline = std::move(timelines[nearest]);
+    result.timeline_step_time = result.step_times[nearest];
   }
   result.peak_memory_bytes = session.peak();
   result.wall_seconds = Now() - start;

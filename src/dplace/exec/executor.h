@@ -92,6 +92,7 @@ struct ExecResult {
   // producer's device as `device` and the consumer's, whose thread copied,
   // as `lane`. Compute events have lane 0.
   std::vector<TimelineEvent> timeline;
+  double timeline_step_time = 0;  // The traced step's own time, seconds.
 };
 
 // An op type run as a stand-in, and why.

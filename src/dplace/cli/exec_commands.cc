@@ -210,8 +210,8 @@ Status WriteMeasuredTrace(const Graph& graph, const Cluster& cluster,
     }
     trace.timeline.push_back(e);
   }
+  const double step = result.timeline_step_time;
   for (DeviceId d = 0; d < n; ++d) {
-    const double step = result.timeline_step_time;
     out << "traced step, " << cluster.device(d).name << ": " << ops[d]
         << " ops " << Format("%.6f", op_seconds[d]) << " s, " << copies[d]
         << " copies in " << Format("%.6f", copy_seconds[d]) << " s, idle "

@@ -160,6 +160,7 @@ struct Simulator::Scratch {
   std::vector<std::pair<TensorId, DeviceId>> sends;  // Of one finishing op.
   std::vector<int32_t> sends_transfer;
   std::vector<double> path_finish;  // For the placed critical path.
+  std::vector<double> device_load;  // Per device: op and copy seconds.
   std::vector<Event> heap;
 };
 
@@ -229,7 +230,8 @@ class Simulator::Run {
   void ComputeBounds(const std::vector<OpId>& topological_order) {
     LowerBounds& b = r_.bounds;
     // Copies made by a destination load its slots, not a serial channel.
-    std::vector<double> load = r_.device_busy_seconds;
+    std::vector<double>& load = s_.device_load;
+    load = r_.device_busy_seconds;
     for (LinkId l = 0; l < c_.num_links(); ++l) {
       if (c_.link(l).copier == Copier::kDestination) {
         load[c_.link(l).to] += s_.link_seconds[l];

@@ -3,16 +3,12 @@
 // Every training step allocates and frees the same tensors. glibc's malloc
 // hands large freed blocks back to the kernel (munmap, heap trimming,
 // deleting whole per-thread heaps), so the next step faults their pages in
-// again: thousands of page faults a step, a cost of the allocator rather
-// than of the placement, and one that varies with which thread frees what.
-// NMT-2 on cpu:0,cpu:1 of a 2-core machine (`dplace measure --steps 15`):
-// all on one device, 0.043 s a step with glibc's malloc alone and 0.037 s
-// with this allocator; cut at 75% of the ops, 0.0525 s and 0.037 s; glibc
-// tuning (thresholds, one arena) did not make the faults go away without
-// slowing steps (one arena's lock). Frameworks avoid this with
-// caching allocators (TensorFlow's BFC allocator, PyTorch's CUDA caching
-// allocator); this one keeps freed CPU blocks in free lists by exact size
-// and hands them out again, so steps after the first fault in no pages.
+// again: a cost of the allocator rather than of the placement, and one
+// that varies with which thread frees what (docs/execution.md, "Memory").
+// Frameworks avoid this with caching allocators (TensorFlow's BFC
+// allocator, PyTorch's CUDA caching allocator); this one keeps freed CPU
+// blocks in free lists by exact size and hands them out again, so steps
+// after the first fault in almost no pages.
 //
 // Thread safety: all functions may be called from any thread.
 #ifndef DPLACE_EXEC_CACHING_ALLOCATOR_H_

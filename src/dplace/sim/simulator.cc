@@ -33,13 +33,21 @@ struct Transfer {
 };
 
 // A FIFO of ids: a link channel's queue (transfers) or a device's ready
-// queue (ops, and transfers t as -t - 1 on links the destination copies).
+// queue (ops, and transfers t as -t - 1 on links the destination copies,
+// which go to the front).
 struct Fifo {
   std::vector<int32_t> items;
   size_t head = 0;
   bool empty() const { return head == items.size(); }
   int32_t Pop() { return items[head++]; }
   void Push(int32_t x) { items.push_back(x); }
+  void PushFront(int32_t x) {
+    if (head > 0) {
+      items[--head] = x;
+    } else {
+      items.insert(items.begin(), x);
+    }
+  }
   void Clear() {
     items.clear();
     head = 0;
@@ -435,7 +443,7 @@ class Simulator::Run {
     const LinkId link = CurrentLink(s_.transfers[tr]);
     if (c_.link(link).copier == Copier::kDestination) {
       const DeviceId to = c_.link(link).to;
-      s_.ready[to].Push(-tr - 1);
+      s_.ready[to].PushFront(-tr - 1);  // As the executor: ahead of ops.
       StartReady(to, now);
     } else if (s_.link_busy[link]) {
       s_.link_queues[link].Push(tr);

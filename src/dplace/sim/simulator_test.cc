@@ -193,6 +193,28 @@ TEST(SimulatorTest, ALinkCopiesBesideComputeTheDestinationCopiesAfterIt) {
   EXPECT_EQ(transfers, 1);
 }
 
+// a(0.5 s) on d0 sends to b on d1, where y1, y2, y3 (1 s each) are ready
+// from the start: the copy goes ahead of y2 and y3, as the executor's.
+TEST(SimulatorTest, ADestinationCopyJumpsTheOpsWaitingThere) {
+  GraphBuilder b("copy_first");
+  const OpId a = b.AddOp(Op("a", 0.5));
+  b.AddEdge(a, 0, b.AddOp(Op("b", 1)));
+  for (const char* name : {"y1", "y2", "y3"}) b.AddOp(Op(name, 1));
+  const Graph g = *std::move(b).Build();
+  const Cluster c =
+      TestCluster(2, false, int64_t{100} << 30, Copier::kDestination);
+  const SimResult r = SimulateIdeal(g, c, {0, 1, 1, 1, 1}, /*timeline=*/true);
+  int transfers = 0;
+  for (const TimelineEvent& e : r.timeline) {
+    if (e.kind != TimelineEvent::Kind::kTransfer) continue;
+    ++transfers;
+    EXPECT_DOUBLE_EQ(e.start, 1.0) << "after y1, before y2 and y3";
+  }
+  EXPECT_EQ(transfers, 1);
+  // b itself joins the back, after y3.
+  EXPECT_DOUBLE_EQ(r.step_time, 4 + kHop);
+}
+
 TEST(SimulatorTest, DestinationCopiesOverTwoHopsWaitForTheMiddleDevice) {
   // The chain a -> b -> c with a on d0 and b, c on d2, routed through d1,
   // where x(3 s) runs from the start: the first hop waits for x.

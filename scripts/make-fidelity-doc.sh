@@ -97,7 +97,8 @@ yet: this task had no GPU machine**; the executor and the commands take
 them there.
 
 **Method.** For each model: \`dplace profile\` times every op on each CPU
-device ($steps steps, the median per op; an op's time is the mean over the
+device ($steps steps, the median per op plus an equal share of the step
+time between ops; an op's time is the mean over the
 devices) and writes the profile the simulator uses; then \`dplace fidelity\` takes $samples placements (each
 device alone, the placers m-topo, m-etf, m-sct, scotch, metis and expert
 where they succeed, the topological order cut at 25, 50 and 75% between

@@ -378,11 +378,13 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
   c.profile->add_option("--model", flags->model, kModel)->required();
   c.profile
       ->add_option("--devices", flags->devices,
-                   "devices to profile on, e.g. cpu:0,cpu:1 (one of "
-                   "each kind is profiled; copies between all)")
+                   "devices to profile on, e.g. cpu:0,cpu:1 (each op "
+                   "is averaged over the devices of a kind; copies "
+                   "between all)")
       ->required();
   c.profile->add_option("--steps", flags->steps,
-                        "profiled steps, the median counts (default: 3)");
+                        "profiled steps, each op's median counts, plus its "
+                        "share of the step time between ops (default: 3)");
   c.profile->add_option("-o,--output", flags->output, "profile JSON to write");
   c.profile->add_option("--cluster-out", flags->cluster_out,
                         "also write these devices as a cluster JSON, with "

@@ -122,9 +122,13 @@ class Executor {
   StatusOr<ExecResult> Measure(const Placement& placement);
 
   // Seconds each op takes on `device` (median over `steps` steps with
-  // every op there, after one warm-up step), dispatch included: what the
-  // cost model's profile table holds.
-  StatusOr<std::vector<double>> ProfileOps(int device, int steps);
+  // every op there, after one warm-up step) plus an equal share of the
+  // median step's time that no op accounts for (taking the next op off the
+  // device's queue, between ops), so the ops sum to the median step: what
+  // the cost model's profile table holds. `median_step`, when given,
+  // receives that median step (seconds).
+  StatusOr<std::vector<double>> ProfileOps(int device, int steps,
+                                           double* median_step = nullptr);
 
   // Seconds a tensor of `bytes` made on device `from` and read on device
   // `to` costs over one made and read on `from`: the copy and its

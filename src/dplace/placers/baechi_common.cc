@@ -313,8 +313,10 @@ class ListScheduler {
 
   // When every input of `op` can be on `d`, given the links' state: each
   // missing tensor crosses its route hop by hop behind what the links
-  // already carry. With `commit` the transfers are booked; `*copy_bytes`
-  // gets the bytes of the new copies on `d`.
+  // already carry, and on a link its destination copies (Copier::
+  // kDestination) also behind that device's work, whose free slot the
+  // booked copies then hold. With `commit` the transfers are booked;
+  // `*copy_bytes` gets the bytes of the new copies on `d`.
   double InputsReady(OpId op, DeviceId d, bool commit, int64_t* copy_bytes) {
     double ready = 0;
     int64_t copies = 0;
@@ -346,8 +348,10 @@ class ListScheduler {
       const int64_t bytes = g_.tensor_bytes(t);
       double at = end_[src];
       for (LinkId l : c_.route(from, d)) {
-        const double busy =
-            link_trial_[l] >= 0 ? link_trial_[l] : link_free_[l];
+        double busy = link_trial_[l] >= 0 ? link_trial_[l] : link_free_[l];
+        if (c_.link(l).copier == Copier::kDestination) {
+          busy = std::max(busy, DeviceFree(c_.link(l).to));
+        }
         at = std::max(at, busy) + cost_.LinkTime(bytes, l);
         if (link_trial_[l] < 0) trial_links_.push_back(l);
         link_trial_[l] = at;
@@ -357,7 +361,14 @@ class ListScheduler {
       ready = std::max(ready, at);
     }
     for (LinkId l : trial_links_) {
-      if (commit) link_free_[l] = link_trial_[l];
+      if (commit) {
+        link_free_[l] = link_trial_[l];
+        if (c_.link(l).copier == Copier::kDestination) {
+          std::vector<double>& slots = devices_[c_.link(l).to].slot_free;
+          double& slot = *std::min_element(slots.begin(), slots.end());
+          slot = std::max(slot, link_trial_[l]);
+        }
+      }
       link_trial_[l] = -1;
     }
     trial_links_.clear();

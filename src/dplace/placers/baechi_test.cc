@@ -24,8 +24,10 @@ constexpr int64_t kGB = 1000 * 1000 * 1000;
 
 // `num_gpus` GPUs (no CPU) doing 1e12 FLOP/s of MatMul at 70% efficiency,
 // so an op of 0.7e12 FLOPs runs 1 s; links of `bandwidth` bytes/s with no
-// latency and no launch overhead, so times are round.
-Cluster Gpus(int num_gpus, double bandwidth = 1e9, int64_t memory = 10 * kGB) {
+// latency and no launch overhead, so times are round; `copier` makes
+// their copies.
+Cluster Gpus(int num_gpus, double bandwidth = 1e9, int64_t memory = 10 * kGB,
+             Copier copier = Copier::kLink) {
   ClusterBuilder b("gpus");
   for (int i = 0; i < num_gpus; ++i) {
     Device gpu;
@@ -36,7 +38,8 @@ Cluster Gpus(int num_gpus, double bandwidth = 1e9, int64_t memory = 10 * kGB) {
     gpu.memory_bytes = memory;
     b.AddDevice(gpu);
     for (int j = 0; j < i; ++j) {
-      b.AddLink("gpu:" + std::to_string(j), gpu.name, bandwidth, 1e-9);
+      b.AddLink("gpu:" + std::to_string(j), gpu.name, bandwidth, 1e-9,
+                /*bidirectional=*/true, copier);
     }
   }
   return *std::move(b).Build();
@@ -192,6 +195,40 @@ TEST(MSctTest, FavouriteChildBeatsEarliestTaskFirst) {
   const double sct = StepTime(p, Place("m-sct", p.problem));
   EXPECT_LT(sct, etf - 0.5);
   EXPECT_NEAR(sct, BruteForceOptimum(p), 1e-6);
+}
+
+// a (1 s) feeds b (1 s, a small tensor) and c (1 s, 0.6 GB: 0.6 s to
+// copy), b feeds d; x (1.5 s) keeps the other GPU busy. Once b follows a,
+// c could start on x's GPU at 1.6 with a link copying beside x, but at
+// 2.1 when that GPU copies after x: then a's GPU, free at 2, is better.
+Graph CopyOrWait() {
+  Dag g;
+  const OpId a = g.Op("a", 1);
+  g.Op("x", 1.5);
+  const OpId b = g.Op("b", 1);
+  const OpId c = g.Op("c", 1);
+  const OpId d = g.Op("d", 0.1);
+  g.Edge(a, b, 1000);
+  g.Edge(a, c, 6 * kGB / 10);
+  g.Edge(b, d, 1000);
+  return std::move(g).Build();
+}
+
+TEST(MEtfTest, BooksACopyOnTheDestinationWhenTheDestinationMakesIt) {
+  const OpId a = 0, x = 1, c = 3;
+  const Problem by_link(CopyOrWait(), Gpus(2));
+  const Problem by_destination(CopyOrWait(),
+                               Gpus(2, 1e9, 10 * kGB, Copier::kDestination));
+  const Placement beside = Place("m-etf", by_link.problem);
+  const Placement after = Place("m-etf", by_destination.problem);
+  ASSERT_FALSE(beside.empty());
+  ASSERT_FALSE(after.empty());
+  EXPECT_NE(beside[c], beside[a]) << "c crosses to x's GPU";
+  EXPECT_NE(beside[x], beside[a]);
+  EXPECT_EQ(after[c], after[a]) << "c stays with a";
+  // Under the destination's copies, what the scheduler chose is faster.
+  EXPECT_LT(StepTime(by_destination, after),
+            StepTime(by_destination, beside) - 0.05);
 }
 
 // Ten 3 GB weights in a chain on GPUs of 10 GB: no GPU holds them all.

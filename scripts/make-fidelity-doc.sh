@@ -8,7 +8,10 @@
 # Run it on a quiet machine: other jobs on the cores distort the
 # measurements (and so the errors). Environment:
 #   SAMPLES      placements per model (default 20)
-#   STEPS        measured steps per placement and profiled steps (default 5)
+#   STEPS        measured steps per placement (default 5)
+#   PROFILE_STEPS  profiled steps per device (default 30: a longer window
+#                lets a passing slow spell of the machine skew the profile,
+#                and so every simulated time, less)
 #   CPU_DEVICES  logical CPU devices cpu:0..N-1 (default 2)
 #   RESNET       the ResNet model (default zoo:resnet:depth=18,batch=1,image=32)
 #   NMT          the NMT model (default: 2 layers, batch 8, 128 units,
@@ -22,6 +25,7 @@ set -euo pipefail
 dplace=${1:-build/dplace}
 samples=${SAMPLES:-20}
 steps=${STEPS:-5}
+profile_steps=${PROFILE_STEPS:-30}
 cpu_devices=${CPU_DEVICES:-2}
 resnet=${RESNET:-zoo:resnet:depth=18,batch=1,image=32}
 nmt=${NMT:-zoo:nmt:layers=2,batch=8,units=128,vocab=2000,source_steps=10,target_steps=10}
@@ -43,7 +47,7 @@ models=("resnet $resnet" "nmt $nmt")
 for entry in "${models[@]}"; do
   read -r name spec <<< "$entry"
   echo "profiling $name ($spec) ..." >&2
-  "$dplace" profile --model "$spec" --devices "$devices" --steps "$steps" \
+  "$dplace" profile --model "$spec" --devices "$devices" --steps "$profile_steps" \
     -o "$work/$name.profile.json" > "$work/$name.profile.txt" \
     2> "$work/$name.profile.err"
   echo "fidelity of $name: $samples placements ..." >&2
@@ -97,7 +101,7 @@ yet: this task had no GPU machine**; the executor and the commands take
 them there.
 
 **Method.** For each model: \`dplace profile\` times every op on each CPU
-device ($steps steps, the median per op plus an equal share of the step
+device ($profile_steps steps, the median per op plus an equal share of the step
 time between ops; an op's time is the mean over the
 devices) and writes the profile the simulator uses; then \`dplace fidelity\` takes $samples placements (each
 device alone, the placers m-topo, m-etf, m-sct, scotch, metis and expert
@@ -115,17 +119,21 @@ placements measured twice: how well this machine agrees with itself,
 about the best a simulator can be expected to match here (against the
 median of two rounds it can do a little better).
 
-**How copies are modelled, and what is not.** On logical CPU devices the
-consumer device's thread makes each cross-device copy (the executor's
-\`CopyIn\`). \`cluster detect\` writes its links with
-\`"copier": "destination"\`, so the simulator queues each copy among the
-consumer's ops and charges it to that device's time. Not modelled: the
-moment a worker thread takes between two items and the hand-off of an
-item to another device's thread, under a microsecond each (the gaps
-between ops in \`dplace measure --trace\`); over thousands of small ops
-they leave placements with many cross-device edges measured slower than
-simulated. Nor is the machine's own drift during a run (compare a
-placement's rounds). Real steps run with a caching CPU allocator
+**How the executor is modelled, and what is not.** On logical CPU
+devices the consumer device's thread makes each cross-device copy (the
+executor's \`CopyIn\`), ahead of the ops waiting on that thread.
+\`cluster detect\` writes its links with \`"copier": "destination"\`, so
+the simulator puts each copy at the front of the consumer's ready queue
+and charges it to that device's time; each link's latency is at least
+the hand-off a cross-device edge costs inside a step (a chain of
+one-element ops alternating between the devices). The profile gives each
+op an equal share of the step time no op accounts for (the worker
+thread taking its next op), so a one-device placement simulates at the
+profiled median step. Not modelled: the machine's drift. The profile is
+taken once, before the placements are measured, and a slower or faster
+spell of the machine in between shifts every simulated time against
+every measured one (compare the single-device rows, and a placement's
+rounds). Real steps run with a caching CPU allocator
 (\`src/dplace/exec/caching_allocator.h\`): with glibc's malloc alone,
 page faults on freed-and-reallocated tensors took a varying share of
 every step.
@@ -134,7 +142,7 @@ Commands:
 
 \`\`\`
 $dplace cluster detect --cpu-devices $cpu_devices -o local.json
-$dplace profile --model MODEL --devices $devices --steps $steps -o MODEL.profile.json
+$dplace profile --model MODEL --devices $devices --steps $profile_steps -o MODEL.profile.json
 $dplace fidelity --model MODEL --cluster local.json --profile MODEL.profile.json --samples $samples --steps $steps --rounds $rounds --seed $seed --svg fidelity-MODEL.svg --markdown MODEL.md
 \`\`\`
 

@@ -14,6 +14,7 @@
 
 #include "dplace/cost/cost_model.h"
 #include "dplace/exec/caching_allocator.h"
+#include "dplace/exec/profile.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/zoo/zoo.h"
 
@@ -200,18 +201,7 @@ TEST(ExecutorTest, StepTimeLiesWithinTheSimulatorsBoundsWithProfiledCosts) {
 // A chain of 1,000 one-element Relus: ops of about a microsecond, so the
 // executor's own cost between two ops is a large share of the step.
 TEST(ExecutorTest, ProfiledOpTimesSumToTheOneDeviceStep) {
-  GraphBuilder b("relu_chain");
-  OpId previous = -1;
-  for (int i = 0; i < 1000; ++i) {
-    OpSpec spec;
-    spec.name = "relu_" + std::to_string(i);
-    spec.type = i == 0 ? "VariableV2" : "Relu";
-    spec.outputs.push_back({{1}, DataType::kFloat32, 0});
-    const OpId op = b.AddOp(spec);
-    if (previous >= 0) b.AddEdge(previous, 0, op);
-    previous = op;
-  }
-  StatusOr<Graph> graph = std::move(b).Build();
+  StatusOr<Graph> graph = ReluChain(1000);
   ASSERT_TRUE(graph.ok()) << graph.status().message();
   auto executor = Executor::Create(*graph, TwoCpus());
   ASSERT_TRUE(executor.ok()) << executor.status().message();

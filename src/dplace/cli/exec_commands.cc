@@ -430,9 +430,9 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
                          "measured steps per placement (default: 5)");
   c.fidelity->add_option(
       "--rounds", flags->rounds,
-      "passes measuring every placement (alternating order), the median "
-      "counts; rounds 1 and 2 are also compared with each other, the "
-      "machine's own noise (default: 2)");
+      "passes measuring every placement (each after the first in a "
+      "shuffled order), the median counts; the even rounds' median is also "
+      "compared with the odd rounds', the machine's own noise (default: 2)");
   c.fidelity->add_option("--svg", flags->svg,
                          "scatter plot of simulated vs measured to write");
   c.fidelity->add_option("--markdown", flags->markdown,

@@ -61,6 +61,12 @@ std::string Percent(double fraction) {
   return std::isfinite(fraction) ? Format("%.1f%%", 100 * fraction) : "-";
 }
 
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t m = values.size();
+  return m % 2 == 1 ? values[m / 2] : (values[m / 2 - 1] + values[m / 2]) / 2;
+}
+
 std::string Correlation(double r) {
   return std::isfinite(r) ? Format("%.3f", r) : "undefined";
 }
@@ -272,9 +278,15 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
   // rounds[r][i]: round r's measurement of sample i.
   std::vector<std::vector<Measurement>> rounds(options.rounds,
                                                std::vector<Measurement>(n));
+  // Each round in its own order, so that a slow or fast spell of the
+  // machine falls on different placements in different rounds.
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 order_rng(options.seed);
   for (int r = 0; r < options.rounds; ++r) {
+    if (r > 0) std::shuffle(order.begin(), order.end(), order_rng);
     for (int k = 0; k < n; ++k) {
-      const int i = r % 2 == 0 ? k : n - 1 - k;
+      const int i = order[k];
       FidelitySample& sample = report.samples[i];
       if (options.progress) {
         options.progress(r * n + k, options.rounds * n, sample.label);
@@ -285,7 +297,18 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
       rounds[r][i] = std::move((*m)[0]);
     }
   }
-  std::vector<double> predicted, actual, first, second;
+  // The median of sample i's step times in every other round from index
+  // r0 (rounds 1, 3, ... for 0; 2, 4, ... for 1); NaN when there are none
+  // or one of them was infeasible.
+  auto half_median = [&](int i, int r0) {
+    std::vector<double> times;
+    for (int r = r0; r < options.rounds; r += 2) {
+      if (!rounds[r][i].feasible) return kNaN;
+      times.push_back(rounds[r][i].step_time);
+    }
+    return times.empty() ? kNaN : Median(std::move(times));
+  };
+  std::vector<double> predicted, actual, odd_rounds, even_rounds;
   for (int i = 0; i < n; ++i) {
     FidelitySample& sample = report.samples[i];
     sample.measured = rounds[0][i];
@@ -307,19 +330,16 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     }
     sample.measured.wall_seconds = wall;
     if (sample.measured.feasible) {
-      std::vector<double> times = sample.round_step_times;
-      std::sort(times.begin(), times.end());
-      const size_t m = times.size();
-      sample.measured.step_time =
-          m % 2 == 1 ? times[m / 2] : (times[m / 2 - 1] + times[m / 2]) / 2;
+      sample.measured.step_time = Median(sample.round_step_times);
     }
     if (sample.simulated_feasible && sample.measured.feasible) {
       predicted.push_back(sample.simulated);
       actual.push_back(sample.measured.step_time);
     }
-    if (options.rounds >= 2 && rounds[0][i].feasible && rounds[1][i].feasible) {
-      first.push_back(rounds[0][i].step_time);
-      second.push_back(rounds[1][i].step_time);
+    const double odd = half_median(i, 0), even = half_median(i, 1);
+    if (std::isfinite(odd) && std::isfinite(even)) {
+      odd_rounds.push_back(odd);
+      even_rounds.push_back(even);
     }
   }
   if (actual.size() < 2) {
@@ -332,8 +352,9 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
   StatusOr<FidelityStats> stats = ComputeFidelityStats(predicted, actual);
   if (!stats.ok()) return stats.status();
   report.stats = *stats;
-  if (first.size() >= 2) {
-    StatusOr<FidelityStats> retest = ComputeFidelityStats(second, first);
+  if (odd_rounds.size() >= 2) {
+    StatusOr<FidelityStats> retest =
+        ComputeFidelityStats(even_rounds, odd_rounds);
     if (!retest.ok()) return retest.status();
     report.retest = *retest;
   }
@@ -388,7 +409,7 @@ std::string FidelitySummary(const FidelityStats& stats) {
 
 std::string RetestSummary(const FidelityReport& report) {
   if (report.retest.count == 0) return "";
-  return "re-measured (round 2 against round 1): " +
+  return "re-measured (even rounds against odd rounds): " +
          FidelitySummary(report.retest);
 }
 

@@ -67,11 +67,13 @@ struct FidelityOptions {
   // Default: m-topo, m-etf, m-sct, scotch, metis, expert.
   std::vector<std::string> placers = {"m-topo", "m-etf", "m-sct",
                                       "scotch", "metis", "expert"};
-  // Passes over all placements, each measuring every placement once (in
-  // reverse order on odd passes, so a slow drift of the machine weighs on
-  // all alike); a placement's measured time is the median of its passes.
-  // With two or more, the first two passes are also compared with each
-  // other (FidelityReport::retest). Default: 2.
+  // Passes over all placements, each measuring every placement once (the
+  // first in order, the others each in its own shuffled order drawn from
+  // `seed`, so that a slow or fast spell of the machine falls on different
+  // placements in each); a placement's measured time is the median of its
+  // passes. With two or more, the median of the even passes (2, 4, ...) is
+  // also compared with that of the odd ones (FidelityReport::retest).
+  // Default: 2.
   int rounds = 2;
   // Called before each measurement: (index, count, label), index counting
   // over all rounds. Default: none.
@@ -110,10 +112,11 @@ struct FidelityReport {
   std::vector<FidelitySample> samples;
   // Over the samples feasible both simulated and measured.
   FidelityStats stats;
-  // Round 2's step times as predictions of round 1's, over the samples
-  // feasible in both: how well the machine agrees with itself, about the
-  // best a simulator can be expected to match there (against the median
-  // of the rounds it may do a little better). count 0 with one round.
+  // The median of the even rounds (2, 4, ...) as predictions of the median
+  // of the odd ones (1, 3, ...), over the samples feasible in all: how well
+  // the machine agrees with itself, about the best a simulator can be
+  // expected to match there (against the median of all the rounds it may
+  // do a little better). count 0 with one round.
   FidelityStats retest;
   double wall_seconds = 0;
 };
@@ -131,8 +134,8 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
 std::string FidelityTableMarkdown(const FidelityReport& report);
 // "MAPE 8.1%, max error 21.3%, Spearman 0.94, Kendall 0.83 (n = 20)".
 std::string FidelitySummary(const FidelityStats& stats);
-// "re-measured (round 2 against round 1): MAPE 3.0%, ..."; empty when the
-// report has one round.
+// "re-measured (even rounds against odd rounds): MAPE 3.0%, ..."; empty when
+// the report has one round.
 std::string RetestSummary(const FidelityReport& report);
 // A scatter plot of simulated against measured step time (log axes) with
 // the y = x line, as one <svg> element.

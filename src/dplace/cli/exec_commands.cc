@@ -282,6 +282,9 @@ std::string FidelityMarkdown(const Graph& graph, const Cluster& cluster,
     md += "\nThe same placements " + RetestSummary(report) +
           ": how well this machine agrees with itself.\n";
   }
+  if (report.other_statistic.count > 0) {
+    md += "\nThe same measurements " + OtherStatisticSummary(report) + ".\n";
+  }
   if (!stand_ins.empty()) {
     md += "\nOp types run as stand-ins (read inputs, write outputs):";
     for (const StandIn& s : stand_ins) {
@@ -305,6 +308,13 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
         err, InvalidArgumentError("--rounds: expected an integer >= 1, got " +
                                   std::to_string(flags.rounds)));
   }
+  const std::optional<RoundStatistic> statistic =
+      ParseRoundStatistic(flags.statistic);
+  if (!statistic) {
+    return Fail(err, InvalidArgumentError(
+                         "--statistic: expected fastest or median, got \"" +
+                         flags.statistic + "\""));
+  }
   StatusOr<LoadedModel> model = LoadModel(flags.model);
   if (!model.ok()) return Fail(err, model.status());
   const Graph& graph = model->graph;
@@ -323,6 +333,7 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   options.samples = flags.samples;
   options.seed = flags.seed;
   options.rounds = flags.rounds;
+  options.statistic = *statistic;
   options.progress = [&err](int i, int n, const std::string& label) {
     err << "dplace: measuring " << (i + 1) << "/" << n << ": " << label << "\n";
   };
@@ -342,6 +353,9 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   out << FidelityTableMarkdown(*report);
   out << FidelitySummary(report->stats) << "\n";
   if (report->retest.count > 0) out << RetestSummary(*report) << "\n";
+  if (report->other_statistic.count > 0) {
+    out << OtherStatisticSummary(*report) << "\n";
+  }
   const std::vector<StandIn> stand_ins = env.executor().stand_ins();
   PrintStandIns(env.executor(), err);
   if (!flags.svg.empty()) {
@@ -431,8 +445,13 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
   c.fidelity->add_option(
       "--rounds", flags->rounds,
       "passes measuring every placement (each after the first in a "
-      "shuffled order), the median counts; the even rounds' median is also "
-      "compared with the odd rounds', the machine's own noise (default: 2)");
+      "shuffled order); the even rounds are also compared with the odd "
+      "ones, the machine's own noise (default: 2)");
+  c.fidelity->add_option(
+      "--statistic", flags->statistic,
+      "what a placement's rounds make its measured time: fastest (the round "
+      "least disturbed by other work on the machine) or median (default: "
+      "fastest)");
   c.fidelity->add_option("--svg", flags->svg,
                          "scatter plot of simulated vs measured to write");
   c.fidelity->add_option("--markdown", flags->markdown,

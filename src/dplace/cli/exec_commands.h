@@ -31,7 +31,8 @@ struct ExecFlags {
   int steps = -1;     // Measured (or profiled) steps; negative: the default.
   int cpu_devices = 2;
   int samples = 20;
-  int rounds = 2;  // fidelity: passes over the placements.
+  int rounds = 2;                     // fidelity: passes over the placements.
+  std::string statistic = "fastest";  // fidelity: of a placement's rounds.
   uint64_t seed = 1;
 };
 

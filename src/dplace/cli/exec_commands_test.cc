@@ -178,6 +178,10 @@ TEST_F(ExecCommandsTest, BadDevicesAndClustersAreOneLineErrors) {
   EXPECT_THAT(BadInput(Dplace({"fidelity", "--model", kModel, "--cluster",
                                "k80x2", "--samples", "1"})),
               HasSubstr("--samples: expected an integer >= 2"));
+  EXPECT_THAT(BadInput(Dplace({"fidelity", "--model", kModel, "--cluster",
+                               "k80x2", "--statistic", "mean"})),
+              HasSubstr("--statistic: expected fastest or median, got "
+                        "\"mean\""));
   EXPECT_THAT(
       BadInput(Dplace({"measure", "--model", kModel, "--cluster", "k80x2",
                        "--placement", "p.json", "--steps", "0"})),

@@ -67,11 +67,30 @@ double Median(std::vector<double> values) {
   return m % 2 == 1 ? values[m / 2] : (values[m / 2 - 1] + values[m / 2]) / 2;
 }
 
+double OfRounds(std::vector<double> times, RoundStatistic statistic) {
+  if (times.empty()) return kNaN;
+  if (statistic == RoundStatistic::kFastest) {
+    return *std::min_element(times.begin(), times.end());
+  }
+  return Median(std::move(times));
+}
+
 std::string Correlation(double r) {
   return std::isfinite(r) ? Format("%.3f", r) : "undefined";
 }
 
 }  // namespace
+
+std::string_view RoundStatisticName(RoundStatistic statistic) {
+  return statistic == RoundStatistic::kFastest ? "fastest" : "median";
+}
+
+std::optional<RoundStatistic> ParseRoundStatistic(std::string_view name) {
+  for (RoundStatistic s : {RoundStatistic::kFastest, RoundStatistic::kMedian}) {
+    if (name == RoundStatisticName(s)) return s;
+  }
+  return std::nullopt;
+}
 
 double MeanAbsolutePercentageError(const std::vector<double>& predicted,
                                    const std::vector<double>& actual) {
@@ -297,18 +316,21 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
       rounds[r][i] = std::move((*m)[0]);
     }
   }
-  // The median of sample i's step times in every other round from index
-  // r0 (rounds 1, 3, ... for 0; 2, 4, ... for 1); NaN when there are none
-  // or one of them was infeasible.
-  auto half_median = [&](int i, int r0) {
+  // Sample i's step times in every other round from index r0 (rounds 1,
+  // 3, ... for 0; 2, 4, ... for 1) made one by the statistic; NaN when
+  // there are none or one of them was infeasible.
+  auto half = [&](int i, int r0) {
     std::vector<double> times;
     for (int r = r0; r < options.rounds; r += 2) {
       if (!rounds[r][i].feasible) return kNaN;
       times.push_back(rounds[r][i].step_time);
     }
-    return times.empty() ? kNaN : Median(std::move(times));
+    return OfRounds(std::move(times), options.statistic);
   };
-  std::vector<double> predicted, actual, odd_rounds, even_rounds;
+  const RoundStatistic other = options.statistic == RoundStatistic::kFastest
+                                   ? RoundStatistic::kMedian
+                                   : RoundStatistic::kFastest;
+  std::vector<double> predicted, actual, actual_other, odd_rounds, even_rounds;
   for (int i = 0; i < n; ++i) {
     FidelitySample& sample = report.samples[i];
     sample.measured = rounds[0][i];
@@ -330,13 +352,15 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     }
     sample.measured.wall_seconds = wall;
     if (sample.measured.feasible) {
-      sample.measured.step_time = Median(sample.round_step_times);
+      sample.measured.step_time =
+          OfRounds(sample.round_step_times, options.statistic);
     }
     if (sample.simulated_feasible && sample.measured.feasible) {
       predicted.push_back(sample.simulated);
       actual.push_back(sample.measured.step_time);
+      actual_other.push_back(OfRounds(sample.round_step_times, other));
     }
-    const double odd = half_median(i, 0), even = half_median(i, 1);
+    const double odd = half(i, 0), even = half(i, 1);
     if (std::isfinite(odd) && std::isfinite(even)) {
       odd_rounds.push_back(odd);
       even_rounds.push_back(even);
@@ -352,6 +376,13 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
   StatusOr<FidelityStats> stats = ComputeFidelityStats(predicted, actual);
   if (!stats.ok()) return stats.status();
   report.stats = *stats;
+  report.statistic = options.statistic;
+  if (options.rounds >= 2) {
+    StatusOr<FidelityStats> other_stats =
+        ComputeFidelityStats(predicted, actual_other);
+    if (!other_stats.ok()) return other_stats.status();
+    report.other_statistic = *other_stats;
+  }
   if (odd_rounds.size() >= 2) {
     StatusOr<FidelityStats> retest =
         ComputeFidelityStats(even_rounds, odd_rounds);
@@ -369,12 +400,15 @@ std::string FidelityTableMarkdown(const FidelityReport& report) {
   for (const FidelitySample& s : report.samples) {
     rounds = rounds || s.round_step_times.size() > 1;
   }
-  std::string out = rounds ? "| placement | simulated (s) | measured (s) | "
-                             "error | rounds (s) |\n"
-                             "|---|---:|---:|---:|---:|\n"
-                           : "| placement | simulated (s) | measured (s) | "
-                             "error |\n"
-                             "|---|---:|---:|---:|\n";
+  std::string out =
+      rounds ? std::string("| placement | simulated (s) | measured (s, ") +
+                   (report.statistic == RoundStatistic::kFastest
+                        ? "fastest round"
+                        : "median of the rounds") +
+                   ") | error | rounds (s) |\n"
+                   "|---|---:|---:|---:|---:|\n"
+             : "| placement | simulated (s) | measured (s) | error |\n"
+               "|---|---:|---:|---:|\n";
   for (const FidelitySample& s : report.samples) {
     const bool both = s.simulated_feasible && s.measured.feasible;
     out +=
@@ -411,6 +445,15 @@ std::string RetestSummary(const FidelityReport& report) {
   if (report.retest.count == 0) return "";
   return "re-measured (even rounds against odd rounds): " +
          FidelitySummary(report.retest);
+}
+
+std::string OtherStatisticSummary(const FidelityReport& report) {
+  if (report.other_statistic.count == 0) return "";
+  return std::string(report.statistic == RoundStatistic::kFastest
+                         ? "with the median of the rounds instead of the "
+                           "fastest: "
+                         : "with the fastest round instead of the median: ") +
+         FidelitySummary(report.other_statistic);
 }
 
 std::string FidelityScatterSvg(const FidelityReport& report,

@@ -18,7 +18,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dplace/env/environment.h"
@@ -57,6 +59,14 @@ double KendallTauB(const std::vector<double>& x, const std::vector<double>& y);
 StatusOr<FidelityStats> ComputeFidelityStats(
     const std::vector<double>& predicted, const std::vector<double>& actual);
 
+// How a placement's rounds make its measured time: the fastest round (the
+// one least disturbed by other work on the machine, which only ever adds
+// time) or their median.
+enum class RoundStatistic { kFastest, kMedian };
+// "fastest", "median".
+std::string_view RoundStatisticName(RoundStatistic statistic);
+std::optional<RoundStatistic> ParseRoundStatistic(std::string_view name);
+
 struct FidelityOptions {
   // Placements in all; random ones fill up to it after the single-device
   // and placer ones (which are kept even past it). Default: 20.
@@ -70,11 +80,12 @@ struct FidelityOptions {
   // Passes over all placements, each measuring every placement once (the
   // first in order, the others each in its own shuffled order drawn from
   // `seed`, so that a slow or fast spell of the machine falls on different
-  // placements in each); a placement's measured time is the median of its
-  // passes. With two or more, the median of the even passes (2, 4, ...) is
-  // also compared with that of the odd ones (FidelityReport::retest).
-  // Default: 2.
+  // placements in each); `statistic` makes a placement's measured time of
+  // its passes. With two or more, the even passes (2, 4, ...) are also
+  // compared with the odd ones (FidelityReport::retest). Default: 2.
   int rounds = 2;
+  // Default: the fastest round.
+  RoundStatistic statistic = RoundStatistic::kFastest;
   // Called before each measurement: (index, count, label), index counting
   // over all rounds. Default: none.
   std::function<void(int, int, const std::string&)> progress;
@@ -102,8 +113,8 @@ struct FidelitySample {
   Placement placement;
   bool simulated_feasible = true;
   double simulated = 0;  // Seconds.
-  // The median of the rounds' step times; infeasible (with the first
-  // round's reason) when any round was.
+  // The rounds' step times made one by the options' statistic; infeasible
+  // (with the first round's reason) when any round was.
   Measurement measured;
   std::vector<double> round_step_times;  // Seconds, one per feasible round.
 };
@@ -112,12 +123,15 @@ struct FidelityReport {
   std::vector<FidelitySample> samples;
   // Over the samples feasible both simulated and measured.
   FidelityStats stats;
-  // The median of the even rounds (2, 4, ...) as predictions of the median
-  // of the odd ones (1, 3, ...), over the samples feasible in all: how well
-  // the machine agrees with itself, about the best a simulator can be
-  // expected to match there (against the median of all the rounds it may
-  // do a little better). count 0 with one round.
+  // The even rounds (2, 4, ...) as predictions of the odd ones (1, 3, ...),
+  // each half's rounds made one by the statistic, over the samples
+  // feasible in all: how well the machine agrees with itself, about the
+  // best a simulator can be expected to match there (against all the
+  // rounds it may do a little better). count 0 with one round.
   FidelityStats retest;
+  RoundStatistic statistic = RoundStatistic::kFastest;
+  // `stats` under the other statistic. count 0 with one round.
+  FidelityStats other_statistic;
   double wall_seconds = 0;
 };
 
@@ -137,6 +151,9 @@ std::string FidelitySummary(const FidelityStats& stats);
 // "re-measured (even rounds against odd rounds): MAPE 3.0%, ..."; empty when
 // the report has one round.
 std::string RetestSummary(const FidelityReport& report);
+// "with the median of the rounds instead of the fastest: MAPE 4.1%, ...";
+// empty when the report has one round.
+std::string OtherStatisticSummary(const FidelityReport& report);
 // A scatter plot of simulated against measured step time (log axes) with
 // the y = x line, as one <svg> element.
 std::string FidelityScatterSvg(const FidelityReport& report,

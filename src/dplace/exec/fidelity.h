@@ -129,6 +129,7 @@ struct FidelityReport {
   // best a simulator can be expected to match there (against all the
   // rounds it may do a little better). count 0 with one round.
   FidelityStats retest;
+  // The options' statistic, which `stats` and `retest` use.
   RoundStatistic statistic = RoundStatistic::kFastest;
   // `stats` under the other statistic. count 0 with one round.
   FidelityStats other_statistic;

@@ -19,6 +19,7 @@
 
 #include "dplace/exec/caching_allocator.h"
 #include "dplace/exec/kernels.h"
+#include "dplace/util/median.h"
 
 namespace dplace {
 namespace {
@@ -32,13 +33,6 @@ double Now() {
   return std::chrono::duration<double>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Ops whose outputs live for the whole run, made once: variables and

@@ -11,6 +11,7 @@
 
 #include "dplace/report/svg.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/util/median.h"
 
 namespace dplace {
 namespace {
@@ -59,12 +60,6 @@ std::string Format(const char* format, double value) {
 
 std::string Percent(double fraction) {
   return std::isfinite(fraction) ? Format("%.1f%%", 100 * fraction) : "-";
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t m = values.size();
-  return m % 2 == 1 ? values[m / 2] : (values[m / 2 - 1] + values[m / 2]) / 2;
 }
 
 double OfRounds(std::vector<double> times, RoundStatistic statistic) {

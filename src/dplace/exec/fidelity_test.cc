@@ -245,17 +245,34 @@ class DriftingEnvironment : public Environment {
   int calls_ = 0;
 };
 
-TEST(RunFidelityTest, RoundsTakeTheFastestAndCompareEvenWithOdd) {
-  const SmallRnnlm rnnlm;
-  const CostModel& cost = rnnlm.cost;
-  const PlacementProblem& problem = rnnlm.problem;
-  FidelityOptions options;
-  options.samples = 8;
-  options.placers = {};
-  options.rounds = 3;
-  const int n = static_cast<int>(FidelityPlacements(problem, options).size());
-  DriftingEnvironment env(cost, n, {1.0, 1.2, 3.0});
-  StatusOr<FidelityReport> report = RunFidelity(problem, &env, options);
+// RunFidelity over SmallRnnlm's placements in three rounds, which a
+// DriftingEnvironment slows by 1.0, 1.2 and 3.0.
+class DriftingRoundsTest : public ::testing::Test {
+ protected:
+  DriftingRoundsTest() {
+    options_.samples = 8;
+    options_.placers = {};
+    options_.rounds = 3;
+    n_ = static_cast<int>(FidelityPlacements(rnnlm_.problem, options_).size());
+    options_.progress = [this](int, int, const std::string& label) {
+      labels_.push_back(label);
+    };
+  }
+
+  StatusOr<FidelityReport> Run() {
+    DriftingEnvironment env(rnnlm_.cost, n_, {1.0, 1.2, 3.0});
+    return RunFidelity(rnnlm_.problem, &env, options_);
+  }
+
+  const SmallRnnlm rnnlm_;
+  FidelityOptions options_;
+  int n_ = 0;                        // Placements.
+  std::vector<std::string> labels_;  // In the order measured.
+};
+
+TEST_F(DriftingRoundsTest, RoundsTakeTheFastestAndCompareEvenWithOdd) {
+  const int n = n_;
+  StatusOr<FidelityReport> report = Run();
   ASSERT_TRUE(report.ok()) << report.status().message();
   // The fastest round's factor, 1.0: every prediction is right.
   EXPECT_NEAR(report->samples[0].measured.step_time,
@@ -275,22 +292,11 @@ TEST(RunFidelityTest, RoundsTakeTheFastestAndCompareEvenWithOdd) {
               HasSubstr("| measured (s, fastest round) |"));
 }
 
-TEST(RunFidelityTest, RoundsTakeTheMedianAndCompareEvenWithOdd) {
-  const SmallRnnlm rnnlm;
-  const CostModel& cost = rnnlm.cost;
-  const PlacementProblem& problem = rnnlm.problem;
-  FidelityOptions options;
-  options.samples = 8;
-  options.placers = {};
-  options.rounds = 3;
-  options.statistic = RoundStatistic::kMedian;
-  const int n = static_cast<int>(FidelityPlacements(problem, options).size());
-  DriftingEnvironment env(cost, n, {1.0, 1.2, 3.0});
-  std::vector<std::string> labels;
-  options.progress = [&](int, int, const std::string& label) {
-    labels.push_back(label);
-  };
-  StatusOr<FidelityReport> report = RunFidelity(problem, &env, options);
+TEST_F(DriftingRoundsTest, RoundsTakeTheMedianAndCompareEvenWithOdd) {
+  const int n = n_;
+  const std::vector<std::string>& labels = labels_;
+  options_.statistic = RoundStatistic::kMedian;
+  StatusOr<FidelityReport> report = Run();
   ASSERT_TRUE(report.ok()) << report.status().message();
   // Every round measures every placement once; round 1 in order, the
   // later ones shuffled (with 8 placements, identity twice is 1 in 40320^2).
@@ -326,8 +332,8 @@ TEST(RunFidelityTest, RoundsTakeTheMedianAndCompareEvenWithOdd) {
                          "MAPE 0.0%"));
   EXPECT_THAT(FidelityTableMarkdown(*report), HasSubstr(" / "));
 
-  options.rounds = 0;
-  EXPECT_THAT(RunFidelity(problem, &env, options).status().message(),
+  options_.rounds = 0;
+  EXPECT_THAT(Run().status().message(),
               HasSubstr("rounds must be >= 1, got 0"));
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dplace/report/svg.h"
+#include "dplace/util/median.h"
 
 namespace dplace {
 namespace {
@@ -531,11 +532,8 @@ std::string SamplesRun(const json& method) {
   for (const json& r : method.at("runs")) {
     samples.push_back(r.value("samples", 0.0));
   }
-  std::sort(samples.begin(), samples.end());
-  const size_t n = samples.size();
-  if (n == 0) return "-";
-  return Fmt("%.0f", n % 2 ? samples[n / 2]
-                           : (samples[n / 2 - 1] + samples[n / 2]) / 2);
+  if (samples.empty()) return "-";
+  return Fmt("%.0f", Median(std::move(samples)));
 }
 
 std::string DetailTableHtml(const json& b) {

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "dplace/bench/method_run.h"
 #include "dplace/cli/cli.h"
@@ -315,6 +317,17 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
                          "--statistic: expected fastest or median, got \"" +
                          flags.statistic + "\""));
   }
+  if (!flags.placements_dir.empty()) {
+    // Before measuring, which takes minutes: a directory that cannot be
+    // made fails now.
+    std::error_code ec;
+    std::filesystem::create_directories(flags.placements_dir, ec);
+    if (ec) {
+      return Fail(err,
+                  InvalidArgumentError("--placements: " + flags.placements_dir +
+                                       ": cannot create: " + ec.message()));
+    }
+  }
   StatusOr<LoadedModel> model = LoadModel(flags.model);
   if (!model.ok()) return Fail(err, model.status());
   const Graph& graph = model->graph;
@@ -370,6 +383,18 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
         flags.markdown, FidelityMarkdown(graph, *cluster, *report, stand_ins));
     if (!s.ok()) return Fail(err, s);
     out << "markdown: " << flags.markdown << "\n";
+  }
+  if (!flags.placements_dir.empty()) {
+    for (const FidelitySample& sample : report->samples) {
+      const std::string path = (std::filesystem::path(flags.placements_dir) /
+                                PlacementFileName(sample.label))
+                                   .string();
+      Status s = WriteTextFile(
+          path, PlacementToJson(graph, *cluster, sample.placement));
+      if (!s.ok()) return Fail(err, s);
+    }
+    out << "placements: " << report->samples.size() << " files in "
+        << flags.placements_dir << "\n";
   }
   return kExitOk;
 }
@@ -456,6 +481,10 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
                          "scatter plot of simulated vs measured to write");
   c.fidelity->add_option("--markdown", flags->markdown,
                          "table and statistics as markdown to write");
+  c.fidelity->add_option(
+      "--placements", flags->placements_dir,
+      "directory to write each placement to as placement JSON, named after "
+      "its label (random-per-group-1.json), to measure or simulate it again");
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "dplace/exec/executor.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
+#include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/report/xml_check.h"
 
@@ -99,9 +101,10 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
 
   const std::string svg = dir_ + "/scatter.svg";
   const std::string md = dir_ + "/fidelity.md";
+  const std::string placements = dir_ + "/placements";
   r = Dplace({"fidelity", "--model", kModel, "--cluster", cluster(),
               "--profile", profile(), "--samples", "6", "--steps", "1", "--svg",
-              svg, "--markdown", md});
+              svg, "--markdown", md, "--placements", placements});
   ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("| single cpu:0 | "));
   EXPECT_THAT(r.out, HasSubstr("| m-etf | "));
@@ -115,6 +118,18 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
   StatusOr<std::string> markdown = ReadTextFile(md);
   ASSERT_TRUE(markdown.ok());
   EXPECT_THAT(*markdown, HasSubstr("| placement | simulated (s) |"));
+  // Each placement, to measure again: every op on cpu:1 in the second.
+  EXPECT_THAT(r.out, HasSubstr("files in " + placements));
+  StatusOr<Cluster> local = LoadCluster(cluster());
+  ASSERT_TRUE(local.ok());
+  StatusOr<Placement> single = ReadPlacementJson(
+      placements + "/single-cpu-1.json", model->graph, *local);
+  ASSERT_TRUE(single.ok()) << single.status().message();
+  EXPECT_EQ(std::count(single->begin(), single->end(), 1),
+            model->graph.num_ops());
+  StatusOr<Placement> etf =
+      ReadPlacementJson(placements + "/m-etf.json", model->graph, *local);
+  EXPECT_TRUE(etf.ok()) << etf.status().message();
 }
 
 TEST_F(ExecCommandsTest, PlaceWithTheMeasuredEnvironment) {
@@ -178,6 +193,11 @@ TEST_F(ExecCommandsTest, BadDevicesAndClustersAreOneLineErrors) {
   EXPECT_THAT(BadInput(Dplace({"fidelity", "--model", kModel, "--cluster",
                                "k80x2", "--samples", "1"})),
               HasSubstr("--samples: expected an integer >= 2"));
+  // A directory under a file cannot be made: said before measuring.
+  EXPECT_THAT(
+      BadInput(Dplace({"fidelity", "--model", kModel, "--cluster", "k80x2",
+                       "--placements", gpu_cluster + "/placements"})),
+      HasSubstr("--placements: " + gpu_cluster + "/placements: cannot create"));
   EXPECT_THAT(BadInput(Dplace({"fidelity", "--model", kModel, "--cluster",
                                "k80x2", "--statistic", "mean"})),
               HasSubstr("--statistic: expected fastest or median, got "

@@ -1,6 +1,7 @@
 #include "dplace/exec/fidelity.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -214,6 +215,27 @@ Placement RandomPlacement(const Graph& graph, const Cluster& cluster,
             : pick(graph.allowed_devices(op));
   }
   return placement;
+}
+
+std::string PlacementFileName(const std::string& label) {
+  std::string name;
+  bool dash = false;
+  for (const char c : label) {
+    const std::string piece =
+        c == '%' ? "pct"
+        : std::isalnum(static_cast<unsigned char>(c))
+            ? std::string(1, static_cast<char>(
+                                 std::tolower(static_cast<unsigned char>(c))))
+            : std::string();
+    if (piece.empty()) {
+      dash = !name.empty();
+      continue;
+    }
+    if (dash) name += '-';
+    dash = false;
+    name += piece;
+  }
+  return (name.empty() ? "placement" : name) + ".json";
 }
 
 std::vector<LabeledPlacement> FidelityPlacements(

@@ -102,6 +102,12 @@ struct LabeledPlacement {
 std::vector<LabeledPlacement> FidelityPlacements(
     const PlacementProblem& problem, const FidelityOptions& options);
 
+// A file name for a sample's placement: the label in lower case, each run
+// of other characters than letters and digits made one '-', '%' spelt
+// "pct", then ".json" ("random per group #3" -> "random-per-group-3.json",
+// "single cpu:0" -> "single-cpu-0.json").
+std::string PlacementFileName(const std::string& label);
+
 // A placement whose co-location groups each land on one random device
 // (among the devices every op of the group may run on), or, with
 // `per_group` false, whose ops each land on a random allowed device.

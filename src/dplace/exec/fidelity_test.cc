@@ -362,5 +362,16 @@ TEST(RunFidelityTest, SamePlacementsForTheSameSeed) {
   EXPECT_NE(FidelityPlacements(problem, options)[6].placement, a[6].placement);
 }
 
+TEST(PlacementFileNameTest, EveryLabelGetsAPlainDistinctName) {
+  EXPECT_EQ(PlacementFileName("random per group #3"),
+            "random-per-group-3.json");
+  EXPECT_EQ(PlacementFileName("single cpu:0"), "single-cpu-0.json");
+  EXPECT_EQ(PlacementFileName("single cuda:0"), "single-cuda-0.json");
+  EXPECT_EQ(PlacementFileName("cut at 25% of the ops"),
+            "cut-at-25pct-of-the-ops.json");
+  EXPECT_EQ(PlacementFileName("m-etf"), "m-etf.json");
+  EXPECT_EQ(PlacementFileName(" ../#"), "placement.json");
+}
+
 }  // namespace
 }  // namespace dplace

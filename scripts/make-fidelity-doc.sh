@@ -16,9 +16,10 @@
 #   RESNET       the ResNet model (default zoo:resnet:depth=18,batch=1,image=32)
 #   NMT          the NMT model (default: 2 layers, batch 8, 128 units,
 #                vocabulary 2000, 10 source and target steps)
-#   ROUNDS       passes measuring every placement (default 12: many short
+#   ROUNDS       passes measuring every placement (default 24: many short
 #                passes in shuffled orders spread the machine's spells
-#                over all placements alike)
+#                over all placements alike, and give each placement more
+#                chances of a round the machine did not disturb)
 #   STATISTIC    what a placement's rounds make its time: fastest (default)
 #                or median
 #   SEED         seed of the random placements (default 1)
@@ -34,7 +35,7 @@ cpu_devices=${CPU_DEVICES:-2}
 resnet=${RESNET:-zoo:resnet:depth=18,batch=1,image=32}
 nmt=${NMT:-zoo:nmt:layers=2,batch=8,units=128,vocab=2000,source_steps=10,target_steps=10}
 seed=${SEED:-1}
-rounds=${ROUNDS:-12}
+rounds=${ROUNDS:-24}
 statistic=${STATISTIC:-fastest}
 out=${OUT:-docs/fidelity.md}
 work=${WORK:-build/fidelity-doc}
@@ -59,7 +60,7 @@ for entry in "${models[@]}"; do
   "$dplace" fidelity --model "$spec" --cluster "$work/local.json" \
     --profile "$work/$name.profile.json" --samples "$samples" \
     --steps "$steps" --rounds "$rounds" --statistic "$statistic" \
-    --seed "$seed" \
+    --seed "$seed" --placements "$work/$name-placements" \
     --svg "$docs_dir/fidelity-$name.svg" --markdown "$work/$name.md" \
     > "$work/$name.fidelity.txt" 2> "$work/$name.fidelity.err"
 done

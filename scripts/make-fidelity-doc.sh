@@ -54,6 +54,7 @@ for entry in "${models[@]}"; do
   read -r name spec <<< "$entry"
   echo "profiling $name ($spec) ..." >&2
   "$dplace" profile --model "$spec" --devices "$devices" --steps "$profile_steps" \
+    --statistic "$statistic" --round-steps "$steps" \
     -o "$work/$name.profile.json" > "$work/$name.profile.txt" \
     2> "$work/$name.profile.err"
   echo "fidelity of $name: $samples placements ..." >&2
@@ -116,8 +117,11 @@ them there.
 
 **Method.** For each model: \`dplace profile\` times every op on each CPU
 device ($profile_steps steps, the median per op plus an equal share of the step
-time between ops; an op's time is the mean over the
-devices) and writes the profile the simulator uses; then \`dplace fidelity\` takes $samples placements (each
+time between ops; with \`--statistic fastest\` every op is then scaled
+alike so that a device's ops sum to its fastest run of $steps
+consecutive steps, the same statistic as the measurements below; an
+op's time is the mean over the devices) and writes the profile the
+simulator uses; then \`dplace fidelity\` takes $samples placements (each
 device alone, the placers m-topo, m-etf, m-sct, scotch, metis and expert
 where they succeed, the topological order cut at 25, 50 and 75% between
 the first and the last device, then random placements per co-location
@@ -149,7 +153,7 @@ the hand-off a cross-device edge costs inside a step (a chain of
 one-element ops alternating between the devices). The profile gives each
 op an equal share of the step time no op accounts for (the worker
 thread taking its next op), so a one-device placement simulates at the
-profiled median step. Not modelled: the machine's drift. The profile is
+profiled step (its fastest run of steps, with \`--statistic fastest\`). Not modelled: the machine's drift. The profile is
 taken once, before the placements are measured, and a slower or faster
 spell of the machine in between shifts every simulated time against
 every measured one (compare the single-device rows, and a placement's
@@ -162,7 +166,7 @@ Commands:
 
 \`\`\`
 $dplace cluster detect --cpu-devices $cpu_devices -o local.json
-$dplace profile --model MODEL --devices $devices --steps $profile_steps -o MODEL.profile.json
+$dplace profile --model MODEL --devices $devices --steps $profile_steps --statistic $statistic --round-steps $steps -o MODEL.profile.json
 $dplace fidelity --model MODEL --cluster local.json --profile MODEL.profile.json --samples $samples --steps $steps --rounds $rounds --statistic $statistic --seed $seed --svg fidelity-MODEL.svg --markdown MODEL.md
 \`\`\`
 

@@ -81,11 +81,27 @@ void PrintCluster(const Cluster& cluster, std::ostream& out) {
   }
 }
 
+StatusOr<RoundStatistic> StatisticFlag(const std::string& value) {
+  const std::optional<RoundStatistic> statistic = ParseRoundStatistic(value);
+  if (!statistic) {
+    return InvalidArgumentError(
+        "--statistic: expected fastest or median, got \"" + value + "\"");
+  }
+  return *statistic;
+}
+
 int Profile(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   if (flags.steps == 0 || flags.steps < -1) {
     return Fail(err,
                 InvalidArgumentError("--steps: expected an integer >= 1, got " +
                                      std::to_string(flags.steps)));
+  }
+  const StatusOr<RoundStatistic> statistic = StatisticFlag(flags.statistic);
+  if (!statistic.ok()) return Fail(err, statistic.status());
+  if (flags.round_steps < 1) {
+    return Fail(err, InvalidArgumentError(
+                         "--round-steps: expected an integer >= 1, got " +
+                         std::to_string(flags.round_steps)));
   }
   StatusOr<LoadedModel> model = LoadModel(flags.model);
   if (!model.ok()) return Fail(err, model.status());
@@ -99,11 +115,17 @@ int Profile(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   if (!executor.ok()) return Fail(err, executor.status());
   ProfileOptions options;
   if (flags.steps > 0) options.steps = flags.steps;
+  options.fastest_window =
+      *statistic == RoundStatistic::kMedian ? 0 : flags.round_steps;
 
   out << GraphLine(graph) << "\n";
   err << "dplace: profiling every op, " << options.steps
-      << " step(s) on each device (a kind's time: the mean of its devices) "
-         "...\n";
+      << " step(s) on each device (a kind's time: the mean of its devices; "
+      << (options.fastest_window > 0
+              ? "a device's ops sum to its fastest run of " +
+                    std::to_string(options.fastest_window) + " steps"
+              : std::string("a device's ops sum to its median step"))
+      << ") ...\n";
   StatusOr<ProfileTable> table = ProfileGraph(graph, **executor, options);
   if (!table.ok()) return Fail(err, table.status());
   for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kGpu}) {
@@ -310,13 +332,8 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
         err, InvalidArgumentError("--rounds: expected an integer >= 1, got " +
                                   std::to_string(flags.rounds)));
   }
-  const std::optional<RoundStatistic> statistic =
-      ParseRoundStatistic(flags.statistic);
-  if (!statistic) {
-    return Fail(err, InvalidArgumentError(
-                         "--statistic: expected fastest or median, got \"" +
-                         flags.statistic + "\""));
-  }
+  const StatusOr<RoundStatistic> statistic = StatisticFlag(flags.statistic);
+  if (!statistic.ok()) return Fail(err, statistic.status());
   if (!flags.placements_dir.empty()) {
     // Before measuring, which takes minutes: a directory that cannot be
     // made fails now.
@@ -424,6 +441,17 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
   c.profile->add_option("--steps", flags->steps,
                         "profiled steps, each op's median counts, plus its "
                         "share of the step time between ops (default: 3)");
+  c.profile->add_option(
+      "--statistic", flags->statistic,
+      "what each device's op times sum to: fastest (its fastest run of "
+      "--round-steps consecutive steps, the stretch other work on the "
+      "machine disturbed least, as dplace fidelity --statistic fastest "
+      "measures a placement) or median (its median step) (default: "
+      "fastest)");
+  c.profile->add_option("--round-steps", flags->round_steps,
+                        "steps of a run with --statistic fastest: the "
+                        "--steps of the dplace fidelity to compare with "
+                        "(default: 3)");
   c.profile->add_option("-o,--output", flags->output, "profile JSON to write");
   c.profile->add_option("--cluster-out", flags->cluster_out,
                         "also write these devices as a cluster JSON, with "

@@ -34,6 +34,7 @@ struct ExecFlags {
   int samples = 20;
   int rounds = 2;                     // fidelity: passes over the placements.
   std::string statistic = "fastest";  // fidelity: of a placement's rounds.
+  int round_steps = 3;  // profile: steps of a run, with statistic fastest.
   uint64_t seed = 1;
 };
 

@@ -125,10 +125,15 @@ class Executor {
   // every op there, after one warm-up step) plus an equal share of the
   // median step's time that no op accounts for (taking the next op off the
   // device's queue, between ops), so the ops sum to the median step: what
-  // the cost model's profile table holds. `median_step`, when given,
-  // receives that median step (seconds).
+  // the cost model's profile table holds. With `fastest_window` k >= 1 the
+  // times are then scaled to sum to the fastest run of k consecutive steps
+  // instead (FastestWindowMedian), the stretch the machine disturbed
+  // least, which is what `dplace fidelity --statistic fastest --steps k`
+  // measures. `step_total`, when given, receives what the ops sum to
+  // (seconds).
   StatusOr<std::vector<double>> ProfileOps(int device, int steps,
-                                           double* median_step = nullptr);
+                                           double* step_total = nullptr,
+                                           int fastest_window = 0);
 
   // Seconds a tensor of `bytes` made on device `from` and read on device
   // `to` costs over one made and read on `from`: the copy and its

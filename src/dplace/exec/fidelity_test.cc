@@ -8,6 +8,7 @@
 
 #include "dplace/graph/random_graph.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/util/median.h"
 #include "dplace/zoo/zoo.h"
 
 namespace dplace {
@@ -360,6 +361,16 @@ TEST(RunFidelityTest, SamePlacementsForTheSameSeed) {
     EXPECT_EQ(a[i].placement, b[i].placement);
   options.seed = 2;
   EXPECT_NE(FidelityPlacements(problem, options)[6].placement, a[6].placement);
+}
+
+TEST(FastestWindowMedianTest, TheLeastDisturbedRunOfConsecutiveValues) {
+  // Runs of 3: medians 5, 2, 7; the trailing 1 makes no run of its own.
+  EXPECT_DOUBLE_EQ(FastestWindowMedian({5, 9, 4, 2, 2, 8, 7, 7, 9, 1}, 3), 2);
+  // A run of 1 is each value.
+  EXPECT_DOUBLE_EQ(FastestWindowMedian({5, 9, 4}, 1), 4);
+  // Fewer values than a run: their median.
+  EXPECT_DOUBLE_EQ(FastestWindowMedian({5, 9}, 3), 7);
+  EXPECT_DOUBLE_EQ(FastestWindowMedian({}, 3), 0);
 }
 
 TEST(PlacementFileNameTest, EveryLabelGetsAPlainDistinctName) {

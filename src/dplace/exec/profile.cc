@@ -57,6 +57,10 @@ StatusOr<ProfileTable> ProfileGraph(const Graph& graph, Executor& executor,
     return InvalidArgumentError("profile: steps must be >= 1, got " +
                                 std::to_string(options.steps));
   }
+  if (options.fastest_window < 0) {
+    return InvalidArgumentError("profile: fastest_window must be >= 0, got " +
+                                std::to_string(options.fastest_window));
+  }
   ProfileTable table;
   const std::vector<ExecDevice>& devices = executor.devices();
   for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kGpu}) {
@@ -66,7 +70,8 @@ StatusOr<ProfileTable> ProfileGraph(const Graph& graph, Executor& executor,
       if (devices[device].kind != kind) continue;
       const std::string& name = devices[device].name;
       StatusOr<std::vector<double>> times =
-          executor.ProfileOps(static_cast<int>(device), options.steps);
+          executor.ProfileOps(static_cast<int>(device), options.steps,
+                              /*step_total=*/nullptr, options.fastest_window);
       if (!times.ok()) return times.status().WithPrefix("profile " + name);
       if (static_cast<int>(times->size()) != graph.num_ops()) {
         return InternalError("profile " + name + ": " +

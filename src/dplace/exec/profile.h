@@ -25,6 +25,12 @@ struct ProfileOptions {
   // Measured steps per device (after one warm-up); each op's time is its
   // median. Default: 3.
   int steps = 3;
+  // 0: a device's ops sum to its median step. k >= 1: they are scaled to
+  // sum to its fastest run of k consecutive steps (Executor::ProfileOps),
+  // what `dplace fidelity --statistic fastest --steps k` measures, so a
+  // one-device placement simulates at the time fidelity compares it with.
+  // Default: 3 (with 3 steps, the same as 0).
+  int fastest_window = 3;
 };
 
 // Every op's measured time on each kind of device the executor has, by op

@@ -222,15 +222,20 @@ TEST(ExecutorTest, ProfiledOpTimesSumToTheOneDeviceStep) {
   for (double t : *scaled) scaled_sum += t;
   EXPECT_GT(fastest, 0);
   EXPECT_NEAR(scaled_sum, fastest, 1e-9 * fastest);
-  // And a measured step agrees with both (loosely: the machine runs other
-  // work).
+  // And a measured step agrees with both, loosely: on this test's 2-core
+  // virtual machine a run of this chain took either about 1.4 ms or about
+  // 2.5 ms a step, the same mode through one run and changing between
+  // runs in the same process (the machine's spells), so only a factor of
+  // 2.5 either way is asserted.
   StatusOr<ExecResult> measured =
       (*executor)->Measure(Placement(graph->num_ops(), 0));
   ASSERT_TRUE(measured.ok() && measured->feasible);
-  EXPECT_NEAR(profiled / measured->step_time, 1.0, 0.25)
-      << "ops " << profiled << " s, step " << measured->step_time << " s";
-  EXPECT_NEAR(scaled_sum / measured->step_time, 1.0, 0.25)
-      << "ops " << scaled_sum << " s, step " << measured->step_time << " s";
+  for (const double ops : {profiled, scaled_sum}) {
+    EXPECT_GT(ops / measured->step_time, 0.4)
+        << "ops " << ops << " s, step " << measured->step_time << " s";
+    EXPECT_LT(ops / measured->step_time, 2.5)
+        << "ops " << ops << " s, step " << measured->step_time << " s";
+  }
   EXPECT_FALSE((*executor)->ProfileOps(0, 6, nullptr, -1).ok());
 }
 

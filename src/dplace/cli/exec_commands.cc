@@ -9,6 +9,7 @@
 #include "dplace/bench/method_run.h"
 #include "dplace/cli/cli.h"
 #include "dplace/cli/format.h"
+#include "dplace/exec/calibration.h"
 #include "dplace/exec/executor.h"
 #include "dplace/exec/fidelity.h"
 #include "dplace/exec/measured_environment.h"
@@ -88,6 +89,16 @@ StatusOr<RoundStatistic> StatisticFlag(const std::string& value) {
         "--statistic: expected fastest or median, got \"" + value + "\"");
   }
   return *statistic;
+}
+
+// --rounds: `fallback` when not given (negative).
+StatusOr<int> RoundsFlag(int rounds, int fallback) {
+  if (rounds < 0) return fallback;
+  if (rounds < 1) {
+    return InvalidArgumentError("--rounds: expected an integer >= 1, got " +
+                                std::to_string(rounds));
+  }
+  return rounds;
 }
 
 int Profile(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
@@ -327,11 +338,8 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
         err, InvalidArgumentError("--samples: expected an integer >= 2, got " +
                                   std::to_string(flags.samples)));
   }
-  if (flags.rounds < 1) {
-    return Fail(
-        err, InvalidArgumentError("--rounds: expected an integer >= 1, got " +
-                                  std::to_string(flags.rounds)));
-  }
+  const StatusOr<int> rounds = RoundsFlag(flags.rounds, 2);
+  if (!rounds.ok()) return Fail(err, rounds.status());
   const StatusOr<RoundStatistic> statistic = StatisticFlag(flags.statistic);
   if (!statistic.ok()) return Fail(err, statistic.status());
   if (!flags.placements_dir.empty()) {
@@ -362,7 +370,7 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   FidelityOptions options;
   options.samples = flags.samples;
   options.seed = flags.seed;
-  options.rounds = flags.rounds;
+  options.rounds = *rounds;
   options.statistic = *statistic;
   options.progress = [&err](int i, int n, const std::string& label) {
     err << "dplace: measuring " << (i + 1) << "/" << n << ": " << label << "\n";
@@ -416,6 +424,66 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+int Calibrate(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
+  StatusOr<ExecOptions> exec_options = StepOptions(flags.steps);
+  if (!exec_options.ok()) return Fail(err, exec_options.status());
+  const StatusOr<int> rounds = RoundsFlag(flags.rounds, 12);
+  if (!rounds.ok()) return Fail(err, rounds.status());
+  const StatusOr<RoundStatistic> statistic = StatisticFlag(flags.statistic);
+  if (!statistic.ok()) return Fail(err, statistic.status());
+  StatusOr<LoadedModel> model = LoadModel(flags.model);
+  if (!model.ok()) return Fail(err, model.status());
+  const Graph& graph = model->graph;
+  StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
+  if (!cluster.ok()) return Fail(err, cluster.status());
+  StatusOr<ProfileTable> profile = LoadProfile(flags.profile);
+  if (!profile.ok()) return Fail(err, profile.status());
+  StatusOr<std::unique_ptr<Executor>> executor =
+      ExecutorOfCluster(graph, *cluster, *exec_options);
+  if (!executor.ok()) return Fail(err, executor.status());
+  MeasuredEnvironment env(graph, *cluster, std::move(executor).value());
+  const CostModel cost(graph, *cluster, *profile);
+  const PlacementProblem problem = ProblemOf(*model, cost, flags.seed);
+  LinkCalibrationOptions options;
+  options.rounds = *rounds;
+  options.statistic = *statistic;
+  options.seed = flags.seed;
+  options.progress = [&err](int i, int n) {
+    err << "dplace: calibrating, measurement " << (i + 1) << "/" << n << "\n";
+  };
+  StatusOr<LinkCalibration> c =
+      CalibrateLinks(problem, *profile, &env, options);
+  if (!c.ok()) return Fail(err, c.status());
+  PrintStandIns(env.executor(), err);
+  const std::string statistic_name(RoundStatisticName(*statistic));
+  auto seconds = [](double t) { return Format("%.4f s", t); };
+  auto times = [](double ratio) { return Format("%.3fx", ratio); };
+  out << GraphLine(graph) << " on cluster " << cluster->name() << "\n";
+  out << "reference (every op on "
+      << cluster->device(c->reference.empty() ? 0 : c->reference[0]).name
+      << "): measured " << seconds(c->reference_measured) << " ("
+      << statistic_name << " of " << *rounds << " rounds), simulated "
+      << seconds(c->reference_simulated) << "\n";
+  out << "random per op (seed " << CalibrationPlacementSeed(flags.seed)
+      << "): measured " << seconds(c->calibration_measured) << " ("
+      << times(c->calibration_measured / c->reference_measured)
+      << " the reference), simulated "
+      << seconds(c->calibration_simulated_before) << " ("
+      << times(c->calibration_simulated_before / c->reference_simulated)
+      << ") before, " << seconds(c->calibration_simulated_after) << " ("
+      << times(c->calibration_simulated_after / c->reference_simulated)
+      << ") after\n";
+  out << "link latencies scaled by " << Format("%.3f", c->latency_scale)
+      << "\n";
+  PrintCluster(c->cluster, out);
+  if (!flags.output.empty()) {
+    Status s = WriteTextFile(flags.output, ClusterToJson(c->cluster));
+    if (!s.ok()) return Fail(err, s);
+    out << "cluster: " << flags.output << "\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
@@ -465,6 +533,33 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
                        "logical CPU devices, sharing the hardware threads "
                        "(default: 2)");
   c.detect->add_option("-o,--output", flags->output, "cluster JSON to write");
+
+  c.calibrate = cluster->add_subcommand(
+      "calibrate",
+      "fit the cluster's link latencies to real runs of a model: measure "
+      "all-on-one-device and a random per-op placement in alternating "
+      "rounds, then scale every link latency so that the simulated ratio "
+      "of their step times matches the measured one");
+  c.calibrate->add_option("--model", flags->model, kModel)->required();
+  c.calibrate->add_option("--cluster", flags->cluster, kCluster)->required();
+  c.calibrate->add_option("--profile", flags->profile,
+                          "profile JSON the simulator uses (dplace profile)");
+  c.calibrate->add_option("--rounds", flags->rounds,
+                          "rounds, each measuring both placements once "
+                          "(default: 12)");
+  c.calibrate->add_option("--steps", flags->steps,
+                          "measured steps per placement and round, the "
+                          "median counts (default: 5)");
+  c.calibrate->add_option(
+      "--statistic", flags->statistic,
+      "what a placement's rounds make its time: fastest or median "
+      "(default: fastest)");
+  c.calibrate->add_option("--seed", flags->seed,
+                          "seed of the random per-op placement; distinct "
+                          "from those dplace fidelity draws for the same "
+                          "--seed (default: 1)");
+  c.calibrate->add_option("-o,--output", flags->output,
+                          "calibrated cluster JSON to write");
 
   c.measure =
       app->add_subcommand("measure",
@@ -522,6 +617,7 @@ int RunExecCommands(const ExecCommands& commands, const ExecFlags& flags,
   if (commands.detect->parsed()) return Detect(flags, out, err);
   if (commands.measure->parsed()) return Measure(flags, out, err);
   if (commands.fidelity->parsed()) return Fidelity(flags, out, err);
+  if (commands.calibrate->parsed()) return Calibrate(flags, out, err);
   return -1;
 }
 

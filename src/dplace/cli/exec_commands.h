@@ -32,7 +32,7 @@ struct ExecFlags {
   int steps = -1;  // Measured (or profiled) steps; negative: the default.
   int cpu_devices = 2;
   int samples = 20;
-  int rounds = 2;                     // fidelity: passes over the placements.
+  int rounds = -1;  // fidelity, calibrate: passes; negative: the default.
   std::string statistic = "fastest";  // fidelity: of a placement's rounds.
   int round_steps = 3;  // profile: steps of a run, with statistic fastest.
   uint64_t seed = 1;
@@ -44,9 +44,11 @@ struct ExecCommands {
   CLI::App* detect = nullptr;  // Under `cluster`.
   CLI::App* measure = nullptr;
   CLI::App* fidelity = nullptr;
+  CLI::App* calibrate = nullptr;  // Under `cluster`.
 };
 
-// Adds profile, measure and fidelity to `app` and detect to `cluster`.
+// Adds profile, measure and fidelity to `app` and detect and calibrate
+// to `cluster`.
 ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
                              ExecFlags* flags);
 

@@ -128,6 +128,22 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
   ASSERT_TRUE(single.ok()) << single.status().message();
   EXPECT_EQ(std::count(single->begin(), single->end(), 1),
             model->graph.num_ops());
+
+  // Link latencies fitted to real runs, written as a cluster the
+  // simulator reads.
+  const std::string calibrated = dir_ + "/calibrated.json";
+  r = Dplace({"cluster", "calibrate", "--model", kModel, "--cluster", cluster(),
+              "--profile", profile(), "--rounds", "2", "--steps", "1", "-o",
+              calibrated});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("reference (every op on cpu:0): measured "));
+  EXPECT_THAT(r.out, HasSubstr("random per op (seed 2000005): measured "));
+  EXPECT_THAT(r.out, HasSubstr("link latencies scaled by "));
+  EXPECT_THAT(r.err, HasSubstr("dplace: calibrating, measurement 4/4"));
+  StatusOr<Cluster> recalibrated = LoadCluster(calibrated);
+  ASSERT_TRUE(recalibrated.ok()) << recalibrated.status().message();
+  EXPECT_EQ(recalibrated->num_devices(), local->num_devices());
+  EXPECT_EQ(recalibrated->link(0).bandwidth, local->link(0).bandwidth);
   StatusOr<Placement> etf =
       ReadPlacementJson(placements + "/m-etf.json", model->graph, *local);
   EXPECT_TRUE(etf.ok()) << etf.status().message();
@@ -199,6 +215,12 @@ TEST_F(ExecCommandsTest, BadDevicesAndClustersAreOneLineErrors) {
       BadInput(Dplace({"fidelity", "--model", kModel, "--cluster", "k80x2",
                        "--placements", gpu_cluster + "/placements"})),
       HasSubstr("--placements: " + gpu_cluster + "/placements: cannot create"));
+  EXPECT_THAT(BadInput(Dplace({"cluster", "calibrate", "--model", kModel,
+                               "--cluster", "k80x2", "--rounds", "0"})),
+              HasSubstr("--rounds: expected an integer >= 1, got 0"));
+  EXPECT_THAT(BadInput(Dplace({"cluster", "calibrate", "--model", kModel,
+                               "--cluster", "k80x2"})),
+              HasSubstr("dplace cluster detect"));
   EXPECT_THAT(BadInput(Dplace({"profile", "--model", kModel, "--devices",
                                "cpu:0", "--round-steps", "0"})),
               HasSubstr("--round-steps: expected an integer >= 1, got 0"));

@@ -63,6 +63,12 @@ std::string Percent(double fraction) {
   return std::isfinite(fraction) ? Format("%.1f%%", 100 * fraction) : "-";
 }
 
+std::string Correlation(double r) {
+  return std::isfinite(r) ? Format("%.3f", r) : "undefined";
+}
+
+}  // namespace
+
 double OfRounds(std::vector<double> times, RoundStatistic statistic) {
   if (times.empty()) return kNaN;
   if (statistic == RoundStatistic::kFastest) {
@@ -70,12 +76,6 @@ double OfRounds(std::vector<double> times, RoundStatistic statistic) {
   }
   return Median(std::move(times));
 }
-
-std::string Correlation(double r) {
-  return std::isfinite(r) ? Format("%.3f", r) : "undefined";
-}
-
-}  // namespace
 
 std::string_view RoundStatisticName(RoundStatistic statistic) {
   return statistic == RoundStatistic::kFastest ? "fastest" : "median";

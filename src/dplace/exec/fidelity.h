@@ -66,6 +66,9 @@ enum class RoundStatistic { kFastest, kMedian };
 // "fastest", "median".
 std::string_view RoundStatisticName(RoundStatistic statistic);
 std::optional<RoundStatistic> ParseRoundStatistic(std::string_view name);
+// `times` made one by the statistic (their least, or their median); NaN
+// when empty.
+double OfRounds(std::vector<double> times, RoundStatistic statistic);
 
 struct FidelityOptions {
   // Placements in all; random ones fill up to it after the single-device

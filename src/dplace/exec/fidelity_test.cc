@@ -3,9 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
+#include "dplace/exec/calibration.h"
 #include "dplace/graph/random_graph.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/median.h"
@@ -169,6 +171,80 @@ class ScaledEnvironment : public Environment {
   Simulator sim_;
   double factor_;
 };
+
+// The "machine" is the simulator on a cluster whose links have `scale`
+// times TwoCpus()'s latency; calibration starts from TwoCpus().
+struct CalibrationCase {
+  explicit CalibrationCase(double scale)
+      : machine_cluster(*ScaleLinkLatencies(rnnlm.cluster, scale)),
+        machine_cost(rnnlm.graph, machine_cluster),
+        machine(machine_cost, 1.0) {}
+  StatusOr<LinkCalibration> Calibrate(const LinkCalibrationOptions& options) {
+    return CalibrateLinks(rnnlm.problem, ProfileTable{}, &machine, options);
+  }
+  const SmallRnnlm rnnlm;
+  const Cluster machine_cluster;
+  const CostModel machine_cost;
+  ScaledEnvironment machine;
+};
+
+TEST(CalibrateLinksTest, RecoversTheMachinesLinkLatency) {
+  CalibrationCase c(3.0);
+  LinkCalibrationOptions options;
+  options.rounds = 2;
+  int progress_calls = 0;
+  options.progress = [&](int i, int n) {
+    EXPECT_EQ(i, progress_calls++);
+    EXPECT_EQ(n, 4);
+  };
+  StatusOr<LinkCalibration> cal = c.Calibrate(options);
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  EXPECT_EQ(progress_calls, 4);
+  EXPECT_NEAR(cal->latency_scale, 3.0, 0.03);
+  ASSERT_EQ(cal->cluster.num_links(), c.rnnlm.cluster.num_links());
+  for (LinkId l = 0; l < cal->cluster.num_links(); ++l) {
+    EXPECT_NEAR(cal->cluster.link(l).latency, 3e-5, 3e-7);
+    EXPECT_EQ(cal->cluster.link(l).bandwidth,
+              c.rnnlm.cluster.link(l).bandwidth);
+  }
+  // The random per-op placement moves tensors both ways; all-on-one none.
+  EXPECT_EQ(std::count(cal->reference.begin(), cal->reference.end(), 0),
+            c.rnnlm.graph.num_ops());
+  EXPECT_EQ(cal->calibration,
+            RandomPlacement(c.rnnlm.graph, c.rnnlm.cluster, false,
+                            CalibrationPlacementSeed(options.seed)));
+  EXPECT_EQ(cal->reference_rounds.size(), 2u);
+  EXPECT_LT(cal->calibration_simulated_before, cal->calibration_measured);
+  EXPECT_NEAR(cal->calibration_simulated_after / cal->reference_simulated,
+              cal->calibration_measured / cal->reference_measured, 1e-6);
+}
+
+TEST(CalibrateLinksTest, NoLatencyWhenTheBytesAloneCostMoreThanMeasured) {
+  CalibrationCase c(0.0);  // The machine's links: bandwidth, no latency.
+  StatusOr<LinkCalibration> cal = c.Calibrate({});
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  EXPECT_NEAR(cal->latency_scale, 0.0, 1e-6);
+  EXPECT_NEAR(cal->cluster.link(0).latency, 0.0, 1e-10);
+}
+
+TEST(CalibrateLinksTest, ErrorsNameWhatIsWrong) {
+  CalibrationCase slow(1000.0);  // 10 ms a transfer: past max_latency.
+  StatusOr<LinkCalibration> cal = slow.Calibrate({});
+  EXPECT_THAT(cal.status().message(),
+              HasSubstr("even with link latencies of 1000.000000 us"));
+  LinkCalibrationOptions no_rounds;
+  no_rounds.rounds = 0;
+  EXPECT_THAT(slow.Calibrate(no_rounds).status().message(),
+              HasSubstr("rounds must be >= 1, got 0"));
+  // One device: no link to calibrate.
+  ClusterBuilder b("one-cpu");
+  b.AddDevice(slow.rnnlm.cluster.device(0));
+  const Cluster one = *std::move(b).Build();
+  const CostModel cost(slow.rnnlm.graph, one);
+  ScaledEnvironment env(cost, 1.0);
+  EXPECT_THAT(CalibrateLinks(ProblemOf(cost), {}, &env, {}).status().message(),
+              HasSubstr("has no link with a latency to calibrate"));
+}
 
 TEST(RunFidelityTest, ComparesEveryPlacementWithTheMeasurement) {
   const Graph g =

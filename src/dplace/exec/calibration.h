@@ -1,0 +1,89 @@
+// Link calibration: fits the cost the simulator charges per cross-device
+// transfer to real runs of the graph.
+//
+//   LinkCalibrationOptions options;
+//   StatusOr<LinkCalibration> c =
+//       CalibrateLinks(problem, profile, measured_env.get(), options);
+//   // c->cluster: problem.cluster with every link latency times
+//   // c->latency_scale.
+//
+// The copy benchmark behind `dplace cluster detect` times copies and
+// hand-offs one at a time, between otherwise idle devices; inside a
+// training step a cross-device edge can cost more (both devices busy, the
+// tensor cold in the consumer's cache). Calibration measures two
+// placements of the graph itself in alternating rounds: everything on the
+// first device (the reference) and a random per-op placement (the one with
+// the most cross-device edges, so the one most sensitive to their cost).
+// It then scales every link's latency by one factor, found by bisection,
+// so that the simulated ratio of the two placements' step times equals the
+// measured ratio. A ratio cancels what the machine's drift does to both
+// placements alike, and the op times stay the profile's.
+//
+// The random placement's seed is distinct from every seed `dplace
+// fidelity` uses for the same --seed, so a calibrated cluster is validated
+// on placements it was not fitted to.
+#ifndef DPLACE_EXEC_CALIBRATION_H_
+#define DPLACE_EXEC_CALIBRATION_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "dplace/cluster/cluster.h"
+#include "dplace/cost/cost_model.h"
+#include "dplace/env/environment.h"
+#include "dplace/exec/fidelity.h"
+#include "dplace/placers/placer.h"
+#include "dplace/util/status.h"
+
+namespace dplace {
+
+struct LinkCalibrationOptions {
+  // Rounds, each measuring both placements once (in alternating order).
+  // Default: 12.
+  int rounds = 12;
+  // What a placement's rounds make its time. Default: fastest.
+  RoundStatistic statistic = RoundStatistic::kFastest;
+  // Seed of the random per-op placement. Default: 1.
+  uint64_t seed = 1;
+  // The largest latency a link may be given, seconds. Default: 1 ms.
+  double max_latency = 1e-3;
+  // Called before each measurement: (index, total).
+  std::function<void(int, int)> progress;
+};
+
+struct LinkCalibration {
+  Placement reference;    // Every op on the first device it may run on.
+  Placement calibration;  // Random per op.
+  std::vector<double> reference_rounds;    // Measured, seconds.
+  std::vector<double> calibration_rounds;  // Measured, seconds.
+  double reference_measured = 0;    // The rounds made one by the statistic.
+  double calibration_measured = 0;  // Likewise.
+  double reference_simulated = 0;   // With the problem's cluster.
+  double calibration_simulated_before = 0;  // With the problem's cluster.
+  double calibration_simulated_after = 0;   // With `cluster`.
+  // What every link latency was multiplied by; 0 when even zero latency
+  // simulates the calibration placement slower, relative to the reference,
+  // than measured (the copies' bytes alone cost more than measured).
+  double latency_scale = 1;
+  Cluster cluster;  // problem.cluster, latencies scaled.
+};
+
+// The seed of the random per-op placement for `seed`.
+uint64_t CalibrationPlacementSeed(uint64_t seed);
+
+// Errors: rounds < 1, a cluster without links, either placement infeasible
+// (measured or simulated), or a measured ratio the simulator does not reach
+// even at options.max_latency.
+// REQUIRES: `measured` evaluates problem.graph on problem.cluster;
+// problem.cost was made from `profile`.
+StatusOr<LinkCalibration> CalibrateLinks(const PlacementProblem& problem,
+                                         const ProfileTable& profile,
+                                         Environment* measured,
+                                         const LinkCalibrationOptions& options);
+
+// `cluster` with every link latency multiplied by `scale` (>= 0).
+StatusOr<Cluster> ScaleLinkLatencies(const Cluster& cluster, double scale);
+
+}  // namespace dplace
+
+#endif  // DPLACE_EXEC_CALIBRATION_H_

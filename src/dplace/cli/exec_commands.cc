@@ -473,8 +473,25 @@ int Calibrate(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
       << ") before, " << seconds(c->calibration_simulated_after) << " ("
       << times(c->calibration_simulated_after / c->reference_simulated)
       << ") after\n";
+  auto joined = [](const std::vector<double>& rounds) {
+    std::string text;
+    for (double t : rounds)
+      text += (text.empty() ? "" : " / ") + Format("%.4f", t);
+    return text;
+  };
+  out << "rounds (s), reference: " << joined(c->reference_rounds) << "\n";
+  out << "rounds (s), random per op: " << joined(c->calibration_rounds) << "\n";
   out << "link latencies scaled by " << Format("%.3f", c->latency_scale)
-      << "\n";
+      << " (fitted to all rounds: " << Format("%.3f", c->fitted_scale);
+  if (*rounds >= 2) {
+    auto scale = [](double x) {
+      return std::isfinite(x) ? Format("%.3f", x) : std::string("out of reach");
+    };
+    out << "; rounds 1, 3, ... alone: " << scale(c->half_scales[0])
+        << "; rounds 2, 4, ... alone: " << scale(c->half_scales[1])
+        << "; the nearest to 1 of what they span";
+  }
+  out << ")\n";
   PrintCluster(c->cluster, out);
   if (!flags.output.empty()) {
     Status s = WriteTextFile(flags.output, ClusterToJson(c->cluster));

@@ -127,10 +127,32 @@ StatusOr<LinkCalibration> CalibrateLinks(
   };
   Status s = ratio(1.0, &c.calibration_simulated_before);
   if (!s.ok()) return s;
-  double lo = 0, hi = options.max_latency / max_latency, at_lo = 0, at_hi = 0;
-  if (s = ratio(lo, &at_lo); !s.ok()) return s;
-  if (s = ratio(hi, &at_hi); !s.ok()) return s;
-  if (at_hi / c.reference_simulated < target) {
+  const double max_scale = options.max_latency / max_latency;
+  double at_zero = 0, at_max = 0;
+  if (s = ratio(0, &at_zero); !s.ok()) return s;
+  if (s = ratio(max_scale, &at_max); !s.ok()) return s;
+  // The scale at which the simulated ratio reaches `target`: 0 when it
+  // does at zero latency, NaN when not even at max_scale.
+  auto fit = [&](double target, double* scale) -> Status {
+    if (at_max / c.reference_simulated < target) {
+      *scale = std::nan("");
+      return Status::Ok();
+    }
+    double lo = 0, hi = max_scale;
+    if (at_zero / c.reference_simulated >= target) hi = 0;
+    // The simulated step time grows with the latency; 40 halvings leave
+    // the scale exact to far below the measurements' noise.
+    for (int i = 0; i < 40 && hi > 0; ++i) {
+      const double mid = (lo + hi) / 2;
+      double at_mid = 0;
+      if (Status st = ratio(mid, &at_mid); !st.ok()) return st;
+      (at_mid / c.reference_simulated < target ? lo : hi) = mid;
+    }
+    *scale = hi;
+    return Status::Ok();
+  };
+  if (s = fit(target, &c.fitted_scale); !s.ok()) return s;
+  if (std::isnan(c.fitted_scale)) {
     return InfeasibleError(
         "calibration: measured, the random per-op placement takes " +
         std::to_string(target) +
@@ -138,18 +160,32 @@ StatusOr<LinkCalibration> CalibrateLinks(
         "with link latencies of " +
         std::to_string(options.max_latency * 1e6) + " us");
   }
-  if (at_lo / c.reference_simulated >= target) {
-    hi = 0;
-  } else {
-    // The simulated step time grows with the latency; 40 halvings leave
-    // the scale exact to far below the measurements' noise.
-    for (int i = 0; i < 40; ++i) {
-      const double mid = (lo + hi) / 2;
-      double at_mid = 0;
-      if (s = ratio(mid, &at_mid); !s.ok()) return s;
-      (at_mid / c.reference_simulated < target ? lo : hi) = mid;
+  // The same fit on the even and on the odd rounds: how far the noise of
+  // the measurements moves the scale.
+  c.half_scales = {std::nan(""), std::nan("")};
+  if (options.rounds >= 2) {
+    for (int h = 0; h < 2; ++h) {
+      std::vector<double> reference_half, calibration_half;
+      for (int r = h; r < options.rounds; r += 2) {
+        reference_half.push_back(c.reference_rounds[r]);
+        calibration_half.push_back(c.calibration_rounds[r]);
+      }
+      const double half_target = OfRounds(calibration_half, options.statistic) /
+                                 OfRounds(reference_half, options.statistic);
+      if (s = fit(half_target, &c.half_scales[h]); !s.ok()) return s;
     }
   }
+  // Move from the benchmarked latencies (scale 1) only as far as the fit
+  // to all rounds and the fits to either half agree: where the noise
+  // leaves a link's cost undetermined (a model whose steps hardly depend
+  // on it), the benchmark stands.
+  double low = c.fitted_scale, high = c.fitted_scale;
+  for (double half : c.half_scales) {
+    if (options.rounds < 2) break;
+    low = std::min(low, std::isnan(half) ? max_scale : half);
+    high = std::max(high, std::isnan(half) ? max_scale : half);
+  }
+  const double hi = low > 1 ? low : high < 1 ? high : 1.0;
   c.latency_scale = hi;
   StatusOr<Cluster> calibrated = ScaleLinkLatencies(cluster, c.latency_scale);
   if (!calibrated.ok()) return calibrated.status();

@@ -16,8 +16,11 @@
 // the most cross-device edges, so the one most sensitive to their cost).
 // It then scales every link's latency by one factor, found by bisection,
 // so that the simulated ratio of the two placements' step times equals the
-// measured ratio. A ratio cancels what the machine's drift does to both
-// placements alike, and the op times stay the profile's.
+// measured ratio; the same fit to either half of the rounds bounds what
+// noise does to it, and the scale moves from 1 (the benchmark's
+// latencies) only as far as all three fits agree. A ratio cancels what the
+// machine's drift does to both placements alike, and the op times stay the
+// profile's.
 //
 // The random placement's seed is distinct from every seed `dplace
 // fidelity` uses for the same --seed, so a calibrated cluster is validated
@@ -25,6 +28,7 @@
 #ifndef DPLACE_EXEC_CALIBRATION_H_
 #define DPLACE_EXEC_CALIBRATION_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 
@@ -61,9 +65,19 @@ struct LinkCalibration {
   double reference_simulated = 0;   // With the problem's cluster.
   double calibration_simulated_before = 0;  // With the problem's cluster.
   double calibration_simulated_after = 0;   // With `cluster`.
-  // What every link latency was multiplied by; 0 when even zero latency
-  // simulates the calibration placement slower, relative to the reference,
-  // than measured (the copies' bytes alone cost more than measured).
+  // The scale at which the simulated ratio equals the measured one; 0
+  // when even zero latency simulates the calibration placement slower,
+  // relative to the reference, than measured (the copies' bytes alone
+  // cost more than measured).
+  double fitted_scale = 1;
+  // The same fit on rounds 1, 3, ... and on rounds 2, 4, ... alone (NaN with
+  // one round, or where a half's ratio is out of reach): how much the
+  // measurements' noise moves the scale.
+  std::array<double, 2> half_scales = {0, 0};
+  // What every link latency was multiplied by: the point nearest 1 of
+  // the range fitted_scale and half_scales span (a half out of reach
+  // counting as the largest scale), so 1 when that range holds 1; with one
+  // round, fitted_scale.
   double latency_scale = 1;
   Cluster cluster;  // problem.cluster, latencies scaled.
 };

@@ -134,9 +134,11 @@ simulator uses; \`dplace cluster calibrate\` then measures two more
 placements in $calibrate_rounds alternating rounds, every op on cpu:0 and a
 random per-op placement (a seed no fidelity placement uses), and scales
 every link latency of the detected cluster by one factor so that the
-simulated ratio of their step times matches the measured one (the
-copy benchmark times one hand-off at a time between idle devices; inside
-a step a cross-device edge costs more); then \`dplace fidelity\` takes $samples placements (each
+simulated ratio of their step times matches the measured one, moving the
+factor from 1 only as far as the same fit to either half of the rounds
+agrees (the copy benchmark times one hand-off at a time between idle
+devices; inside a step a cross-device edge can cost more); then
+\`dplace fidelity\` takes $samples placements (each
 device alone, the placers m-topo, m-etf, m-sct, scotch, metis and expert
 where they succeed, the topological order cut at 25, 50 and 75% between
 the first and the last device, then random placements per co-location

@@ -22,8 +22,6 @@
 #                chances of a round the machine did not disturb)
 #   STATISTIC    what a placement's rounds make its time: fastest (default)
 #                or median
-#   CALIBRATE_ROUNDS  rounds of `cluster calibrate` (default 24), each
-#                measuring all-on-one-device and a random per-op placement
 #   SEED         seed of the random placements (default 1)
 #   OUT          default docs/fidelity.md (plots beside it)
 #   WORK         detected cluster, profiles and logs, default
@@ -39,7 +37,6 @@ nmt=${NMT:-zoo:nmt:layers=2,batch=8,units=128,vocab=2000,source_steps=10,target_
 seed=${SEED:-1}
 rounds=${ROUNDS:-24}
 statistic=${STATISTIC:-fastest}
-calibrate_rounds=${CALIBRATE_ROUNDS:-24}
 out=${OUT:-docs/fidelity.md}
 work=${WORK:-build/fidelity-doc}
 docs_dir=$(dirname "$out")
@@ -60,14 +57,8 @@ for entry in "${models[@]}"; do
     --statistic "$statistic" --round-steps "$steps" \
     -o "$work/$name.profile.json" > "$work/$name.profile.txt" \
     2> "$work/$name.profile.err"
-  echo "calibrating the links for $name ..." >&2
-  "$dplace" cluster calibrate --model "$spec" --cluster "$work/local.json" \
-    --profile "$work/$name.profile.json" --rounds "$calibrate_rounds" \
-    --steps "$steps" --statistic "$statistic" --seed "$seed" \
-    -o "$work/$name.cluster.json" > "$work/$name.calibrate.txt" \
-    2> "$work/$name.calibrate.err"
   echo "fidelity of $name: $samples placements ..." >&2
-  "$dplace" fidelity --model "$spec" --cluster "$work/$name.cluster.json" \
+  "$dplace" fidelity --model "$spec" --cluster "$work/local.json" \
     --profile "$work/$name.profile.json" --samples "$samples" \
     --steps "$steps" --rounds "$rounds" --statistic "$statistic" \
     --seed "$seed" --placements "$work/$name-placements" \
@@ -130,20 +121,11 @@ time between ops; with \`--statistic fastest\` every op is then scaled
 alike so that a device's ops sum to its fastest run of $steps
 consecutive steps, the same statistic as the measurements below; an
 op's time is the mean over the devices) and writes the profile the
-simulator uses; \`dplace cluster calibrate\` then measures two more
-placements in $calibrate_rounds alternating rounds, every op on cpu:0 and a
-random per-op placement (a seed no fidelity placement uses), and scales
-every link latency of the detected cluster by one factor so that the
-simulated ratio of their step times matches the measured one, moving the
-factor from 1 only as far as the same fit to either half of the rounds
-agrees (the copy benchmark times one hand-off at a time between idle
-devices; inside a step a cross-device edge can cost more); then
-\`dplace fidelity\` takes $samples placements (each
+simulator uses; then \`dplace fidelity\` takes $samples placements (each
 device alone, the placers m-topo, m-etf, m-sct, scotch, metis and expert
 where they succeed, the topological order cut at 25, 50 and 75% between
 the first and the last device, then random placements per co-location
-group and per op, seed $seed), simulates each with the profile on the
-calibrated cluster and
+group and per op, seed $seed), simulates each with the profile and
 measures each in $rounds rounds, every round measuring every placement
 once, the first in order and the others each in its own shuffled order,
 so that a slow or fast spell of the machine falls on different
@@ -185,8 +167,7 @@ Commands:
 \`\`\`
 $dplace cluster detect --cpu-devices $cpu_devices -o local.json
 $dplace profile --model MODEL --devices $devices --steps $profile_steps --statistic $statistic --round-steps $steps -o MODEL.profile.json
-$dplace cluster calibrate --model MODEL --cluster local.json --profile MODEL.profile.json --rounds $calibrate_rounds --steps $steps --statistic $statistic --seed $seed -o MODEL.cluster.json
-$dplace fidelity --model MODEL --cluster MODEL.cluster.json --profile MODEL.profile.json --samples $samples --steps $steps --rounds $rounds --statistic $statistic --seed $seed --svg fidelity-MODEL.svg --markdown MODEL.md
+$dplace fidelity --model MODEL --cluster local.json --profile MODEL.profile.json --samples $samples --steps $steps --rounds $rounds --statistic $statistic --seed $seed --svg fidelity-MODEL.svg --markdown MODEL.md
 \`\`\`
 
 ## Summary
@@ -215,12 +196,6 @@ EOF
     echo
     echo '```'
     grep -v '^profile: ' "$work/$name.profile.txt"
-    echo '```'
-    echo
-    echo "calibrated links:"
-    echo
-    echo '```'
-    grep -v '^cluster: ' "$work/$name.calibrate.txt"
     echo '```'
     echo
     sed 's/^### /Placements of /' "$work/$name.md"

@@ -475,8 +475,9 @@ int Calibrate(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
       << ") after\n";
   auto joined = [](const std::vector<double>& rounds) {
     std::string text;
-    for (double t : rounds)
+    for (double t : rounds) {
       text += (text.empty() ? "" : " / ") + Format("%.4f", t);
+    }
     return text;
   };
   out << "rounds (s), reference: " << joined(c->reference_rounds) << "\n";
@@ -556,7 +557,9 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
       "fit the cluster's link latencies to real runs of a model: measure "
       "all-on-one-device and a random per-op placement in alternating "
       "rounds, then scale every link latency so that the simulated ratio "
-      "of their step times matches the measured one");
+      "of their step times matches the measured one, as far as the same fit "
+      "to either half of the rounds agrees (check the result with dplace "
+      "fidelity --cluster)");
   c.calibrate->add_option("--model", flags->model, kModel)->required();
   c.calibrate->add_option("--cluster", flags->cluster, kCluster)->required();
   c.calibrate->add_option("--profile", flags->profile,

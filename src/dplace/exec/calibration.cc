@@ -71,8 +71,8 @@ StatusOr<LinkCalibration> CalibrateLinks(
   if (cluster.num_links() == 0 || max_latency <= 0) {
     return InvalidArgumentError(
         "calibration: cluster " + cluster.name() +
-        " has no link with a latency to calibrate (it needs two devices "
-        "or more)");
+        " has no link with a latency to scale (it needs two devices or "
+        "more, and a latency above 0)");
   }
   LinkCalibration c;
   c.reference.assign(graph.num_ops(), 0);
@@ -131,22 +131,22 @@ StatusOr<LinkCalibration> CalibrateLinks(
   double at_zero = 0, at_max = 0;
   if (s = ratio(0, &at_zero); !s.ok()) return s;
   if (s = ratio(max_scale, &at_max); !s.ok()) return s;
-  // The scale at which the simulated ratio reaches `target`: 0 when it
+  // The scale at which the simulated ratio reaches `wanted`: 0 when it
   // does at zero latency, NaN when not even at max_scale.
-  auto fit = [&](double target, double* scale) -> Status {
-    if (at_max / c.reference_simulated < target) {
+  auto fit = [&](double wanted, double* scale) -> Status {
+    if (at_max / c.reference_simulated < wanted) {
       *scale = std::nan("");
       return Status::Ok();
     }
     double lo = 0, hi = max_scale;
-    if (at_zero / c.reference_simulated >= target) hi = 0;
+    if (at_zero / c.reference_simulated >= wanted) hi = 0;
     // The simulated step time grows with the latency; 40 halvings leave
     // the scale exact to far below the measurements' noise.
     for (int i = 0; i < 40 && hi > 0; ++i) {
       const double mid = (lo + hi) / 2;
       double at_mid = 0;
       if (Status st = ratio(mid, &at_mid); !st.ok()) return st;
-      (at_mid / c.reference_simulated < target ? lo : hi) = mid;
+      (at_mid / c.reference_simulated < wanted ? lo : hi) = mid;
     }
     *scale = hi;
     return Status::Ok();
@@ -160,8 +160,8 @@ StatusOr<LinkCalibration> CalibrateLinks(
         "with link latencies of " +
         std::to_string(options.max_latency * 1e6) + " us");
   }
-  // The same fit on the even and on the odd rounds: how far the noise of
-  // the measurements moves the scale.
+  // The same fit on rounds 1, 3, ... and on rounds 2, 4, ...: how far
+  // the noise of the measurements moves the scale.
   c.half_scales = {std::nan(""), std::nan("")};
   if (options.rounds >= 2) {
     for (int h = 0; h < 2; ++h) {
@@ -180,13 +180,13 @@ StatusOr<LinkCalibration> CalibrateLinks(
   // leaves a link's cost undetermined (a model whose steps hardly depend
   // on it), the benchmark stands.
   double low = c.fitted_scale, high = c.fitted_scale;
-  for (double half : c.half_scales) {
-    if (options.rounds < 2) break;
-    low = std::min(low, std::isnan(half) ? max_scale : half);
-    high = std::max(high, std::isnan(half) ? max_scale : half);
+  if (options.rounds >= 2) {
+    for (double half : c.half_scales) {
+      low = std::min(low, std::isnan(half) ? max_scale : half);
+      high = std::max(high, std::isnan(half) ? max_scale : half);
+    }
   }
-  const double hi = low > 1 ? low : high < 1 ? high : 1.0;
-  c.latency_scale = hi;
+  c.latency_scale = low > 1 ? low : high < 1 ? high : 1.0;
   StatusOr<Cluster> calibrated = ScaleLinkLatencies(cluster, c.latency_scale);
   if (!calibrated.ok()) return calibrated.status();
   c.cluster = std::move(calibrated).value();

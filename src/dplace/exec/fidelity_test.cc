@@ -303,7 +303,7 @@ TEST(CalibrateLinksTest, ErrorsNameWhatIsWrong) {
   const CostModel cost(slow.rnnlm.graph, one);
   ScaledEnvironment env(cost, 1.0);
   EXPECT_THAT(CalibrateLinks(ProblemOf(cost), {}, &env, {}).status().message(),
-              HasSubstr("has no link with a latency to calibrate"));
+              HasSubstr("has no link with a latency to scale"));
 }
 
 TEST(RunFidelityTest, ComparesEveryPlacementWithTheMeasurement) {

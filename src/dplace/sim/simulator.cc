@@ -42,11 +42,14 @@ struct Fifo {
   int32_t Pop() { return items[head++]; }
   void Push(int32_t x) { items.push_back(x); }
   void PushFront(int32_t x) {
-    if (head > 0) {
-      items[--head] = x;
-    } else {
-      items.insert(items.begin(), x);
+    if (head == 0) {
+      // Room in front for as many items as the queue holds (at least 8),
+      // so that a run of front pushes costs O(1) each, amortized.
+      const size_t room = std::max<size_t>(8, items.size());
+      items.insert(items.begin(), room, 0);
+      head = room;
     }
+    items[--head] = x;
   }
   void Clear() {
     items.clear();

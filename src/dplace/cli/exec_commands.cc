@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
 #include "dplace/bench/method_run.h"
@@ -305,7 +306,8 @@ int Measure(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
 
 std::string FidelityMarkdown(const Graph& graph, const Cluster& cluster,
                              const FidelityReport& report,
-                             const std::vector<StandIn>& stand_ins) {
+                             const std::vector<StandIn>& stand_ins,
+                             const std::string& compared_with) {
   std::string md = "### " + graph.name() + " (" +
                    std::to_string(graph.num_ops()) + " ops) on " +
                    cluster.name() + " (" +
@@ -319,6 +321,10 @@ std::string FidelityMarkdown(const Graph& graph, const Cluster& cluster,
   }
   if (report.other_statistic.count > 0) {
     md += "\nThe same measurements " + OtherStatisticSummary(report) + ".\n";
+  }
+  if (report.compared.count > 0) {
+    md += "\nThe same measurements " + ComparedSummary(report, compared_with) +
+          ".\n";
   }
   if (!stand_ins.empty()) {
     md += "\nOp types run as stand-ins (read inputs, write outputs):";
@@ -367,7 +373,30 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
 
   const CostModel cost(graph, *cluster, *profile);
   const PlacementProblem problem = ProblemOf(*model, cost, flags.seed);
+  // --compare-cluster: the same devices, other figures.
+  std::optional<Cluster> compare_cluster;
+  std::optional<CostModel> compare_cost;
+  const std::string compared_with = "cluster " + flags.compare_cluster;
+  if (!flags.compare_cluster.empty()) {
+    StatusOr<Cluster> other = LoadCluster(flags.compare_cluster);
+    if (!other.ok()) {
+      return Fail(err, other.status().WithPrefix("--compare-cluster"));
+    }
+    bool same = other->num_devices() == cluster->num_devices();
+    for (DeviceId d = 0; same && d < other->num_devices(); ++d) {
+      same = other->device(d).name == cluster->device(d).name;
+    }
+    if (!same) {
+      return Fail(err, InvalidArgumentError(
+                           "--compare-cluster: " + flags.compare_cluster +
+                           ": expected the devices of --cluster " +
+                           flags.cluster + ", in the same order"));
+    }
+    compare_cluster = std::move(other).value();
+    compare_cost.emplace(graph, *compare_cluster, *profile);
+  }
   FidelityOptions options;
+  if (compare_cost) options.compare_cost = &*compare_cost;
   options.samples = flags.samples;
   options.seed = flags.seed;
   options.rounds = *rounds;
@@ -394,6 +423,9 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   if (report->other_statistic.count > 0) {
     out << OtherStatisticSummary(*report) << "\n";
   }
+  if (report->compared.count > 0) {
+    out << ComparedSummary(*report, compared_with) << "\n";
+  }
   const std::vector<StandIn> stand_ins = env.executor().stand_ins();
   PrintStandIns(env.executor(), err);
   if (!flags.svg.empty()) {
@@ -405,7 +437,8 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   }
   if (!flags.markdown.empty()) {
     Status s = WriteTextFile(
-        flags.markdown, FidelityMarkdown(graph, *cluster, *report, stand_ins));
+        flags.markdown,
+        FidelityMarkdown(graph, *cluster, *report, stand_ins, compared_with));
     if (!s.ok()) return Fail(err, s);
     out << "markdown: " << flags.markdown << "\n";
   }
@@ -559,7 +592,7 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
       "rounds, then scale every link latency so that the simulated ratio "
       "of their step times matches the measured one, as far as the same fit "
       "to either half of the rounds agrees (check the result with dplace "
-      "fidelity --cluster)");
+      "fidelity --compare-cluster)");
   c.calibrate->add_option("--model", flags->model, kModel)->required();
   c.calibrate->add_option("--cluster", flags->cluster, kCluster)->required();
   c.calibrate->add_option("--profile", flags->profile,
@@ -620,6 +653,11 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
       "what a placement's rounds make its measured time: fastest (the round "
       "least disturbed by other work on the machine) or median (default: "
       "fastest)");
+  c.fidelity->add_option(
+      "--compare-cluster", flags->compare_cluster,
+      "a cluster with the same devices (cluster calibrate -o, say): every "
+      "placement is also simulated on it and compared with the same "
+      "measurements");
   c.fidelity->add_option("--svg", flags->svg,
                          "scatter plot of simulated vs measured to write");
   c.fidelity->add_option("--markdown", flags->markdown,

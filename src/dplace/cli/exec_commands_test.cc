@@ -144,6 +144,17 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
   ASSERT_TRUE(recalibrated.ok()) << recalibrated.status().message();
   EXPECT_EQ(recalibrated->num_devices(), local->num_devices());
   EXPECT_EQ(recalibrated->link(0).bandwidth, local->link(0).bandwidth);
+  // The same measurements against both clusters.
+  r = Dplace({"fidelity", "--model", kModel, "--cluster", cluster(),
+              "--profile", profile(), "--samples", "4", "--steps", "1",
+              "--rounds", "1", "--compare-cluster", calibrated});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("simulated with cluster " + calibrated +
+                               " instead: MAPE "));
+  EXPECT_THAT(BadInput(Dplace({"fidelity", "--model", kModel, "--cluster",
+                               cluster(), "--compare-cluster", "k80x2"})),
+              HasSubstr("--compare-cluster: k80x2: expected the devices of "
+                        "--cluster"));
   StatusOr<Placement> etf =
       ReadPlacementJson(placements + "/m-etf.json", model->graph, *local);
   EXPECT_TRUE(etf.ok()) << etf.status().message();

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <unordered_map>
@@ -299,6 +300,10 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
   Simulator simulator(*problem.cost);
   SimOptions sim_options;
   sim_options.compute_bounds = false;
+  std::unique_ptr<Simulator> compare_simulator;
+  if (options.compare_cost != nullptr) {
+    compare_simulator = std::make_unique<Simulator>(*options.compare_cost);
+  }
   FidelityReport report;
   report.samples.resize(n);
   for (int i = 0; i < n; ++i) {
@@ -306,6 +311,15 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
         simulator.Simulate(placements[i].placement, sim_options);
     if (!sim.ok()) return sim.status().WithPrefix(placements[i].label);
     FidelitySample& sample = report.samples[i];
+    if (compare_simulator != nullptr) {
+      StatusOr<SimResult> other =
+          compare_simulator->Simulate(placements[i].placement, sim_options);
+      if (!other.ok()) {
+        return other.status().WithPrefix(placements[i].label +
+                                         " (compared cost model)");
+      }
+      if (other->feasible) sample.compared_simulated = other->step_time;
+    }
     sample.label = placements[i].label;
     sample.placement = std::move(placements[i].placement);
     sample.simulated_feasible = sim->feasible;
@@ -347,7 +361,8 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
   const RoundStatistic other = options.statistic == RoundStatistic::kFastest
                                    ? RoundStatistic::kMedian
                                    : RoundStatistic::kFastest;
-  std::vector<double> predicted, actual, actual_other, odd_rounds, even_rounds;
+  std::vector<double> predicted, actual, actual_other, odd_rounds, even_rounds,
+      compared_predicted, compared_actual;
   for (int i = 0; i < n; ++i) {
     FidelitySample& sample = report.samples[i];
     sample.measured = rounds[0][i];
@@ -377,6 +392,10 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
       actual.push_back(sample.measured.step_time);
       actual_other.push_back(OfRounds(sample.round_step_times, other));
     }
+    if (std::isfinite(sample.compared_simulated) && sample.measured.feasible) {
+      compared_predicted.push_back(sample.compared_simulated);
+      compared_actual.push_back(sample.measured.step_time);
+    }
     const double odd = half(i, 0), even = half(i, 1);
     if (std::isfinite(odd) && std::isfinite(even)) {
       odd_rounds.push_back(odd);
@@ -399,6 +418,12 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
         ComputeFidelityStats(predicted, actual_other);
     if (!other_stats.ok()) return other_stats.status();
     report.other_statistic = *other_stats;
+  }
+  if (compared_predicted.size() >= 2) {
+    StatusOr<FidelityStats> compared =
+        ComputeFidelityStats(compared_predicted, compared_actual);
+    if (!compared.ok()) return compared.status();
+    report.compared = *compared;
   }
   if (odd_rounds.size() >= 2) {
     StatusOr<FidelityStats> retest =
@@ -471,6 +496,13 @@ std::string OtherStatisticSummary(const FidelityReport& report) {
                            "fastest: "
                          : "with the fastest round instead of the median: ") +
          FidelitySummary(report.other_statistic);
+}
+
+std::string ComparedSummary(const FidelityReport& report,
+                            const std::string& what) {
+  if (report.compared.count == 0) return "";
+  return "simulated with " + what +
+         " instead: " + FidelitySummary(report.compared);
 }
 
 std::string FidelityScatterSvg(const FidelityReport& report,

@@ -18,11 +18,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
 #include "dplace/placers/placer.h"
 #include "dplace/util/status.h"
@@ -92,6 +94,11 @@ struct FidelityOptions {
   // Called before each measurement: (index, count, label), index counting
   // over all rounds. Default: none.
   std::function<void(int, int, const std::string&)> progress;
+  // Another cost model of the problem's graph on a cluster with the same
+  // devices (a calibrated cluster, another profile): every placement is
+  // simulated with it too and compared with the same measurements
+  // (FidelityReport::compared). Default: none.
+  const CostModel* compare_cost = nullptr;
 };
 
 // A placement to compare, with where it came from ("single cpu:0",
@@ -122,6 +129,9 @@ struct FidelitySample {
   Placement placement;
   bool simulated_feasible = true;
   double simulated = 0;  // Seconds.
+  // With FidelityOptions::compare_cost: its simulated time (seconds), NaN
+  // where infeasible or without it.
+  double compared_simulated = std::numeric_limits<double>::quiet_NaN();
   // The rounds' step times made one by the options' statistic; infeasible
   // (with the first round's reason) when any round was.
   Measurement measured;
@@ -142,6 +152,9 @@ struct FidelityReport {
   RoundStatistic statistic = RoundStatistic::kFastest;
   // `stats` under the other statistic. count 0 with one round.
   FidelityStats other_statistic;
+  // `stats` with FidelityOptions::compare_cost's simulated times, over the
+  // samples feasible in both simulations and measured. count 0 without it.
+  FidelityStats compared;
   double wall_seconds = 0;
 };
 
@@ -164,6 +177,9 @@ std::string RetestSummary(const FidelityReport& report);
 // "with the median of the rounds instead of the fastest: MAPE 4.1%, ...";
 // empty when the report has one round.
 std::string OtherStatisticSummary(const FidelityReport& report);
+// "simulated with <what> instead: MAPE ..."; empty without a comparison.
+std::string ComparedSummary(const FidelityReport& report,
+                            const std::string& what);
 // A scatter plot of simulated against measured step time (log axes) with
 // the y = x line, as one <svg> element.
 std::string FidelityScatterSvg(const FidelityReport& report,

@@ -279,6 +279,33 @@ TEST(CalibrateLinksTest, KeepsTheBenchmarkWhereTheHalvesDisagree) {
   EXPECT_DOUBLE_EQ(cal->fitted_scale, cal->half_scales[0]);
 }
 
+TEST(RunFidelityTest, ComparesASecondCostModelWithTheSameMeasurements) {
+  // The machine's links cost 3x TwoCpus()'s latency; the problem's cost
+  // model has TwoCpus(), the compared one the machine's cluster.
+  CalibrationCase c(3.0);
+  FidelityOptions options;
+  options.samples = 8;
+  options.rounds = 1;
+  options.compare_cost = &c.machine_cost;
+  StatusOr<FidelityReport> report =
+      RunFidelity(c.rnnlm.problem, &c.machine, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->compared.count, report->stats.count);
+  EXPECT_NEAR(report->compared.mape, 0, 1e-12);
+  EXPECT_GT(report->stats.mape, 0.001);
+  for (const FidelitySample& s : report->samples) {
+    EXPECT_DOUBLE_EQ(s.compared_simulated, s.measured.step_time) << s.label;
+  }
+  EXPECT_THAT(ComparedSummary(*report, "cluster x.json"),
+              StartsWith("simulated with cluster x.json instead: MAPE 0.0%"));
+  options.compare_cost = nullptr;
+  report = RunFidelity(c.rnnlm.problem, &c.machine, options);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->compared.count, 0);
+  EXPECT_EQ(ComparedSummary(*report, "cluster x.json"), "");
+  EXPECT_TRUE(std::isnan(report->samples[0].compared_simulated));
+}
+
 TEST(CalibrateLinksTest, NoLatencyWhenTheBytesAloneCostMoreThanMeasured) {
   CalibrationCase c(0.0);  // The machine's links: bandwidth, no latency.
   StatusOr<LinkCalibration> cal = c.Calibrate({});

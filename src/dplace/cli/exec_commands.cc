@@ -336,6 +336,39 @@ std::string FidelityMarkdown(const Graph& graph, const Cluster& cluster,
   return md;
 }
 
+// What fidelity and cluster calibrate measure and simulate: --model on
+// --cluster's real devices, and the cost model of --profile. Held on the
+// heap, so that what points into it stays put.
+struct MeasuredProblem {
+  LoadedModel model;
+  Cluster cluster;
+  ProfileTable profile;
+  std::unique_ptr<MeasuredEnvironment> env;
+  std::unique_ptr<CostModel> cost;
+  PlacementProblem problem;
+};
+
+StatusOr<std::unique_ptr<MeasuredProblem>> LoadMeasuredProblem(
+    const ExecFlags& flags, const ExecOptions& exec_options) {
+  StatusOr<LoadedModel> model = LoadModel(flags.model);
+  if (!model.ok()) return model.status();
+  StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
+  if (!cluster.ok()) return cluster.status();
+  StatusOr<ProfileTable> profile = LoadProfile(flags.profile);
+  if (!profile.ok()) return profile.status();
+  std::unique_ptr<MeasuredProblem> m(new MeasuredProblem{
+      std::move(model).value(), std::move(cluster).value(),
+      std::move(profile).value(), nullptr, nullptr, PlacementProblem{}});
+  StatusOr<std::unique_ptr<Executor>> executor =
+      ExecutorOfCluster(m->model.graph, m->cluster, exec_options);
+  if (!executor.ok()) return executor.status();
+  m->env = std::make_unique<MeasuredEnvironment>(m->model.graph, m->cluster,
+                                                 std::move(executor).value());
+  m->cost = std::make_unique<CostModel>(m->model.graph, m->cluster, m->profile);
+  m->problem = ProblemOf(m->model, *m->cost, flags.seed);
+  return m;
+}
+
 int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   StatusOr<ExecOptions> exec_options = StepOptions(flags.steps);
   if (!exec_options.ok()) return Fail(err, exec_options.status());
@@ -359,20 +392,14 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
                                        ": cannot create: " + ec.message()));
     }
   }
-  StatusOr<LoadedModel> model = LoadModel(flags.model);
-  if (!model.ok()) return Fail(err, model.status());
-  const Graph& graph = model->graph;
-  StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
-  if (!cluster.ok()) return Fail(err, cluster.status());
-  StatusOr<ProfileTable> profile = LoadProfile(flags.profile);
-  if (!profile.ok()) return Fail(err, profile.status());
-  StatusOr<std::unique_ptr<Executor>> executor =
-      ExecutorOfCluster(graph, *cluster, *exec_options);
-  if (!executor.ok()) return Fail(err, executor.status());
-  MeasuredEnvironment env(graph, *cluster, std::move(executor).value());
-
-  const CostModel cost(graph, *cluster, *profile);
-  const PlacementProblem problem = ProblemOf(*model, cost, flags.seed);
+  StatusOr<std::unique_ptr<MeasuredProblem>> loaded =
+      LoadMeasuredProblem(flags, *exec_options);
+  if (!loaded.ok()) return Fail(err, loaded.status());
+  const MeasuredProblem& m = **loaded;
+  const Graph& graph = m.model.graph;
+  const Cluster& cluster = m.cluster;
+  MeasuredEnvironment& env = *m.env;
+  const PlacementProblem& problem = m.problem;
   // --compare-cluster: the same devices, other figures.
   std::optional<Cluster> compare_cluster;
   std::optional<CostModel> compare_cost;
@@ -382,9 +409,9 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
     if (!other.ok()) {
       return Fail(err, other.status().WithPrefix("--compare-cluster"));
     }
-    bool same = other->num_devices() == cluster->num_devices();
+    bool same = other->num_devices() == cluster.num_devices();
     for (DeviceId d = 0; same && d < other->num_devices(); ++d) {
-      same = other->device(d).name == cluster->device(d).name;
+      same = other->device(d).name == cluster.device(d).name;
     }
     if (!same) {
       return Fail(err, InvalidArgumentError(
@@ -393,7 +420,7 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
                            flags.cluster + ", in the same order"));
     }
     compare_cluster = std::move(other).value();
-    compare_cost.emplace(graph, *compare_cluster, *profile);
+    compare_cost.emplace(graph, *compare_cluster, m.profile);
   }
   FidelityOptions options;
   if (compare_cost) options.compare_cost = &*compare_cost;
@@ -412,8 +439,8 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
     }
     return Fail(err, report.status());
   }
-  out << GraphLine(graph) << " on cluster " << cluster->name() << " ("
-      << cluster->num_devices() << " devices), profile "
+  out << GraphLine(graph) << " on cluster " << cluster.name() << " ("
+      << cluster.num_devices() << " devices), profile "
       << (flags.profile.empty() ? std::string("none (roofline)")
                                 : flags.profile)
       << "\n";
@@ -431,14 +458,14 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   if (!flags.svg.empty()) {
     Status s = WriteTextFile(
         flags.svg,
-        FidelityScatterSvg(*report, graph.name() + " on " + cluster->name()));
+        FidelityScatterSvg(*report, graph.name() + " on " + cluster.name()));
     if (!s.ok()) return Fail(err, s);
     out << "scatter plot: " << flags.svg << "\n";
   }
   if (!flags.markdown.empty()) {
     Status s = WriteTextFile(
         flags.markdown,
-        FidelityMarkdown(graph, *cluster, *report, stand_ins, compared_with));
+        FidelityMarkdown(graph, cluster, *report, stand_ins, compared_with));
     if (!s.ok()) return Fail(err, s);
     out << "markdown: " << flags.markdown << "\n";
   }
@@ -448,7 +475,7 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
                                 PlacementFileName(sample.label))
                                    .string();
       Status s = WriteTextFile(
-          path, PlacementToJson(graph, *cluster, sample.placement));
+          path, PlacementToJson(graph, cluster, sample.placement));
       if (!s.ok()) return Fail(err, s);
     }
     out << "placements: " << report->samples.size() << " files in "
@@ -464,19 +491,13 @@ int Calibrate(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   if (!rounds.ok()) return Fail(err, rounds.status());
   const StatusOr<RoundStatistic> statistic = StatisticFlag(flags.statistic);
   if (!statistic.ok()) return Fail(err, statistic.status());
-  StatusOr<LoadedModel> model = LoadModel(flags.model);
-  if (!model.ok()) return Fail(err, model.status());
-  const Graph& graph = model->graph;
-  StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
-  if (!cluster.ok()) return Fail(err, cluster.status());
-  StatusOr<ProfileTable> profile = LoadProfile(flags.profile);
-  if (!profile.ok()) return Fail(err, profile.status());
-  StatusOr<std::unique_ptr<Executor>> executor =
-      ExecutorOfCluster(graph, *cluster, *exec_options);
-  if (!executor.ok()) return Fail(err, executor.status());
-  MeasuredEnvironment env(graph, *cluster, std::move(executor).value());
-  const CostModel cost(graph, *cluster, *profile);
-  const PlacementProblem problem = ProblemOf(*model, cost, flags.seed);
+  StatusOr<std::unique_ptr<MeasuredProblem>> loaded =
+      LoadMeasuredProblem(flags, *exec_options);
+  if (!loaded.ok()) return Fail(err, loaded.status());
+  const MeasuredProblem& m = **loaded;
+  const Graph& graph = m.model.graph;
+  const Cluster& cluster = m.cluster;
+  MeasuredEnvironment& env = *m.env;
   LinkCalibrationOptions options;
   options.rounds = *rounds;
   options.statistic = *statistic;
@@ -485,15 +506,15 @@ int Calibrate(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
     err << "dplace: calibrating, measurement " << (i + 1) << "/" << n << "\n";
   };
   StatusOr<LinkCalibration> c =
-      CalibrateLinks(problem, *profile, &env, options);
+      CalibrateLinks(m.problem, m.profile, &env, options);
   if (!c.ok()) return Fail(err, c.status());
   PrintStandIns(env.executor(), err);
   const std::string statistic_name(RoundStatisticName(*statistic));
   auto seconds = [](double t) { return Format("%.4f s", t); };
   auto times = [](double ratio) { return Format("%.3fx", ratio); };
-  out << GraphLine(graph) << " on cluster " << cluster->name() << "\n";
+  out << GraphLine(graph) << " on cluster " << cluster.name() << "\n";
   out << "reference (every op on "
-      << cluster->device(c->reference.empty() ? 0 : c->reference[0]).name
+      << cluster.device(c->reference.empty() ? 0 : c->reference[0]).name
       << "): measured " << seconds(c->reference_measured) << " ("
       << statistic_name << " of " << *rounds << " rounds), simulated "
       << seconds(c->reference_simulated) << "\n";

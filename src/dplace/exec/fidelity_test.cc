@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "dplace/exec/calibration.h"
@@ -148,13 +149,18 @@ TEST(RandomPlacementTest, PerGroupKeepsGroupsTogetherAndIsSeeded) {
 }
 
 // An environment that reports the simulated time times a factor, as a
-// stand-in for real measurements.
+// stand-in for real measurements; the factor may depend on the placement
+// and on what was measured before.
 class ScaledEnvironment : public Environment {
  public:
-  ScaledEnvironment(const CostModel& cost, double factor)
+  using Factor = std::function<double(const Placement&)>;
+  ScaledEnvironment(const CostModel& cost, Factor factor)
       : Environment(cost.graph(), cost.cluster()),
         sim_(cost),
-        factor_(factor) {}
+        factor_(std::move(factor)) {}
+  ScaledEnvironment(const CostModel& cost, double factor)
+      : ScaledEnvironment(cost, [factor](const Placement&) { return factor; }) {
+  }
 
  protected:
   std::vector<Measurement> DoEvaluate(
@@ -162,7 +168,7 @@ class ScaledEnvironment : public Environment {
     std::vector<Measurement> out;
     for (const Placement& p : batch) {
       Measurement m;
-      m.step_time = sim_.Simulate(p)->step_time * factor_;
+      m.step_time = sim_.Simulate(p)->step_time * factor_(p);
       out.push_back(m);
     }
     return out;
@@ -170,7 +176,7 @@ class ScaledEnvironment : public Environment {
 
  private:
   Simulator sim_;
-  double factor_;
+  Factor factor_;
 };
 
 // The "machine" is the simulator on a cluster whose links have `scale`
@@ -220,36 +226,14 @@ TEST(CalibrateLinksTest, RecoversTheMachinesLinkLatency) {
               cal->calibration_measured / cal->reference_measured, 1e-6);
 }
 
-// The simulated time on the cost model's cluster, the random per-op
-// placement's times `factors[r % 2]` in round r (its r-th evaluation).
-class NoisyEnvironment : public Environment {
- public:
-  NoisyEnvironment(const CostModel& cost, const Placement& noisy,
-                   std::array<double, 2> factors)
-      : Environment(cost.graph(), cost.cluster()),
-        sim_(cost),
-        noisy_(noisy),
-        factors_(factors) {}
-
- protected:
-  std::vector<Measurement> DoEvaluate(
-      const std::vector<Placement>& batch) override {
-    std::vector<Measurement> out;
-    for (const Placement& p : batch) {
-      Measurement m;
-      m.step_time = sim_.Simulate(p)->step_time;
-      if (p == noisy_) m.step_time *= factors_[noisy_calls_++ % 2];
-      out.push_back(m);
-    }
-    return out;
-  }
-
- private:
-  Simulator sim_;
-  Placement noisy_;
-  std::array<double, 2> factors_;
-  int noisy_calls_ = 0;
-};
+// 1 for every placement but `noisy`, whose k-th measurement (from 0) is
+// scaled by factors[k % 2].
+ScaledEnvironment::Factor NoisyFactor(const Placement& noisy,
+                                      std::array<double, 2> factors) {
+  return [noisy, factors, calls = 0](const Placement& p) mutable {
+    return p == noisy ? factors[calls++ % 2] : 1.0;
+  };
+}
 
 TEST(CalibrateLinksTest, KeepsTheBenchmarkWhereTheHalvesDisagree) {
   const SmallRnnlm rnnlm;
@@ -260,7 +244,7 @@ TEST(CalibrateLinksTest, KeepsTheBenchmarkWhereTheHalvesDisagree) {
   // Rounds 1 and 3 say the links cost less than benchmarked, rounds 2
   // and 4 more: the fit to all rounds (their fastest) is below 1, but 1
   // lies between the halves' fits.
-  NoisyEnvironment straddling(rnnlm.cost, random, {0.97, 1.05});
+  ScaledEnvironment straddling(rnnlm.cost, NoisyFactor(random, {0.97, 1.05}));
   StatusOr<LinkCalibration> cal =
       CalibrateLinks(rnnlm.problem, {}, &straddling, options);
   ASSERT_TRUE(cal.ok()) << cal.status().message();
@@ -270,7 +254,7 @@ TEST(CalibrateLinksTest, KeepsTheBenchmarkWhereTheHalvesDisagree) {
   EXPECT_EQ(cal->latency_scale, 1);
   EXPECT_DOUBLE_EQ(cal->cluster.link(0).latency, rnnlm.cluster.link(0).latency);
   // Both halves above 1: the smaller of the fits.
-  NoisyEnvironment slower(rnnlm.cost, random, {1.05, 1.10});
+  ScaledEnvironment slower(rnnlm.cost, NoisyFactor(random, {1.05, 1.10}));
   cal = CalibrateLinks(rnnlm.problem, {}, &slower, options);
   ASSERT_TRUE(cal.ok()) << cal.status().message();
   EXPECT_GT(cal->half_scales[0], 1);
@@ -379,38 +363,17 @@ TEST(RunFidelityTest, ComparesEveryPlacementWithTheMeasurement) {
   EXPECT_THAT(svg, HasSubstr("simulated = measured"));
 }
 
-// Round r of a RunFidelity reports the simulated time times factors[r].
-class DriftingEnvironment : public Environment {
- public:
-  DriftingEnvironment(const CostModel& cost, int placements,
-                      std::vector<double> factors)
-      : Environment(cost.graph(), cost.cluster()),
-        sim_(cost),
-        placements_(placements),
-        factors_(std::move(factors)) {}
-
- protected:
-  std::vector<Measurement> DoEvaluate(
-      const std::vector<Placement>& batch) override {
-    std::vector<Measurement> out;
-    for (const Placement& p : batch) {
-      Measurement m;
-      m.step_time =
-          sim_.Simulate(p)->step_time * factors_[calls_++ / placements_];
-      out.push_back(m);
-    }
-    return out;
-  }
-
- private:
-  Simulator sim_;
-  int placements_;
-  std::vector<double> factors_;
-  int calls_ = 0;
-};
+// Measurement k (from 0) scaled by factors[k / placements]: the machine
+// slowing down round after round.
+ScaledEnvironment::Factor DriftingFactor(int placements,
+                                         std::vector<double> factors) {
+  return [placements, factors, calls = 0](const Placement&) mutable {
+    return factors[calls++ / placements];
+  };
+}
 
 // RunFidelity over SmallRnnlm's placements in three rounds, which a
-// DriftingEnvironment slows by 1.0, 1.2 and 3.0.
+// DriftingFactor slows by 1.0, 1.2 and 3.0.
 class DriftingRoundsTest : public ::testing::Test {
  protected:
   DriftingRoundsTest() {
@@ -424,7 +387,7 @@ class DriftingRoundsTest : public ::testing::Test {
   }
 
   StatusOr<FidelityReport> Run() {
-    DriftingEnvironment env(rnnlm_.cost, n_, {1.0, 1.2, 3.0});
+    ScaledEnvironment env(rnnlm_.cost, DriftingFactor(n_, {1.0, 1.2, 3.0}));
     return RunFidelity(rnnlm_.problem, &env, options_);
   }
 

@@ -87,7 +87,8 @@ StatusOr<RoundStatistic> StatisticFlag(const std::string& value) {
   const std::optional<RoundStatistic> statistic = ParseRoundStatistic(value);
   if (!statistic) {
     return InvalidArgumentError(
-        "--statistic: expected fastest or median, got \"" + value + "\"");
+        "--statistic: expected fastest, fastest-quarter or median, got \"" +
+        value + "\"");
   }
   return *statistic;
 }
@@ -127,16 +128,22 @@ int Profile(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   if (!executor.ok()) return Fail(err, executor.status());
   ProfileOptions options;
   if (flags.steps > 0) options.steps = flags.steps;
-  options.fastest_window =
+  options.window =
       *statistic == RoundStatistic::kMedian ? 0 : flags.round_steps;
+  options.statistic = *statistic;
 
+  const std::string runs =
+      "run" + std::string(*statistic == RoundStatistic::kFastest ? "" : "s") +
+      " of " + std::to_string(options.window) + " steps";
   out << GraphLine(graph) << "\n";
   err << "dplace: profiling every op, " << options.steps
       << " step(s) on each device (a kind's time: the mean of its devices; "
-      << (options.fastest_window > 0
-              ? "a device's ops sum to its fastest run of " +
-                    std::to_string(options.fastest_window) + " steps"
-              : std::string("a device's ops sum to its median step"))
+      << (options.window == 0
+              ? std::string("a device's ops sum to its median step")
+          : *statistic == RoundStatistic::kFastest
+              ? "a device's ops sum to its fastest " + runs
+              : "a device's ops sum to the mean of its fastest quarter of " +
+                    runs)
       << ") ...\n";
   StatusOr<ProfileTable> table = ProfileGraph(graph, **executor, options);
   if (!table.ok()) return Fail(err, table.status());
@@ -319,8 +326,9 @@ std::string FidelityMarkdown(const Graph& graph, const Cluster& cluster,
     md += "\nThe same placements " + RetestSummary(report) +
           ": how well this machine agrees with itself.\n";
   }
-  if (report.other_statistic.count > 0) {
-    md += "\nThe same measurements " + OtherStatisticSummary(report) + ".\n";
+  for (const FidelityReport::OtherStatistic& other : report.other_statistics) {
+    md += "\nThe same measurements " + OtherStatisticSummary(report, other) +
+          ".\n";
   }
   if (report.compared.count > 0) {
     md += "\nThe same measurements " + ComparedSummary(report, compared_with) +
@@ -447,8 +455,8 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   out << FidelityTableMarkdown(*report);
   out << FidelitySummary(report->stats) << "\n";
   if (report->retest.count > 0) out << RetestSummary(*report) << "\n";
-  if (report->other_statistic.count > 0) {
-    out << OtherStatisticSummary(*report) << "\n";
+  for (const FidelityReport::OtherStatistic& other : report->other_statistics) {
+    out << OtherStatisticSummary(*report, other) << "\n";
   }
   if (report->compared.count > 0) {
     out << ComparedSummary(*report, compared_with) << "\n";
@@ -583,15 +591,16 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
                         "share of the step time between ops (default: 3)");
   c.profile->add_option(
       "--statistic", flags->statistic,
-      "what each device's op times sum to: fastest (its fastest run of "
-      "--round-steps consecutive steps, the stretch other work on the "
-      "machine disturbed least, as dplace fidelity --statistic fastest "
-      "measures a placement) or median (its median step) (default: "
-      "fastest)");
+      "what each device's op times sum to, as dplace fidelity --statistic "
+      "measures a placement: fastest (its fastest run of --round-steps "
+      "consecutive steps, the stretch other work on the machine disturbed "
+      "least), fastest-quarter (the mean of the fastest quarter of those "
+      "runs, which one lucky run moves less) or median (its median step) "
+      "(default: fastest-quarter)");
   c.profile->add_option("--round-steps", flags->round_steps,
-                        "steps of a run with --statistic fastest: the "
-                        "--steps of the dplace fidelity to compare with "
-                        "(default: 3)");
+                        "steps of a run with --statistic fastest or "
+                        "fastest-quarter: the --steps of the dplace "
+                        "fidelity to compare with (default: 3)");
   c.profile->add_option("-o,--output", flags->output, "profile JSON to write");
   c.profile->add_option("--cluster-out", flags->cluster_out,
                         "also write these devices as a cluster JSON, with "
@@ -626,8 +635,9 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
                           "median counts (default: 5)");
   c.calibrate->add_option(
       "--statistic", flags->statistic,
-      "what a placement's rounds make its time: fastest or median "
-      "(default: fastest)");
+      "what a placement's rounds make its time: fastest, fastest-quarter "
+      "(the mean of the fastest quarter) or median (default: "
+      "fastest-quarter)");
   c.calibrate->add_option("--seed", flags->seed,
                           "seed of the random per-op placement; distinct "
                           "from those dplace fidelity draws for the same "
@@ -672,8 +682,9 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
   c.fidelity->add_option(
       "--statistic", flags->statistic,
       "what a placement's rounds make its measured time: fastest (the round "
-      "least disturbed by other work on the machine) or median (default: "
-      "fastest)");
+      "least disturbed by other work on the machine), fastest-quarter (the "
+      "mean of the fastest quarter of the rounds, which one lucky round "
+      "moves less) or median (default: fastest-quarter)");
   c.fidelity->add_option(
       "--compare-cluster", flags->compare_cluster,
       "a cluster with the same devices (cluster calibrate -o, say): every "

@@ -34,7 +34,7 @@ struct ExecFlags {
   int cpu_devices = 2;
   int samples = 20;
   int rounds = -1;  // fidelity, calibrate: passes; negative: the default.
-  std::string statistic = "fastest";  // fidelity: of a placement's rounds.
+  std::string statistic = "fastest-quarter";  // Of a placement's rounds.
   int round_steps = 3;  // profile: steps of a run, with statistic fastest.
   uint64_t seed = 1;
 };

@@ -42,7 +42,10 @@ class ExecCommandsTest : public CliDirTest {
                 "--steps", "1", "-o", profile(), "--cluster-out", cluster()});
     ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
     EXPECT_THAT(r.out, HasSubstr("copy cpu:0 -> cpu:1: latency "));
-    EXPECT_THAT(r.err, HasSubstr("ops sum to its fastest run of 3 steps"));
+    EXPECT_THAT(
+        r.err,
+        HasSubstr(
+            "ops sum to the mean of its fastest quarter of runs of 3 steps"));
     EXPECT_THAT(r.out, HasSubstr("profile: " + profile() + "\n"));
     EXPECT_THAT(r.out, HasSubstr("cluster: " + cluster() + "\n"));
   }
@@ -235,14 +238,16 @@ TEST_F(ExecCommandsTest, BadDevicesAndClustersAreOneLineErrors) {
   EXPECT_THAT(BadInput(Dplace({"profile", "--model", kModel, "--devices",
                                "cpu:0", "--round-steps", "0"})),
               HasSubstr("--round-steps: expected an integer >= 1, got 0"));
-  EXPECT_THAT(BadInput(Dplace({"profile", "--model", kModel, "--devices",
-                               "cpu:0", "--statistic", "min"})),
-              HasSubstr("--statistic: expected fastest or median, got "
-                        "\"min\""));
-  EXPECT_THAT(BadInput(Dplace({"fidelity", "--model", kModel, "--cluster",
-                               "k80x2", "--statistic", "mean"})),
-              HasSubstr("--statistic: expected fastest or median, got "
-                        "\"mean\""));
+  EXPECT_THAT(
+      BadInput(Dplace({"profile", "--model", kModel, "--devices", "cpu:0",
+                       "--statistic", "min"})),
+      HasSubstr("--statistic: expected fastest, fastest-quarter or median, got "
+                "\"min\""));
+  EXPECT_THAT(
+      BadInput(Dplace({"fidelity", "--model", kModel, "--cluster", "k80x2",
+                       "--statistic", "mean"})),
+      HasSubstr("--statistic: expected fastest, fastest-quarter or median, got "
+                "\"mean\""));
   EXPECT_THAT(
       BadInput(Dplace({"measure", "--model", kModel, "--cluster", "k80x2",
                        "--placement", "p.json", "--steps", "0"})),

@@ -45,8 +45,9 @@ struct LinkCalibrationOptions {
   // Rounds, each measuring both placements once (in alternating order).
   // Default: 12.
   int rounds = 12;
-  // What a placement's rounds make its time. Default: fastest.
-  RoundStatistic statistic = RoundStatistic::kFastest;
+  // What a placement's rounds make its time. Default: the mean of the
+  // fastest quarter.
+  RoundStatistic statistic = RoundStatistic::kFastestQuarter;
   // Seed of the random per-op placement. Default: 1.
   uint64_t seed = 1;
   // The largest latency a link may be given, seconds. Default: 1 ms.

@@ -796,13 +796,14 @@ StatusOr<ExecResult> Executor::Measure(const Placement& placement) {
 
 StatusOr<std::vector<double>> Executor::ProfileOps(int device, int steps,
                                                    double* step_total,
-                                                   int fastest_window) {
+                                                   int window,
+                                                   RoundStatistic statistic) {
   const int num_devices = static_cast<int>(impl_->devices.size());
-  if (device < 0 || device >= num_devices || steps < 1 || fastest_window < 0) {
-    return InvalidArgumentError(
-        "profile: device " + std::to_string(device) + " of " +
-        std::to_string(num_devices) + ", steps " + std::to_string(steps) +
-        ", fastest window " + std::to_string(fastest_window));
+  if (device < 0 || device >= num_devices || steps < 1 || window < 0) {
+    return InvalidArgumentError("profile: device " + std::to_string(device) +
+                                " of " + std::to_string(num_devices) +
+                                ", steps " + std::to_string(steps) +
+                                ", window " + std::to_string(window));
   }
   const Placement placement(impl_->graph->num_ops(), device);
   Session session(*impl_, placement, /*record_times=*/true);
@@ -838,10 +839,10 @@ StatusOr<std::vector<double>> Executor::ProfileOps(int device, int steps,
   const double share = num_ops > 0 ? std::max(0.0, step - inside) / num_ops : 0;
   for (double& t : times) t += share;
   double total = step;
-  if (fastest_window > 0 && step > 0) {
+  if (window > 0 && step > 0) {
     // Other work on the machine only ever adds time: scale every op alike
-    // to the least disturbed stretch of steps.
-    total = FastestWindowMedian(step_times, fastest_window);
+    // to the least disturbed stretches of steps.
+    total = OfRounds(WindowMedians(step_times, window), statistic);
     for (double& t : times) t *= total / step;
   }
   if (step_total != nullptr) *step_total = total;

@@ -31,6 +31,7 @@
 #include "dplace/graph/graph.h"
 #include "dplace/sim/placement.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/util/median.h"  // RoundStatistic
 #include "dplace/util/status.h"
 
 namespace dplace {
@@ -125,15 +126,14 @@ class Executor {
   // every op there, after one warm-up step) plus an equal share of the
   // median step's time that no op accounts for (taking the next op off the
   // device's queue, between ops), so the ops sum to the median step: what
-  // the cost model's profile table holds. With `fastest_window` k >= 1 the
-  // times are then scaled to sum to the fastest run of k consecutive steps
-  // instead (FastestWindowMedian), the stretch the machine disturbed
-  // least, which is what `dplace fidelity --statistic fastest --steps k`
-  // measures. `step_total`, when given, receives what the ops sum to
-  // (seconds).
-  StatusOr<std::vector<double>> ProfileOps(int device, int steps,
-                                           double* step_total = nullptr,
-                                           int fastest_window = 0);
+  // the cost model's profile table holds. With `window` k >= 1 the times
+  // are then scaled alike to sum to `statistic` of the medians of
+  // consecutive runs of k steps (WindowMedians, OfRounds), which is what
+  // `dplace fidelity --statistic S --steps k` measures a placement by.
+  // `step_total`, when given, receives what the ops sum to (seconds).
+  StatusOr<std::vector<double>> ProfileOps(
+      int device, int steps, double* step_total = nullptr, int window = 0,
+      RoundStatistic statistic = RoundStatistic::kFastest);
 
   // Seconds a tensor of `bytes` made on device `from` and read on device
   // `to` costs over one made and read on `from`: the copy and its

@@ -216,7 +216,7 @@ TEST(ExecutorTest, ProfiledOpTimesSumToTheOneDeviceStep) {
   // Scaled to the fastest run of 2 of 6 steps, the ops sum to that run.
   double fastest = 0;
   StatusOr<std::vector<double>> scaled =
-      (*executor)->ProfileOps(0, 6, &fastest, /*fastest_window=*/2);
+      (*executor)->ProfileOps(0, 6, &fastest, /*window=*/2);
   ASSERT_TRUE(scaled.ok()) << scaled.status().message();
   double scaled_sum = 0;
   for (double t : *scaled) scaled_sum += t;

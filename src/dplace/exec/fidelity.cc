@@ -70,25 +70,6 @@ std::string Correlation(double r) {
 
 }  // namespace
 
-double OfRounds(std::vector<double> times, RoundStatistic statistic) {
-  if (times.empty()) return kNaN;
-  if (statistic == RoundStatistic::kFastest) {
-    return *std::min_element(times.begin(), times.end());
-  }
-  return Median(std::move(times));
-}
-
-std::string_view RoundStatisticName(RoundStatistic statistic) {
-  return statistic == RoundStatistic::kFastest ? "fastest" : "median";
-}
-
-std::optional<RoundStatistic> ParseRoundStatistic(std::string_view name) {
-  for (RoundStatistic s : {RoundStatistic::kFastest, RoundStatistic::kMedian}) {
-    if (name == RoundStatisticName(s)) return s;
-  }
-  return std::nullopt;
-}
-
 double MeanAbsolutePercentageError(const std::vector<double>& predicted,
                                    const std::vector<double>& actual) {
   if (actual.empty()) return kNaN;
@@ -358,11 +339,13 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     }
     return OfRounds(std::move(times), options.statistic);
   };
-  const RoundStatistic other = options.statistic == RoundStatistic::kFastest
-                                   ? RoundStatistic::kMedian
-                                   : RoundStatistic::kFastest;
-  std::vector<double> predicted, actual, actual_other, odd_rounds, even_rounds,
+  std::vector<RoundStatistic> others;
+  for (RoundStatistic s : kRoundStatistics) {
+    if (s != options.statistic) others.push_back(s);
+  }
+  std::vector<double> predicted, actual, odd_rounds, even_rounds,
       compared_predicted, compared_actual;
+  std::vector<std::vector<double>> actual_others(others.size());
   for (int i = 0; i < n; ++i) {
     FidelitySample& sample = report.samples[i];
     sample.measured = rounds[0][i];
@@ -390,7 +373,10 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     if (sample.simulated_feasible && sample.measured.feasible) {
       predicted.push_back(sample.simulated);
       actual.push_back(sample.measured.step_time);
-      actual_other.push_back(OfRounds(sample.round_step_times, other));
+      for (size_t o = 0; o < others.size(); ++o) {
+        actual_others[o].push_back(
+            OfRounds(sample.round_step_times, others[o]));
+      }
     }
     if (std::isfinite(sample.compared_simulated) && sample.measured.feasible) {
       compared_predicted.push_back(sample.compared_simulated);
@@ -413,11 +399,11 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
   if (!stats.ok()) return stats.status();
   report.stats = *stats;
   report.statistic = options.statistic;
-  if (options.rounds >= 2) {
+  for (size_t o = 0; o < others.size() && options.rounds >= 2; ++o) {
     StatusOr<FidelityStats> other_stats =
-        ComputeFidelityStats(predicted, actual_other);
+        ComputeFidelityStats(predicted, actual_others[o]);
     if (!other_stats.ok()) return other_stats.status();
-    report.other_statistic = *other_stats;
+    report.other_statistics.push_back({others[o], *other_stats});
   }
   if (compared_predicted.size() >= 2) {
     StatusOr<FidelityStats> compared =
@@ -444,9 +430,7 @@ std::string FidelityTableMarkdown(const FidelityReport& report) {
   }
   std::string out =
       rounds ? std::string("| placement | simulated (s) | measured (s, ") +
-                   (report.statistic == RoundStatistic::kFastest
-                        ? "fastest round"
-                        : "median of the rounds") +
+                   std::string(RoundStatisticPhrase(report.statistic)) +
                    ") | error | rounds (s) |\n"
                    "|---|---:|---:|---:|---:|\n"
              : "| placement | simulated (s) | measured (s) | error |\n"
@@ -489,13 +473,11 @@ std::string RetestSummary(const FidelityReport& report) {
          FidelitySummary(report.retest);
 }
 
-std::string OtherStatisticSummary(const FidelityReport& report) {
-  if (report.other_statistic.count == 0) return "";
-  return std::string(report.statistic == RoundStatistic::kFastest
-                         ? "with the median of the rounds instead of the "
-                           "fastest: "
-                         : "with the fastest round instead of the median: ") +
-         FidelitySummary(report.other_statistic);
+std::string OtherStatisticSummary(const FidelityReport& report,
+                                  const FidelityReport::OtherStatistic& other) {
+  return "with " + std::string(RoundStatisticPhrase(other.statistic)) +
+         " instead of " + std::string(RoundStatisticPhrase(report.statistic)) +
+         ": " + FidelitySummary(other.stats);
 }
 
 std::string ComparedSummary(const FidelityReport& report,

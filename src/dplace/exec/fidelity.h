@@ -19,14 +19,13 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
 #include "dplace/placers/placer.h"
+#include "dplace/util/median.h"  // RoundStatistic, OfRounds
 #include "dplace/util/status.h"
 
 namespace dplace {
@@ -61,17 +60,6 @@ double KendallTauB(const std::vector<double>& x, const std::vector<double>& y);
 StatusOr<FidelityStats> ComputeFidelityStats(
     const std::vector<double>& predicted, const std::vector<double>& actual);
 
-// How a placement's rounds make its measured time: the fastest round (the
-// one least disturbed by other work on the machine, which only ever adds
-// time) or their median.
-enum class RoundStatistic { kFastest, kMedian };
-// "fastest", "median".
-std::string_view RoundStatisticName(RoundStatistic statistic);
-std::optional<RoundStatistic> ParseRoundStatistic(std::string_view name);
-// `times` made one by the statistic (their least, or their median); NaN
-// when empty.
-double OfRounds(std::vector<double> times, RoundStatistic statistic);
-
 struct FidelityOptions {
   // Placements in all; random ones fill up to it after the single-device
   // and placer ones (which are kept even past it). Default: 20.
@@ -89,8 +77,8 @@ struct FidelityOptions {
   // its passes. With two or more, the even passes (2, 4, ...) are also
   // compared with the odd ones (FidelityReport::retest). Default: 2.
   int rounds = 2;
-  // Default: the fastest round.
-  RoundStatistic statistic = RoundStatistic::kFastest;
+  // Default: the mean of the fastest quarter of the rounds.
+  RoundStatistic statistic = RoundStatistic::kFastestQuarter;
   // Called before each measurement: (index, count, label), index counting
   // over all rounds. Default: none.
   std::function<void(int, int, const std::string&)> progress;
@@ -149,9 +137,14 @@ struct FidelityReport {
   // rounds it may do a little better). count 0 with one round.
   FidelityStats retest;
   // The options' statistic, which `stats` and `retest` use.
-  RoundStatistic statistic = RoundStatistic::kFastest;
-  // `stats` under the other statistic. count 0 with one round.
-  FidelityStats other_statistic;
+  RoundStatistic statistic = RoundStatistic::kFastestQuarter;
+  // `stats` under each other statistic, in kRoundStatistics' order; empty
+  // with one round.
+  struct OtherStatistic {
+    RoundStatistic statistic;
+    FidelityStats stats;
+  };
+  std::vector<OtherStatistic> other_statistics;
   // `stats` with FidelityOptions::compare_cost's simulated times, over the
   // samples feasible in both simulations and measured. count 0 without it.
   FidelityStats compared;
@@ -174,9 +167,10 @@ std::string FidelitySummary(const FidelityStats& stats);
 // "re-measured (even rounds against odd rounds): MAPE 3.0%, ..."; empty when
 // the report has one round.
 std::string RetestSummary(const FidelityReport& report);
-// "with the median of the rounds instead of the fastest: MAPE 4.1%, ...";
-// empty when the report has one round.
-std::string OtherStatisticSummary(const FidelityReport& report);
+// "with the median of the rounds instead of the mean of the fastest
+// quarter of the rounds: MAPE 4.1%, ...".
+std::string OtherStatisticSummary(const FidelityReport& report,
+                                  const FidelityReport::OtherStatistic& other);
 // "simulated with <what> instead: MAPE ..."; empty without a comparison.
 std::string ComparedSummary(const FidelityReport& report,
                             const std::string& what);

@@ -399,6 +399,7 @@ class DriftingRoundsTest : public ::testing::Test {
 
 TEST_F(DriftingRoundsTest, RoundsTakeTheFastestAndCompareEvenWithOdd) {
   const int n = n_;
+  options_.statistic = RoundStatistic::kFastest;
   StatusOr<FidelityReport> report = Run();
   ASSERT_TRUE(report.ok()) << report.status().message();
   // The fastest round's factor, 1.0: every prediction is right.
@@ -409,14 +410,21 @@ TEST_F(DriftingRoundsTest, RoundsTakeTheFastestAndCompareEvenWithOdd) {
   // Round 2 (factor 1.2) against the faster of rounds 1 and 3 (1.0).
   EXPECT_EQ(report->retest.count, n);
   EXPECT_NEAR(report->retest.mape, 0.2, 1e-9);
-  // The median round (1.2) as the other statistic.
-  EXPECT_EQ(report->other_statistic.count, n);
-  EXPECT_NEAR(report->other_statistic.mape, 0.2 / 1.2, 1e-9);
-  EXPECT_THAT(OtherStatisticSummary(*report),
+  // The other statistics: the fastest quarter of 3 rounds is the fastest
+  // (1.0); the median round is 1.2.
+  ASSERT_EQ(report->other_statistics.size(), 2u);
+  const FidelityReport::OtherStatistic& quarter = report->other_statistics[0];
+  const FidelityReport::OtherStatistic& median = report->other_statistics[1];
+  EXPECT_EQ(quarter.statistic, RoundStatistic::kFastestQuarter);
+  EXPECT_NEAR(quarter.stats.mape, 0, 1e-9);
+  EXPECT_EQ(median.statistic, RoundStatistic::kMedian);
+  EXPECT_EQ(median.stats.count, n);
+  EXPECT_NEAR(median.stats.mape, 0.2 / 1.2, 1e-9);
+  EXPECT_THAT(OtherStatisticSummary(*report, median),
               StartsWith("with the median of the rounds instead of the "
-                         "fastest: MAPE 16.7%"));
+                         "fastest round: MAPE 16.7%"));
   EXPECT_THAT(FidelityTableMarkdown(*report),
-              HasSubstr("| measured (s, fastest round) |"));
+              HasSubstr("| measured (s, the fastest round) |"));
 }
 
 TEST_F(DriftingRoundsTest, RoundsTakeTheMedianAndCompareEvenWithOdd) {
@@ -452,11 +460,13 @@ TEST_F(DriftingRoundsTest, RoundsTakeTheMedianAndCompareEvenWithOdd) {
   EXPECT_THAT(
       RetestSummary(*report),
       StartsWith("re-measured (even rounds against odd rounds): MAPE 40.0%"));
-  // The fastest round (1.0) as the other statistic: every prediction right.
-  EXPECT_NEAR(report->other_statistic.mape, 0, 1e-9);
-  EXPECT_THAT(OtherStatisticSummary(*report),
-              StartsWith("with the fastest round instead of the median: "
-                         "MAPE 0.0%"));
+  // The fastest round (1.0) as another statistic: every prediction right.
+  ASSERT_EQ(report->other_statistics.size(), 2u);
+  EXPECT_EQ(report->other_statistics[0].statistic, RoundStatistic::kFastest);
+  EXPECT_NEAR(report->other_statistics[0].stats.mape, 0, 1e-9);
+  EXPECT_THAT(OtherStatisticSummary(*report, report->other_statistics[0]),
+              StartsWith("with the fastest round instead of the median of "
+                         "the rounds: MAPE 0.0%"));
   EXPECT_THAT(FidelityTableMarkdown(*report), HasSubstr(" / "));
 
   options_.rounds = 0;
@@ -489,14 +499,33 @@ TEST(RunFidelityTest, SamePlacementsForTheSameSeed) {
   EXPECT_NE(FidelityPlacements(problem, options)[6].placement, a[6].placement);
 }
 
-TEST(FastestWindowMedianTest, TheLeastDisturbedRunOfConsecutiveValues) {
+TEST(WindowMediansTest, MediansOfConsecutiveRuns) {
   // Runs of 3: medians 5, 2, 7; the trailing 1 makes no run of its own.
-  EXPECT_DOUBLE_EQ(FastestWindowMedian({5, 9, 4, 2, 2, 8, 7, 7, 9, 1}, 3), 2);
+  EXPECT_EQ(WindowMedians({5, 9, 4, 2, 2, 8, 7, 7, 9, 1}, 3),
+            (std::vector<double>{5, 2, 7}));
   // A run of 1 is each value.
-  EXPECT_DOUBLE_EQ(FastestWindowMedian({5, 9, 4}, 1), 4);
+  EXPECT_EQ(WindowMedians({5, 9, 4}, 1), (std::vector<double>{5, 9, 4}));
   // Fewer values than a run: their median.
-  EXPECT_DOUBLE_EQ(FastestWindowMedian({5, 9}, 3), 7);
-  EXPECT_DOUBLE_EQ(FastestWindowMedian({}, 3), 0);
+  EXPECT_EQ(WindowMedians({5, 9}, 3), (std::vector<double>{7}));
+  EXPECT_TRUE(WindowMedians({}, 3).empty());
+}
+
+TEST(OfRoundsTest, FastestFastestQuarterAndMedian) {
+  const std::vector<double> times = {5, 1, 3, 2, 9, 4, 8, 7};
+  EXPECT_DOUBLE_EQ(OfRounds(times, RoundStatistic::kFastest), 1);
+  // A quarter of 8 rounds: the 2 fastest, 1 and 2.
+  EXPECT_DOUBLE_EQ(OfRounds(times, RoundStatistic::kFastestQuarter), 1.5);
+  EXPECT_DOUBLE_EQ(OfRounds(times, RoundStatistic::kMedian), 4.5);
+  // A quarter of 24 rounds is 6; of 3 rounds, at least one.
+  std::vector<double> many;
+  for (int i = 24; i >= 1; --i) many.push_back(i);
+  EXPECT_DOUBLE_EQ(OfRounds(many, RoundStatistic::kFastestQuarter), 3.5);
+  EXPECT_DOUBLE_EQ(OfRounds({3, 9, 6}, RoundStatistic::kFastestQuarter), 3);
+  EXPECT_TRUE(std::isnan(OfRounds({}, RoundStatistic::kFastestQuarter)));
+  for (RoundStatistic s : kRoundStatistics) {
+    EXPECT_EQ(ParseRoundStatistic(RoundStatisticName(s)), s);
+  }
+  EXPECT_EQ(ParseRoundStatistic("fastest-half"), std::nullopt);
 }
 
 TEST(PlacementFileNameTest, EveryLabelGetsAPlainDistinctName) {

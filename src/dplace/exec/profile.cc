@@ -57,9 +57,9 @@ StatusOr<ProfileTable> ProfileGraph(const Graph& graph, Executor& executor,
     return InvalidArgumentError("profile: steps must be >= 1, got " +
                                 std::to_string(options.steps));
   }
-  if (options.fastest_window < 0) {
-    return InvalidArgumentError("profile: fastest_window must be >= 0, got " +
-                                std::to_string(options.fastest_window));
+  if (options.window < 0) {
+    return InvalidArgumentError("profile: window must be >= 0, got " +
+                                std::to_string(options.window));
   }
   ProfileTable table;
   const std::vector<ExecDevice>& devices = executor.devices();
@@ -69,9 +69,9 @@ StatusOr<ProfileTable> ProfileGraph(const Graph& graph, Executor& executor,
     for (size_t device = 0; device < devices.size(); ++device) {
       if (devices[device].kind != kind) continue;
       const std::string& name = devices[device].name;
-      StatusOr<std::vector<double>> times =
-          executor.ProfileOps(static_cast<int>(device), options.steps,
-                              /*step_total=*/nullptr, options.fastest_window);
+      StatusOr<std::vector<double>> times = executor.ProfileOps(
+          static_cast<int>(device), options.steps,
+          /*step_total=*/nullptr, options.window, options.statistic);
       if (!times.ok()) return times.status().WithPrefix("profile " + name);
       if (static_cast<int>(times->size()) != graph.num_ops()) {
         return InternalError("profile " + name + ": " +

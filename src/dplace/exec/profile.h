@@ -17,6 +17,7 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/exec/executor.h"
+#include "dplace/util/median.h"
 #include "dplace/util/status.h"
 
 namespace dplace {
@@ -26,11 +27,13 @@ struct ProfileOptions {
   // median. Default: 3.
   int steps = 3;
   // 0: a device's ops sum to its median step. k >= 1: they are scaled to
-  // sum to its fastest run of k consecutive steps (Executor::ProfileOps),
-  // what `dplace fidelity --statistic fastest --steps k` measures, so a
-  // one-device placement simulates at the time fidelity compares it with.
-  // Default: 3 (with 3 steps, the same as 0).
-  int fastest_window = 3;
+  // sum to `statistic` of its runs of k consecutive steps
+  // (Executor::ProfileOps), what `dplace fidelity --statistic S --steps k`
+  // measures, so a one-device placement simulates at the time fidelity
+  // compares it with. Default: 3 (with 3 steps, the same as 0).
+  int window = 3;
+  // Default: the mean of the fastest quarter of the runs.
+  RoundStatistic statistic = RoundStatistic::kFastestQuarter;
 };
 
 // Every op's measured time on each kind of device the executor has, by op

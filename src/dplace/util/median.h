@@ -1,8 +1,13 @@
-// The median of a sample, for the places that summarise timings.
+// The median of a sample, and the statistics that make repeated timings
+// one figure.
 #ifndef DPLACE_UTIL_MEDIAN_H_
 #define DPLACE_UTIL_MEDIAN_H_
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace dplace {
@@ -15,21 +20,78 @@ inline double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-// The fastest of the medians of consecutive runs of `window` values
-// (values[0..window), values[window..2 window), ...; a shorter last run
-// counts when it is the only one): a timing's least disturbed stretch,
-// as `dplace fidelity --statistic fastest` takes a placement's rounds of
-// `window` steps. 0 for none. REQUIRES: window >= 1.
-inline double FastestWindowMedian(const std::vector<double>& values,
-                                  size_t window) {
-  if (values.size() <= window) return Median(values);
-  double fastest = 0;
+// The medians of consecutive runs of `window` values (values[0..window),
+// values[window..2 window), ...; a shorter last run counts when it is the
+// only one), as `dplace fidelity --steps window` makes a round of steps
+// one time. None for no values. REQUIRES: window >= 1.
+inline std::vector<double> WindowMedians(const std::vector<double>& values,
+                                         size_t window) {
+  if (values.empty()) return {};
+  if (values.size() <= window) return {Median(values)};
+  std::vector<double> medians;
   for (size_t start = 0; start + window <= values.size(); start += window) {
-    const double m = Median(std::vector<double>(
-        values.begin() + start, values.begin() + start + window));
-    if (start == 0 || m < fastest) fastest = m;
+    medians.push_back(Median(std::vector<double>(
+        values.begin() + start, values.begin() + start + window)));
   }
-  return fastest;
+  return medians;
+}
+
+// How repeated timings of one thing (a placement's rounds, a profile's
+// runs of steps) make its time. Other work on the machine only ever adds
+// time, so the fastest are the least disturbed: kFastest takes the least;
+// kFastestQuarter the mean of the fastest quarter (at least one), which a
+// single lucky or unlucky timing moves less; kMedian the median.
+enum class RoundStatistic { kFastest, kFastestQuarter, kMedian };
+inline constexpr RoundStatistic kRoundStatistics[] = {
+    RoundStatistic::kFastest, RoundStatistic::kFastestQuarter,
+    RoundStatistic::kMedian};
+
+// "fastest", "fastest-quarter", "median".
+inline std::string_view RoundStatisticName(RoundStatistic statistic) {
+  switch (statistic) {
+    case RoundStatistic::kFastest:
+      return "fastest";
+    case RoundStatistic::kFastestQuarter:
+      return "fastest-quarter";
+    case RoundStatistic::kMedian:
+      break;
+  }
+  return "median";
+}
+
+// "the fastest round", "the mean of the fastest quarter of the rounds",
+// "the median of the rounds".
+inline std::string_view RoundStatisticPhrase(RoundStatistic statistic) {
+  switch (statistic) {
+    case RoundStatistic::kFastest:
+      return "the fastest round";
+    case RoundStatistic::kFastestQuarter:
+      return "the mean of the fastest quarter of the rounds";
+    case RoundStatistic::kMedian:
+      break;
+  }
+  return "the median of the rounds";
+}
+
+inline std::optional<RoundStatistic> ParseRoundStatistic(
+    std::string_view name) {
+  for (RoundStatistic s : kRoundStatistics) {
+    if (name == RoundStatisticName(s)) return s;
+  }
+  return std::nullopt;
+}
+
+// `times` made one by the statistic; NaN when empty.
+inline double OfRounds(std::vector<double> times, RoundStatistic statistic) {
+  if (times.empty()) return std::numeric_limits<double>::quiet_NaN();
+  if (statistic == RoundStatistic::kMedian) return Median(std::move(times));
+  std::sort(times.begin(), times.end());
+  const size_t k = statistic == RoundStatistic::kFastest
+                       ? 1
+                       : std::max<size_t>(1, std::lround(times.size() / 4.0));
+  double sum = 0;
+  for (size_t i = 0; i < k; ++i) sum += times[i];
+  return sum / k;
 }
 
 }  // namespace dplace

@@ -49,6 +49,14 @@ started=$(date +%s)
 echo "detecting the local cluster ..." >&2
 "$dplace" cluster detect --cpu-devices "$cpu_devices" -o "$work/local.json" \
   > "$work/detect.txt"
+# Four more detections, to show how far the links' benchmark moves.
+detected_latencies=$(sed -n 's/^cpu:0 -> cpu:1: .*, \([0-9.]*\) us, .*/\1/p' "$work/detect.txt")
+for _ in 1 2 3 4; do
+  detected_latencies+=" $("$dplace" cluster detect --cpu-devices "$cpu_devices" \
+    -o "$work/detect-again.json" 2> /dev/null |
+    sed -n 's/^cpu:0 -> cpu:1: .*, \([0-9.]*\) us, .*/\1/p')"
+done
+detected_latencies=$(echo $detected_latencies | sed 's/ /, /g')
 
 models=("resnet $resnet ${ROUNDS:-24}" "nmt $nmt ${ROUNDS:-48}")
 for entry in "${models[@]}"; do
@@ -62,7 +70,7 @@ for entry in "${models[@]}"; do
   "$dplace" fidelity --model "$spec" --cluster "$work/local.json" \
     --profile "$work/$name.profile.json" --samples "$samples" \
     --steps "$steps" --rounds "$rounds" --statistic "$statistic" \
-    --seed "$seed" --placements "$work/$name-placements" \
+    --seed "$seed" --calibrate-links --placements "$work/$name-placements" \
     --svg "$docs_dir/fidelity-$name.svg" --markdown "$work/$name.md" \
     > "$work/$name.fidelity.txt" 2> "$work/$name.fidelity.err"
 done
@@ -95,14 +103,25 @@ retest_cells() {
   cells=$(sed -n 's/^re-measured (even rounds against odd rounds): MAPE \([^,]*\), max error [^,]*, Spearman \([^,]*\),.*/\1 | \2/p' "$1")
   echo "${cells:-- | -}"
 }
-# The other statistics' MAPE and Spearman as one table cell
-# ("fastest round: 3.7% / 0.908; median: 12.3% / 0.744"; "-" with one
-# round).
+# The other statistics' MAPE, Spearman and re-measured Spearman as one
+# table cell ("fastest round: 3.7% / 0.908 / 0.811; median: ..."; "-"
+# with one round).
 other_cells() {
   local cells
-  cells=$(sed -n 's/^with the \(.*\) instead of the .*: MAPE \([^,]*\), max error [^,]*, Spearman \([^,]*\),.*/\1: \2 \/ \3/p' "$1" |
+  cells=$(sed -n 's/^with the \(.*\) instead of the .*: MAPE \([^,]*\), max error [^,]*, Spearman \([^,]*\),.*re-measured Spearman \([^ ]*\)$/\1: \2 \/ \3 \/ \4/p' "$1" |
     sed 's/ of the rounds:/:/' | paste -sd';' | sed 's/;/; /g')
   echo "${cells:--}"
+}
+# The fitted link latency factor ("x2.71").
+scale_of() {
+  sed -n 's/^links calibrated in the same rounds: every latency \([^ ]*\) .*/\1/p' "$1"
+}
+# The figures with the cluster's own link latencies, MAPE and Spearman as
+# table cells.
+uncalibrated_cells() {
+  local cells
+  cells=$(sed -n "s/^simulated with the cluster's own link latencies instead: MAPE \([^,]*\), max error [^,]*, Spearman \([^,]*\),.*/\1 | \2/p" "$1")
+  echo "${cells:-- | -}"
 }
 # "met" or "not met" for MAPE <= 15% and Spearman >= 0.9.
 targets_of() {
@@ -152,7 +171,24 @@ warm-up, the median). A placement's time is $statistic_phrase
 time, so the fastest rounds are the ones it disturbed least; the mean
 of the fastest quarter is moved less than the single fastest round by
 one lucky round. The "other statistics" column gives the figures for the
-other choices (MAPE / Spearman). Errors are
+other choices (MAPE / Spearman / re-measured Spearman).
+
+**Links calibrated in the same rounds** (\`--calibrate-links\`). Every
+round also measures two placements that are not among the 20: every op
+on \`cpu:0\`, and a random per-op placement of another seed than the
+random samples' (\`dplace cluster calibrate\`'s pair). After the rounds,
+one factor on every link latency is fitted by bisection so that the
+simulated ratio of the two placements' times equals the measured ratio
+(each made by the statistic), fitted again to the odd and to the even
+rounds alone, and moved from 1 only as far as all three fits agree.
+Every placement is then simulated on the calibrated cluster; the
+"uncalibrated" columns give the figures with the detected cluster's
+latencies. The cost of a cross-device edge on this virtual machine
+drifts (five \`cluster detect\` runs in a row before the measurements
+gave $detected_latencies µs from \`cpu:0\` to \`cpu:1\`), and one benchmark
+taken before the measurements does not follow it; a fit over the same
+rounds does. No measurement of
+the 20 placements enters the fit. Errors are
 (simulated − measured) / measured; MAPE is their mean absolute value;
 Spearman and Kendall (tau-b) compare the rankings, which is what a placer
 needs from the simulator. Targets: Spearman ≥ 0.9 and MAPE ≤ 15%.
@@ -169,7 +205,9 @@ executor's \`CopyIn\`), ahead of the ops waiting on that thread.
 the simulator puts each copy at the front of the consumer's ready queue
 and charges it to that device's time; each link's latency is at least
 the hand-off a cross-device edge costs inside a step (a chain of
-one-element ops alternating between the devices). The profile gives each
+one-element ops alternating between the devices), and \`--calibrate-links\`
+then scales every link latency by one factor, fitted in the same rounds
+as the placements (below). The profile gives each
 op an equal share of the step time no op accounts for (the worker
 thread taking its next op), so a one-device placement simulates at the
 profiled step (made by the same statistic). Not modelled: the machine's
@@ -187,17 +225,17 @@ Commands:
 \`\`\`
 $dplace cluster detect --cpu-devices $cpu_devices -o local.json
 $dplace profile --model MODEL --devices $devices --steps $profile_steps --statistic $statistic --round-steps $steps -o MODEL.profile.json
-$dplace fidelity --model MODEL --cluster local.json --profile MODEL.profile.json --samples $samples --steps $steps --rounds ROUNDS --statistic $statistic --seed $seed --svg fidelity-MODEL.svg --markdown MODEL.md
+$dplace fidelity --model MODEL --cluster local.json --profile MODEL.profile.json --samples $samples --steps $steps --rounds ROUNDS --statistic $statistic --seed $seed --calibrate-links --svg fidelity-MODEL.svg --markdown MODEL.md
 \`\`\`
 
 ## Summary
 
-| model | spec | MAPE | max error | Spearman | Kendall | placements | targets | re-measured MAPE | re-measured Spearman | other statistics |
-|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|
+| model | spec | MAPE | max error | Spearman | Kendall | placements | targets | link latencies | uncalibrated MAPE | uncalibrated Spearman | re-measured MAPE | re-measured Spearman | other statistics |
+|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|
 EOF
   for entry in "${models[@]}"; do
-    read -r name spec <<< "$entry"
-    echo "| $name | \`$spec\` | $(summary_cells "$work/$name.fidelity.txt") | $(targets_of "$work/$name.fidelity.txt") | $(retest_cells "$work/$name.fidelity.txt") | $(other_cells "$work/$name.fidelity.txt") |"
+    read -r name spec _ <<< "$entry"
+    echo "| $name | \`$spec\` | $(summary_cells "$work/$name.fidelity.txt") | $(targets_of "$work/$name.fidelity.txt") | $(scale_of "$work/$name.fidelity.txt") | $(uncalibrated_cells "$work/$name.fidelity.txt") | $(retest_cells "$work/$name.fidelity.txt") | $(other_cells "$work/$name.fidelity.txt") |"
   done
   cat <<EOF
 
@@ -209,7 +247,7 @@ $(cat "$work/detect.txt")
 
 EOF
   for entry in "${models[@]}"; do
-    read -r name spec <<< "$entry"
+    read -r name spec _ <<< "$entry"
     echo "## $name"
     echo
     echo "\`$spec\`; profile:"

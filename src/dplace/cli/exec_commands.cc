@@ -319,9 +319,15 @@ std::string FidelityMarkdown(const Graph& graph, const Cluster& cluster,
                    std::to_string(graph.num_ops()) + " ops) on " +
                    cluster.name() + " (" +
                    std::to_string(cluster.num_devices()) + " devices)\n\n";
+  if (report.calibration) {
+    md += "Simulated with the " + CalibrationSummary(report) + ".\n\n";
+  }
   md += FidelityTableMarkdown(report) + "\n";
   md += "**" + FidelitySummary(report.stats) + "**; measured in " +
         Format("%.0f", report.wall_seconds) + " s.\n";
+  if (report.uncalibrated.count > 0) {
+    md += "\nThe same measurements " + UncalibratedSummary(report) + ".\n";
+  }
   if (report.retest.count > 0) {
     md += "\nThe same placements " + RetestSummary(report) +
           ": how well this machine agrees with itself.\n";
@@ -389,6 +395,11 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   if (!rounds.ok()) return Fail(err, rounds.status());
   const StatusOr<RoundStatistic> statistic = StatisticFlag(flags.statistic);
   if (!statistic.ok()) return Fail(err, statistic.status());
+  if (flags.calibrate_links && flags.profile.empty()) {
+    return Fail(err, InvalidArgumentError(
+                         "--calibrate-links: needs --profile (the op times "
+                         "the links are calibrated against)"));
+  }
   if (!flags.placements_dir.empty()) {
     // Before measuring, which takes minutes: a directory that cannot be
     // made fails now.
@@ -436,6 +447,7 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   options.seed = flags.seed;
   options.rounds = *rounds;
   options.statistic = *statistic;
+  if (flags.calibrate_links) options.calibrate_links = &m.profile;
   options.progress = [&err](int i, int n, const std::string& label) {
     err << "dplace: measuring " << (i + 1) << "/" << n << ": " << label << "\n";
   };
@@ -452,8 +464,12 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
       << (flags.profile.empty() ? std::string("none (roofline)")
                                 : flags.profile)
       << "\n";
+  if (report->calibration) out << CalibrationSummary(*report) << "\n";
   out << FidelityTableMarkdown(*report);
   out << FidelitySummary(report->stats) << "\n";
+  if (report->uncalibrated.count > 0) {
+    out << UncalibratedSummary(*report) << "\n";
+  }
   if (report->retest.count > 0) out << RetestSummary(*report) << "\n";
   for (const FidelityReport::OtherStatistic& other : report->other_statistics) {
     out << OtherStatisticSummary(*report, other) << "\n";
@@ -690,6 +706,12 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
       "a cluster with the same devices (cluster calibrate -o, say): every "
       "placement is also simulated on it and compared with the same "
       "measurements");
+  c.fidelity->add_flag(
+      "--calibrate-links", flags->calibrate_links,
+      "also measure dplace cluster calibrate's two placements in every "
+      "round, fit the link latencies to them (--statistic) and simulate "
+      "with the fitted links; the cluster's own figures are printed too "
+      "(needs --profile)");
   c.fidelity->add_option("--svg", flags->svg,
                          "scatter plot of simulated vs measured to write");
   c.fidelity->add_option("--markdown", flags->markdown,

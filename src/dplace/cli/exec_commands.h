@@ -27,9 +27,10 @@ struct ExecFlags {
   std::string cluster_out;  // profile --cluster-out.
   std::string svg;
   std::string markdown;
-  std::string trace;            // measure: Chrome trace of the real step.
-  std::string placements_dir;   // fidelity: where each placement is written.
-  std::string compare_cluster;  // fidelity: also simulated on this cluster.
+  std::string trace;             // measure: Chrome trace of the real step.
+  std::string placements_dir;    // fidelity: where each placement is written.
+  std::string compare_cluster;   // fidelity: also simulated on this cluster.
+  bool calibrate_links = false;  // fidelity: links fitted in the rounds.
   int steps = -1;  // Measured (or profiled) steps; negative: the default.
   int cpu_devices = 2;
   int samples = 20;

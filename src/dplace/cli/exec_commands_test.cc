@@ -154,6 +154,19 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
   ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("simulated with cluster " + calibrated +
                                " instead: MAPE "));
+  // Links calibrated in the fidelity's own rounds.
+  r = Dplace({"fidelity", "--model", kModel, "--cluster", cluster(),
+              "--profile", profile(), "--samples", "4", "--steps", "1",
+              "--rounds", "2", "--calibrate-links"});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("links calibrated in the same rounds: every "
+                               "latency x"));
+  EXPECT_THAT(r.out, HasSubstr("simulated with the cluster's own link "
+                               "latencies instead: MAPE "));
+  EXPECT_THAT(r.err, HasSubstr(": calibration: the reference placement"));
+  EXPECT_THAT(BadInput(Dplace({"fidelity", "--model", kModel, "--cluster",
+                               cluster(), "--calibrate-links"})),
+              HasSubstr("--calibrate-links: needs --profile"));
   EXPECT_THAT(BadInput(Dplace({"fidelity", "--model", kModel, "--cluster",
                                cluster(), "--compare-cluster", "k80x2"})),
               HasSubstr("--compare-cluster: k80x2: expected the devices of "

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "dplace/exec/fidelity.h"  // RandomPlacement
 #include "dplace/sim/simulator.h"
 
 namespace dplace {
@@ -55,13 +56,8 @@ StatusOr<double> SimulateOn(const Graph& graph, const Cluster& cluster,
 
 }  // namespace
 
-StatusOr<LinkCalibration> CalibrateLinks(
-    const PlacementProblem& problem, const ProfileTable& profile,
-    Environment* measured, const LinkCalibrationOptions& options) {
-  if (options.rounds < 1) {
-    return InvalidArgumentError("calibration: rounds must be >= 1, got " +
-                                std::to_string(options.rounds));
-  }
+StatusOr<LinkCalibration> CalibrationPlacements(const PlacementProblem& problem,
+                                                uint64_t seed) {
   const Graph& graph = *problem.graph;
   const Cluster& cluster = *problem.cluster;
   double max_latency = 0;
@@ -85,13 +81,29 @@ StatusOr<LinkCalibration> CalibrateLinks(
     }
   }
   c.calibration = RandomPlacement(graph, cluster, /*per_group=*/false,
-                                  CalibrationPlacementSeed(options.seed));
+                                  CalibrationPlacementSeed(seed));
+  return c;
+}
 
+std::string CalibrationPlacementName(int i) {
+  return i == 0 ? "the reference placement (all on one device)"
+                : "the calibration placement (random per op)";
+}
+
+StatusOr<LinkCalibration> CalibrateLinks(
+    const PlacementProblem& problem, const ProfileTable& profile,
+    Environment* measured, const LinkCalibrationOptions& options) {
+  if (options.rounds < 1) {
+    return InvalidArgumentError("calibration: rounds must be >= 1, got " +
+                                std::to_string(options.rounds));
+  }
+  StatusOr<LinkCalibration> prepared =
+      CalibrationPlacements(problem, options.seed);
+  if (!prepared.ok()) return prepared.status();
+  LinkCalibration c = std::move(prepared).value();
   // Alternating order, so that neither placement always follows the other.
   const Placement* placements[2] = {&c.reference, &c.calibration};
   std::vector<double>* rounds[2] = {&c.reference_rounds, &c.calibration_rounds};
-  const char* names[2] = {"the reference placement (all on one device)",
-                          "the calibration placement (random per op)"};
   for (int r = 0; r < options.rounds; ++r) {
     for (int k = 0; k < 2; ++k) {
       const int i = (r + k) % 2;
@@ -100,12 +112,42 @@ StatusOr<LinkCalibration> CalibrateLinks(
           measured->Evaluate({*placements[i]});
       if (!m.ok()) return m.status().WithPrefix("calibration");
       if (!(*m)[0].feasible) {
-        return InfeasibleError(std::string("calibration: ") + names[i] +
+        return InfeasibleError("calibration: " + CalibrationPlacementName(i) +
                                " is infeasible: " + (*m)[0].infeasible_reason);
       }
       rounds[i]->push_back((*m)[0].step_time);
     }
   }
+  if (Status s = FitLinkCalibration(problem, profile, options, &c); !s.ok()) {
+    return s;
+  }
+  return c;
+}
+
+Status FitLinkCalibration(const PlacementProblem& problem,
+                          const ProfileTable& profile,
+                          const LinkCalibrationOptions& options,
+                          LinkCalibration* calibration) {
+  LinkCalibration& c = *calibration;
+  const Graph& graph = *problem.graph;
+  const Cluster& cluster = *problem.cluster;
+  const int num_rounds = static_cast<int>(c.reference_rounds.size());
+  if (num_rounds < 1 ||
+      c.calibration_rounds.size() != c.reference_rounds.size()) {
+    return InvalidArgumentError(
+        "calibration: expected as many rounds of both placements, at least "
+        "one");
+  }
+  double max_latency = 0;
+  for (LinkId l = 0; l < cluster.num_links(); ++l) {
+    max_latency = std::max(max_latency, cluster.link(l).latency);
+  }
+  if (max_latency <= 0) {
+    return InvalidArgumentError("calibration: cluster " + cluster.name() +
+                                " has no link with a latency to scale");
+  }
+  const std::string names[2] = {CalibrationPlacementName(0),
+                                CalibrationPlacementName(1)};
   c.reference_measured = OfRounds(c.reference_rounds, options.statistic);
   c.calibration_measured = OfRounds(c.calibration_rounds, options.statistic);
   const double target = c.calibration_measured / c.reference_measured;
@@ -163,10 +205,10 @@ StatusOr<LinkCalibration> CalibrateLinks(
   // The same fit on rounds 1, 3, ... and on rounds 2, 4, ...: how far
   // the noise of the measurements moves the scale.
   c.half_scales = {std::nan(""), std::nan("")};
-  if (options.rounds >= 2) {
+  if (num_rounds >= 2) {
     for (int h = 0; h < 2; ++h) {
       std::vector<double> reference_half, calibration_half;
-      for (int r = h; r < options.rounds; r += 2) {
+      for (int r = h; r < num_rounds; r += 2) {
         reference_half.push_back(c.reference_rounds[r]);
         calibration_half.push_back(c.calibration_rounds[r]);
       }
@@ -180,7 +222,7 @@ StatusOr<LinkCalibration> CalibrateLinks(
   // leaves a link's cost undetermined (a model whose steps hardly depend
   // on it), the benchmark stands.
   double low = c.fitted_scale, high = c.fitted_scale;
-  if (options.rounds >= 2) {
+  if (num_rounds >= 2) {
     for (double half : c.half_scales) {
       low = std::min(low, std::isnan(half) ? max_scale : half);
       high = std::max(high, std::isnan(half) ? max_scale : half);
@@ -190,10 +232,7 @@ StatusOr<LinkCalibration> CalibrateLinks(
   StatusOr<Cluster> calibrated = ScaleLinkLatencies(cluster, c.latency_scale);
   if (!calibrated.ok()) return calibrated.status();
   c.cluster = std::move(calibrated).value();
-  if (s = ratio(c.latency_scale, &c.calibration_simulated_after); !s.ok()) {
-    return s;
-  }
-  return c;
+  return ratio(c.latency_scale, &c.calibration_simulated_after);
 }
 
 }  // namespace dplace

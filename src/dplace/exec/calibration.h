@@ -31,12 +31,14 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "dplace/cluster/cluster.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
-#include "dplace/exec/fidelity.h"
 #include "dplace/placers/placer.h"
+#include "dplace/util/median.h"  // RoundStatistic
 #include "dplace/util/status.h"
 
 namespace dplace {
@@ -95,6 +97,22 @@ StatusOr<LinkCalibration> CalibrateLinks(const PlacementProblem& problem,
                                          const ProfileTable& profile,
                                          Environment* measured,
                                          const LinkCalibrationOptions& options);
+
+// CalibrateLinks in parts, for measuring the two placements among others
+// (`dplace fidelity --calibrate-links`). CalibrationPlacements: the
+// reference and calibration placements, rounds empty; errors: a cluster
+// without a link latency to scale. CalibrationPlacementName: how errors
+// name them (0: the reference, 1: the calibration placement).
+// FitLinkCalibration: given both placements' rounds (as many of each),
+// everything else, with options.statistic and options.max_latency; errors
+// as CalibrateLinks'.
+StatusOr<LinkCalibration> CalibrationPlacements(const PlacementProblem& problem,
+                                                uint64_t seed);
+std::string CalibrationPlacementName(int i);
+Status FitLinkCalibration(const PlacementProblem& problem,
+                          const ProfileTable& profile,
+                          const LinkCalibrationOptions& options,
+                          LinkCalibration* calibration);
 
 // `cluster` with every link latency multiplied by `scale` (>= 0).
 StatusOr<Cluster> ScaleLinkLatencies(const Cluster& cluster, double scale);

@@ -306,21 +306,49 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     sample.simulated_feasible = sim->feasible;
     sample.simulated = sim->step_time;
   }
+  // With calibrate_links, items n and n + 1 of every round are the
+  // calibration's reference and calibration placements.
+  std::optional<LinkCalibration> calibration;
+  if (options.calibrate_links != nullptr) {
+    StatusOr<LinkCalibration> prepared =
+        CalibrationPlacements(problem, options.seed);
+    if (!prepared.ok()) return prepared.status();
+    calibration = std::move(prepared).value();
+  }
+  const int items = calibration ? n + 2 : n;
   // rounds[r][i]: round r's measurement of sample i.
   std::vector<std::vector<Measurement>> rounds(options.rounds,
                                                std::vector<Measurement>(n));
   // Each round in its own order, so that a slow or fast spell of the
   // machine falls on different placements in different rounds.
-  std::vector<int> order(n);
+  std::vector<int> order(items);
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 order_rng(options.seed);
   for (int r = 0; r < options.rounds; ++r) {
     if (r > 0) std::shuffle(order.begin(), order.end(), order_rng);
-    for (int k = 0; k < n; ++k) {
+    for (int k = 0; k < items; ++k) {
       const int i = order[k];
+      if (i >= n) {
+        const std::string name = CalibrationPlacementName(i - n);
+        if (options.progress) {
+          options.progress(r * items + k, options.rounds * items,
+                           "calibration: " + name);
+        }
+        StatusOr<std::vector<Measurement>> m = measured->Evaluate(
+            {i == n ? calibration->reference : calibration->calibration});
+        if (!m.ok()) return m.status().WithPrefix("calibration");
+        if (!(*m)[0].feasible) {
+          return InfeasibleError("calibration: " + name + " is infeasible: " +
+                                 (*m)[0].infeasible_reason);
+        }
+        (i == n ? calibration->reference_rounds
+                : calibration->calibration_rounds)
+            .push_back((*m)[0].step_time);
+        continue;
+      }
       FidelitySample& sample = report.samples[i];
       if (options.progress) {
-        options.progress(r * n + k, options.rounds * n, sample.label);
+        options.progress(r * items + k, options.rounds * items, sample.label);
       }
       StatusOr<std::vector<Measurement>> m =
           measured->Evaluate({sample.placement});
@@ -328,24 +356,33 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
       rounds[r][i] = std::move((*m)[0]);
     }
   }
-  // Sample i's step times in every other round from index r0 (rounds 1,
-  // 3, ... for 0; 2, 4, ... for 1) made one by the statistic; NaN when
-  // there are none or one of them was infeasible.
-  auto half = [&](int i, int r0) {
-    std::vector<double> times;
-    for (int r = r0; r < options.rounds; r += 2) {
-      if (!rounds[r][i].feasible) return kNaN;
-      times.push_back(rounds[r][i].step_time);
+  if (calibration) {
+    // Every placement simulated again, on the calibrated cluster.
+    LinkCalibrationOptions fit_options;
+    fit_options.statistic = options.statistic;
+    if (Status s = FitLinkCalibration(problem, *options.calibrate_links,
+                                      fit_options, &*calibration);
+        !s.ok()) {
+      return s;
     }
-    return OfRounds(std::move(times), options.statistic);
-  };
-  std::vector<RoundStatistic> others;
-  for (RoundStatistic s : kRoundStatistics) {
-    if (s != options.statistic) others.push_back(s);
+    const CostModel calibrated(*problem.graph, calibration->cluster,
+                               *options.calibrate_links);
+    Simulator calibrated_simulator(calibrated);
+    for (FidelitySample& sample : report.samples) {
+      if (sample.simulated_feasible) {
+        sample.uncalibrated_simulated = sample.simulated;
+      }
+      StatusOr<SimResult> sim =
+          calibrated_simulator.Simulate(sample.placement, sim_options);
+      if (!sim.ok()) {
+        return sim.status().WithPrefix(sample.label + " (calibrated links)");
+      }
+      sample.simulated_feasible = sim->feasible;
+      sample.simulated = sim->step_time;
+    }
+    report.calibration = std::move(calibration);
   }
-  std::vector<double> predicted, actual, odd_rounds, even_rounds,
-      compared_predicted, compared_actual;
-  std::vector<std::vector<double>> actual_others(others.size());
+  std::vector<double> compared_predicted, compared_actual;
   for (int i = 0; i < n; ++i) {
     FidelitySample& sample = report.samples[i];
     sample.measured = rounds[0][i];
@@ -370,52 +407,86 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
       sample.measured.step_time =
           OfRounds(sample.round_step_times, options.statistic);
     }
-    if (sample.simulated_feasible && sample.measured.feasible) {
-      predicted.push_back(sample.simulated);
-      actual.push_back(sample.measured.step_time);
-      for (size_t o = 0; o < others.size(); ++o) {
-        actual_others[o].push_back(
-            OfRounds(sample.round_step_times, others[o]));
-      }
-    }
     if (std::isfinite(sample.compared_simulated) && sample.measured.feasible) {
       compared_predicted.push_back(sample.compared_simulated);
       compared_actual.push_back(sample.measured.step_time);
     }
-    const double odd = half(i, 0), even = half(i, 1);
-    if (std::isfinite(odd) && std::isfinite(even)) {
-      odd_rounds.push_back(odd);
-      even_rounds.push_back(even);
+  }
+  // Sample i's step times in every other round from index r0 (rounds 1,
+  // 3, ... for 0; 2, 4, ... for 1) made one by `statistic`; NaN when
+  // there are none or one of them was infeasible.
+  auto half = [&](int i, int r0, RoundStatistic statistic) {
+    std::vector<double> times;
+    for (int r = r0; r < options.rounds; r += 2) {
+      if (!rounds[r][i].feasible) return kNaN;
+      times.push_back(rounds[r][i].step_time);
+    }
+    return OfRounds(std::move(times), statistic);
+  };
+  // The samples' simulated against measured times, and the even rounds
+  // against the odd ones, with every placement's rounds made one by
+  // `statistic`.
+  auto assess = [&](RoundStatistic statistic, FidelityStats* stats,
+                    FidelityStats* retest) -> Status {
+    std::vector<double> predicted, actual, odd_rounds, even_rounds;
+    for (int i = 0; i < n; ++i) {
+      const FidelitySample& sample = report.samples[i];
+      if (sample.simulated_feasible && sample.measured.feasible) {
+        predicted.push_back(sample.simulated);
+        actual.push_back(OfRounds(sample.round_step_times, statistic));
+      }
+      const double odd = half(i, 0, statistic), even = half(i, 1, statistic);
+      if (std::isfinite(odd) && std::isfinite(even)) {
+        odd_rounds.push_back(odd);
+        even_rounds.push_back(even);
+      }
+    }
+    if (actual.size() < 2) {
+      return InfeasibleError(
+          "fidelity: " + std::to_string(actual.size()) + " of " +
+          std::to_string(report.samples.size()) +
+          " placements were feasible both simulated and measured; at least "
+          "2 are needed");
+    }
+    StatusOr<FidelityStats> s = ComputeFidelityStats(predicted, actual);
+    if (!s.ok()) return s.status();
+    *stats = *s;
+    if (odd_rounds.size() >= 2) {
+      StatusOr<FidelityStats> r = ComputeFidelityStats(even_rounds, odd_rounds);
+      if (!r.ok()) return r.status();
+      *retest = *r;
+    }
+    return Status::Ok();
+  };
+  report.statistic = options.statistic;
+  Status assessed = assess(options.statistic, &report.stats, &report.retest);
+  if (!assessed.ok()) return assessed;
+  for (RoundStatistic other : kRoundStatistics) {
+    if (other == options.statistic || options.rounds < 2) continue;
+    FidelityReport::OtherStatistic o{other, {}, {}};
+    assessed = assess(other, &o.stats, &o.retest);
+    if (!assessed.ok()) return assessed;
+    report.other_statistics.push_back(o);
+  }
+  std::vector<double> uncalibrated_predicted, uncalibrated_actual;
+  for (const FidelitySample& sample : report.samples) {
+    if (std::isfinite(sample.uncalibrated_simulated) &&
+        sample.measured.feasible) {
+      uncalibrated_predicted.push_back(sample.uncalibrated_simulated);
+      uncalibrated_actual.push_back(sample.measured.step_time);
     }
   }
-  if (actual.size() < 2) {
-    return InfeasibleError(
-        "fidelity: " + std::to_string(actual.size()) + " of " +
-        std::to_string(report.samples.size()) +
-        " placements were feasible both simulated and measured; at least 2 "
-        "are needed");
-  }
-  StatusOr<FidelityStats> stats = ComputeFidelityStats(predicted, actual);
-  if (!stats.ok()) return stats.status();
-  report.stats = *stats;
-  report.statistic = options.statistic;
-  for (size_t o = 0; o < others.size() && options.rounds >= 2; ++o) {
-    StatusOr<FidelityStats> other_stats =
-        ComputeFidelityStats(predicted, actual_others[o]);
-    if (!other_stats.ok()) return other_stats.status();
-    report.other_statistics.push_back({others[o], *other_stats});
+  if (uncalibrated_predicted.size() >= 2) {
+    StatusOr<FidelityStats> uncalibrated =
+        ComputeFidelityStats(uncalibrated_predicted, uncalibrated_actual);
+    if (!uncalibrated.ok()) return uncalibrated.status();
+    report.uncalibrated = *uncalibrated;
   }
   if (compared_predicted.size() >= 2) {
     StatusOr<FidelityStats> compared =
         ComputeFidelityStats(compared_predicted, compared_actual);
     if (!compared.ok()) return compared.status();
     report.compared = *compared;
-  }
-  if (odd_rounds.size() >= 2) {
-    StatusOr<FidelityStats> retest =
-        ComputeFidelityStats(even_rounds, odd_rounds);
-    if (!retest.ok()) return retest.status();
-    report.retest = *retest;
   }
   report.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -475,9 +546,14 @@ std::string RetestSummary(const FidelityReport& report) {
 
 std::string OtherStatisticSummary(const FidelityReport& report,
                                   const FidelityReport::OtherStatistic& other) {
-  return "with " + std::string(RoundStatisticPhrase(other.statistic)) +
-         " instead of " + std::string(RoundStatisticPhrase(report.statistic)) +
-         ": " + FidelitySummary(other.stats);
+  std::string line =
+      "with " + std::string(RoundStatisticPhrase(other.statistic)) +
+      " instead of " + std::string(RoundStatisticPhrase(report.statistic)) +
+      ": " + FidelitySummary(other.stats);
+  if (other.retest.count > 0) {
+    line += "; re-measured Spearman " + Correlation(other.retest.spearman);
+  }
+  return line;
 }
 
 std::string ComparedSummary(const FidelityReport& report,
@@ -485,6 +561,28 @@ std::string ComparedSummary(const FidelityReport& report,
   if (report.compared.count == 0) return "";
   return "simulated with " + what +
          " instead: " + FidelitySummary(report.compared);
+}
+
+std::string CalibrationSummary(const FidelityReport& report) {
+  if (!report.calibration) return "";
+  const LinkCalibration& c = *report.calibration;
+  auto scale = [](double x) {
+    return std::isfinite(x) ? Format("x%.2f", x) : std::string("out of reach");
+  };
+  std::string line = "links calibrated in the same rounds: every latency " +
+                     scale(c.latency_scale) + " (fit to all rounds " +
+                     scale(c.fitted_scale);
+  if (c.reference_rounds.size() >= 2) {
+    line += ", to rounds 1, 3, ... " + scale(c.half_scales[0]) +
+            ", to rounds 2, 4, ... " + scale(c.half_scales[1]);
+  }
+  return line + ")";
+}
+
+std::string UncalibratedSummary(const FidelityReport& report) {
+  if (report.uncalibrated.count == 0) return "";
+  return "simulated with the cluster's own link latencies instead: " +
+         FidelitySummary(report.uncalibrated);
 }
 
 std::string FidelityScatterSvg(const FidelityReport& report,

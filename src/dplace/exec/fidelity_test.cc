@@ -18,6 +18,7 @@
 namespace dplace {
 namespace {
 
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using ::testing::UnorderedElementsAreArray;
@@ -290,6 +291,61 @@ TEST(RunFidelityTest, ComparesASecondCostModelWithTheSameMeasurements) {
   EXPECT_TRUE(std::isnan(report->samples[0].compared_simulated));
 }
 
+TEST(RunFidelityTest, CalibratesTheLinksInTheSameRounds) {
+  // The machine's links cost 3x the problem's latency: calibrated in the
+  // rounds, every placement simulates at its measured time.
+  CalibrationCase c(3.0);
+  const ProfileTable roofline;  // What the problem's cost model was made of.
+  FidelityOptions options;
+  options.samples = 8;
+  options.rounds = 2;
+  options.calibrate_links = &roofline;
+  std::vector<std::string> labels;
+  int total = 0;
+  options.progress = [&](int i, int n, const std::string& label) {
+    EXPECT_EQ(i, static_cast<int>(labels.size()));
+    total = n;
+    labels.push_back(label);
+  };
+  StatusOr<FidelityReport> report =
+      RunFidelity(c.rnnlm.problem, &c.machine, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(total, 2 * (static_cast<int>(report->samples.size()) + 2));
+  EXPECT_EQ(static_cast<int>(labels.size()), total);
+  // Every round measured the reference and the calibration placement too.
+  EXPECT_EQ(std::count_if(labels.begin(), labels.end(),
+                          [](const std::string& l) {
+                            return l.rfind("calibration: ", 0) == 0;
+                          }),
+            4);
+  ASSERT_TRUE(report->calibration.has_value());
+  EXPECT_NEAR(report->calibration->latency_scale, 3.0, 0.03);
+  EXPECT_EQ(report->calibration->reference_rounds.size(), 2u);
+  EXPECT_LT(report->stats.mape, 0.005);
+  EXPECT_GT(report->uncalibrated.mape, 0.01);
+  EXPECT_EQ(report->uncalibrated.count, report->stats.count);
+  for (const FidelitySample& s : report->samples) {
+    EXPECT_NEAR(s.simulated, s.measured.step_time, 0.01 * s.simulated)
+        << s.label;
+    EXPECT_LT(s.uncalibrated_simulated, s.simulated + 1e-12) << s.label;
+  }
+  EXPECT_THAT(CalibrationSummary(*report),
+              StartsWith("links calibrated in the same rounds: every latency "
+                         "x3.0"));
+  EXPECT_THAT(UncalibratedSummary(*report),
+              StartsWith("simulated with the cluster's own link latencies "
+                         "instead: MAPE "));
+  // Without: nothing of it.
+  options.calibrate_links = nullptr;
+  options.progress = nullptr;
+  report = RunFidelity(c.rnnlm.problem, &c.machine, options);
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->calibration.has_value());
+  EXPECT_EQ(report->uncalibrated.count, 0);
+  EXPECT_EQ(CalibrationSummary(*report), "");
+  EXPECT_TRUE(std::isnan(report->samples[0].uncalibrated_simulated));
+}
+
 TEST(CalibrateLinksTest, NoLatencyWhenTheBytesAloneCostMoreThanMeasured) {
   CalibrationCase c(0.0);  // The machine's links: bandwidth, no latency.
   StatusOr<LinkCalibration> cal = c.Calibrate({});
@@ -420,9 +476,15 @@ TEST_F(DriftingRoundsTest, RoundsTakeTheFastestAndCompareEvenWithOdd) {
   EXPECT_EQ(median.statistic, RoundStatistic::kMedian);
   EXPECT_EQ(median.stats.count, n);
   EXPECT_NEAR(median.stats.mape, 0.2 / 1.2, 1e-9);
+  // Each with its own re-measurement: round 2 (1.2) against the median of
+  // rounds 1 and 3 (2.0), 40% low, the same ranks.
+  EXPECT_NEAR(quarter.retest.mape, report->retest.mape, 1e-9);
+  EXPECT_NEAR(median.retest.mape, 0.4, 1e-9);
   EXPECT_THAT(OtherStatisticSummary(*report, median),
               StartsWith("with the median of the rounds instead of the "
                          "fastest round: MAPE 16.7%"));
+  EXPECT_THAT(OtherStatisticSummary(*report, median),
+              EndsWith("; re-measured Spearman 1.000"));
   EXPECT_THAT(FidelityTableMarkdown(*report),
               HasSubstr("| measured (s, the fastest round) |"));
 }

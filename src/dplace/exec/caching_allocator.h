@@ -8,7 +8,10 @@
 // Frameworks avoid this with caching allocators (TensorFlow's BFC
 // allocator, PyTorch's CUDA caching allocator); this one keeps freed CPU
 // blocks in free lists by exact size and hands them out again, so steps
-// after the first fault in almost no pages.
+// after the first fault in almost no pages. Each thread keeps the blocks
+// it handed out and freed itself, without a lock, so two devices' threads
+// do not pass a lock between their cores at every op; blocks freed on
+// another thread go to a shared pool.
 //
 // Thread safety: all functions may be called from any thread.
 #ifndef DPLACE_EXEC_CACHING_ALLOCATOR_H_

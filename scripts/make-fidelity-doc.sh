@@ -16,7 +16,7 @@
 #   RESNET       the ResNet model (default zoo:resnet:depth=18,batch=1,image=32)
 #   NMT          the NMT model (default: 2 layers, batch 8, 128 units,
 #                vocabulary 2000, 10 source and target steps)
-#   ROUNDS       passes measuring every placement (default 24 for ResNet,
+#   ROUNDS       passes measuring every placement (default 36 for ResNet,
 #                48 for NMT, whose steps are shorter: many short passes in
 #                shuffled orders spread the machine's spells over all
 #                placements alike, and give each placement more chances
@@ -58,7 +58,7 @@ for _ in 1 2 3 4; do
 done
 detected_latencies=$(echo $detected_latencies | sed 's/ /, /g')
 
-models=("resnet $resnet ${ROUNDS:-24}" "nmt $nmt ${ROUNDS:-48}")
+models=("resnet $resnet ${ROUNDS:-36}" "nmt $nmt ${ROUNDS:-48}")
 for entry in "${models[@]}"; do
   read -r name spec rounds <<< "$entry"
   echo "profiling $name ($spec) ..." >&2

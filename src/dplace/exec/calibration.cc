@@ -90,6 +90,20 @@ std::string CalibrationPlacementName(int i) {
                 : "the calibration placement (random per op)";
 }
 
+Status MeasureCalibrationPlacement(Environment* measured, int i,
+                                   LinkCalibration* calibration) {
+  StatusOr<std::vector<Measurement>> m = measured->Evaluate(
+      {i == 0 ? calibration->reference : calibration->calibration});
+  if (!m.ok()) return m.status().WithPrefix("calibration");
+  if (!(*m)[0].feasible) {
+    return InfeasibleError("calibration: " + CalibrationPlacementName(i) +
+                           " is infeasible: " + (*m)[0].infeasible_reason);
+  }
+  (i == 0 ? calibration->reference_rounds : calibration->calibration_rounds)
+      .push_back((*m)[0].step_time);
+  return Status::Ok();
+}
+
 StatusOr<LinkCalibration> CalibrateLinks(
     const PlacementProblem& problem, const ProfileTable& profile,
     Environment* measured, const LinkCalibrationOptions& options) {
@@ -102,20 +116,13 @@ StatusOr<LinkCalibration> CalibrateLinks(
   if (!prepared.ok()) return prepared.status();
   LinkCalibration c = std::move(prepared).value();
   // Alternating order, so that neither placement always follows the other.
-  const Placement* placements[2] = {&c.reference, &c.calibration};
-  std::vector<double>* rounds[2] = {&c.reference_rounds, &c.calibration_rounds};
   for (int r = 0; r < options.rounds; ++r) {
     for (int k = 0; k < 2; ++k) {
-      const int i = (r + k) % 2;
       if (options.progress) options.progress(2 * r + k, 2 * options.rounds);
-      StatusOr<std::vector<Measurement>> m =
-          measured->Evaluate({*placements[i]});
-      if (!m.ok()) return m.status().WithPrefix("calibration");
-      if (!(*m)[0].feasible) {
-        return InfeasibleError("calibration: " + CalibrationPlacementName(i) +
-                               " is infeasible: " + (*m)[0].infeasible_reason);
+      if (Status s = MeasureCalibrationPlacement(measured, (r + k) % 2, &c);
+          !s.ok()) {
+        return s;
       }
-      rounds[i]->push_back((*m)[0].step_time);
     }
   }
   if (Status s = FitLinkCalibration(problem, profile, options, &c); !s.ok()) {

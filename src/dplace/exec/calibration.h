@@ -101,14 +101,18 @@ StatusOr<LinkCalibration> CalibrateLinks(const PlacementProblem& problem,
 // CalibrateLinks in parts, for measuring the two placements among others
 // (`dplace fidelity --calibrate-links`). CalibrationPlacements: the
 // reference and calibration placements, rounds empty; errors: a cluster
-// without a link latency to scale. CalibrationPlacementName: how errors
-// name them (0: the reference, 1: the calibration placement).
-// FitLinkCalibration: given both placements' rounds (as many of each),
-// everything else, with options.statistic and options.max_latency; errors
-// as CalibrateLinks'.
+// without a link latency to scale. CalibrationPlacementName: how progress
+// and errors name them (i = 0: the reference, 1: the calibration
+// placement). MeasureCalibrationPlacement: measures placement i once and
+// adds its step time to its rounds; errors: the environment's, an
+// infeasible measurement. FitLinkCalibration: given both placements'
+// rounds (as many of each), everything else, with options.statistic and
+// options.max_latency; errors as CalibrateLinks'.
 StatusOr<LinkCalibration> CalibrationPlacements(const PlacementProblem& problem,
                                                 uint64_t seed);
 std::string CalibrationPlacementName(int i);
+Status MeasureCalibrationPlacement(Environment* measured, int i,
+                                   LinkCalibration* calibration);
 Status FitLinkCalibration(const PlacementProblem& problem,
                           const ProfileTable& profile,
                           const LinkCalibrationOptions& options,

@@ -329,21 +329,12 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     for (int k = 0; k < items; ++k) {
       const int i = order[k];
       if (i >= n) {
-        const std::string name = CalibrationPlacementName(i - n);
         if (options.progress) {
           options.progress(r * items + k, options.rounds * items,
-                           "calibration: " + name);
+                           "calibration: " + CalibrationPlacementName(i - n));
         }
-        StatusOr<std::vector<Measurement>> m = measured->Evaluate(
-            {i == n ? calibration->reference : calibration->calibration});
-        if (!m.ok()) return m.status().WithPrefix("calibration");
-        if (!(*m)[0].feasible) {
-          return InfeasibleError("calibration: " + name + " is infeasible: " +
-                                 (*m)[0].infeasible_reason);
-        }
-        (i == n ? calibration->reference_rounds
-                : calibration->calibration_rounds)
-            .push_back((*m)[0].step_time);
+        Status s = MeasureCalibrationPlacement(measured, i - n, &*calibration);
+        if (!s.ok()) return s;
         continue;
       }
       FidelitySample& sample = report.samples[i];
@@ -382,7 +373,6 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     }
     report.calibration = std::move(calibration);
   }
-  std::vector<double> compared_predicted, compared_actual;
   for (int i = 0; i < n; ++i) {
     FidelitySample& sample = report.samples[i];
     sample.measured = rounds[0][i];
@@ -406,10 +396,6 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     if (sample.measured.feasible) {
       sample.measured.step_time =
           OfRounds(sample.round_step_times, options.statistic);
-    }
-    if (std::isfinite(sample.compared_simulated) && sample.measured.feasible) {
-      compared_predicted.push_back(sample.compared_simulated);
-      compared_actual.push_back(sample.measured.step_time);
     }
   }
   // Sample i's step times in every other round from index r0 (rounds 1,
@@ -468,26 +454,29 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     if (!assessed.ok()) return assessed;
     report.other_statistics.push_back(o);
   }
-  std::vector<double> uncalibrated_predicted, uncalibrated_actual;
-  for (const FidelitySample& sample : report.samples) {
-    if (std::isfinite(sample.uncalibrated_simulated) &&
-        sample.measured.feasible) {
-      uncalibrated_predicted.push_back(sample.uncalibrated_simulated);
-      uncalibrated_actual.push_back(sample.measured.step_time);
+  // `stats` of another simulated time of the samples (NaN where there is
+  // none) against their measured times; count 0 with fewer than two.
+  auto against_measured = [&](double FidelitySample::*simulated,
+                              FidelityStats* stats) -> Status {
+    std::vector<double> predicted, actual;
+    for (const FidelitySample& sample : report.samples) {
+      if (std::isfinite(sample.*simulated) && sample.measured.feasible) {
+        predicted.push_back(sample.*simulated);
+        actual.push_back(sample.measured.step_time);
+      }
     }
-  }
-  if (uncalibrated_predicted.size() >= 2) {
-    StatusOr<FidelityStats> uncalibrated =
-        ComputeFidelityStats(uncalibrated_predicted, uncalibrated_actual);
-    if (!uncalibrated.ok()) return uncalibrated.status();
-    report.uncalibrated = *uncalibrated;
-  }
-  if (compared_predicted.size() >= 2) {
-    StatusOr<FidelityStats> compared =
-        ComputeFidelityStats(compared_predicted, compared_actual);
-    if (!compared.ok()) return compared.status();
-    report.compared = *compared;
-  }
+    if (predicted.size() < 2) return Status::Ok();
+    StatusOr<FidelityStats> s = ComputeFidelityStats(predicted, actual);
+    if (!s.ok()) return s.status();
+    *stats = *s;
+    return Status::Ok();
+  };
+  assessed = against_measured(&FidelitySample::uncalibrated_simulated,
+                              &report.uncalibrated);
+  if (!assessed.ok()) return assessed;
+  assessed =
+      against_measured(&FidelitySample::compared_simulated, &report.compared);
+  if (!assessed.ok()) return assessed;
   report.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -54,22 +54,29 @@ StatusOr<double> SimulateOn(const Graph& graph, const Cluster& cluster,
   return result->step_time;
 }
 
+// The largest link latency of `cluster`, seconds; 0 without links.
+double MaxLinkLatency(const Cluster& cluster) {
+  double max_latency = 0;
+  for (LinkId l = 0; l < cluster.num_links(); ++l) {
+    max_latency = std::max(max_latency, cluster.link(l).latency);
+  }
+  return max_latency;
+}
+
+Status NoLatencyToScale(const Cluster& cluster) {
+  return InvalidArgumentError(
+      "calibration: cluster " + cluster.name() +
+      " has no link with a latency to scale (it needs two devices or more, "
+      "and a latency above 0)");
+}
+
 }  // namespace
 
 StatusOr<LinkCalibration> CalibrationPlacements(const PlacementProblem& problem,
                                                 uint64_t seed) {
   const Graph& graph = *problem.graph;
   const Cluster& cluster = *problem.cluster;
-  double max_latency = 0;
-  for (LinkId l = 0; l < cluster.num_links(); ++l) {
-    max_latency = std::max(max_latency, cluster.link(l).latency);
-  }
-  if (cluster.num_links() == 0 || max_latency <= 0) {
-    return InvalidArgumentError(
-        "calibration: cluster " + cluster.name() +
-        " has no link with a latency to scale (it needs two devices or "
-        "more, and a latency above 0)");
-  }
+  if (MaxLinkLatency(cluster) <= 0) return NoLatencyToScale(cluster);
   LinkCalibration c;
   c.reference.assign(graph.num_ops(), 0);
   for (OpId op = 0; op < graph.num_ops(); ++op) {
@@ -145,14 +152,8 @@ Status FitLinkCalibration(const PlacementProblem& problem,
         "calibration: expected as many rounds of both placements, at least "
         "one");
   }
-  double max_latency = 0;
-  for (LinkId l = 0; l < cluster.num_links(); ++l) {
-    max_latency = std::max(max_latency, cluster.link(l).latency);
-  }
-  if (max_latency <= 0) {
-    return InvalidArgumentError("calibration: cluster " + cluster.name() +
-                                " has no link with a latency to scale");
-  }
+  const double max_latency = MaxLinkLatency(cluster);
+  if (max_latency <= 0) return NoLatencyToScale(cluster);
   const std::string names[2] = {CalibrationPlacementName(0),
                                 CalibrationPlacementName(1)};
   c.reference_measured = OfRounds(c.reference_rounds, options.statistic);

@@ -46,31 +46,23 @@ inline constexpr RoundStatistic kRoundStatistics[] = {
     RoundStatistic::kFastest, RoundStatistic::kFastestQuarter,
     RoundStatistic::kMedian};
 
-// "fastest", "fastest-quarter", "median".
-inline std::string_view RoundStatisticName(RoundStatistic statistic) {
-  switch (statistic) {
-    case RoundStatistic::kFastest:
-      return "fastest";
-    case RoundStatistic::kFastestQuarter:
-      return "fastest-quarter";
-    case RoundStatistic::kMedian:
-      break;
-  }
-  return "median";
-}
+// Each statistic's name ("fastest", "fastest-quarter", "median") and how
+// reports say it ("the fastest round", "the mean of the fastest quarter
+// of the rounds", "the median of the rounds"), in the enum's order.
+struct RoundStatisticWords {
+  std::string_view name;
+  std::string_view phrase;
+};
+inline constexpr RoundStatisticWords kRoundStatisticWords[] = {
+    {"fastest", "the fastest round"},
+    {"fastest-quarter", "the mean of the fastest quarter of the rounds"},
+    {"median", "the median of the rounds"}};
 
-// "the fastest round", "the mean of the fastest quarter of the rounds",
-// "the median of the rounds".
+inline std::string_view RoundStatisticName(RoundStatistic statistic) {
+  return kRoundStatisticWords[static_cast<int>(statistic)].name;
+}
 inline std::string_view RoundStatisticPhrase(RoundStatistic statistic) {
-  switch (statistic) {
-    case RoundStatistic::kFastest:
-      return "the fastest round";
-    case RoundStatistic::kFastestQuarter:
-      return "the mean of the fastest quarter of the rounds";
-    case RoundStatistic::kMedian:
-      break;
-  }
-  return "the median of the rounds";
+  return kRoundStatisticWords[static_cast<int>(statistic)].phrase;
 }
 
 inline std::optional<RoundStatistic> ParseRoundStatistic(

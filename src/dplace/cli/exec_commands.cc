@@ -292,6 +292,12 @@ int Measure(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
     std::string steps;
     for (double t : result->step_times) steps += " " + Format("%.6f", t);
     out << "measured steps (s):" << steps << "\n";
+    for (size_t d = 0; d < result->op_seconds.size(); ++d) {
+      out << "per step on " << cluster->device(static_cast<DeviceId>(d)).name
+          << ": ops " << Format("%.6f", result->op_seconds[d])
+          << " s, copies in " << Format("%.6f", result->copy_seconds[d])
+          << " s (the mean of the measured steps)\n";
+    }
   } else {
     out << "infeasible: " << result->infeasible_reason << "\n";
   }
@@ -339,6 +345,11 @@ std::string FidelityMarkdown(const Graph& graph, const Cluster& cluster,
   if (report.compared.count > 0) {
     md += "\nThe same measurements " + ComparedSummary(report, compared_with) +
           ".\n";
+  }
+  if (!report.op_time_ratios.empty()) {
+    md += "\nThe devices' " + OpTimeSummary(report).substr(3) +
+          " (the mean of the \"op time\" column): how far the profile's op "
+          "times hold when the ops are split between devices.\n";
   }
   if (!stand_ins.empty()) {
     md += "\nOp types run as stand-ins (read inputs, write outputs):";
@@ -477,6 +488,7 @@ int Fidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   if (report->compared.count > 0) {
     out << ComparedSummary(*report, compared_with) << "\n";
   }
+  if (!report->op_time_ratios.empty()) out << OpTimeSummary(*report) << "\n";
   const std::vector<StandIn> stand_ins = env.executor().stand_ins();
   PrintStandIns(env.executor(), err);
   if (!flags.svg.empty()) {

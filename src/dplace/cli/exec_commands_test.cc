@@ -88,6 +88,7 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
   ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("\nstep time: "));
   EXPECT_THAT(r.out, HasSubstr("measured steps (s): "));
+  EXPECT_THAT(r.out, HasSubstr("per step on cpu:1: ops "));
   EXPECT_THAT(r.out, HasSubstr("traced step, cpu:1: "));
   EXPECT_THAT(r.out, HasSubstr("trace: " + trace + " (open in Perfetto)"));
   // The real step in the simulator's trace layout: every op once.
@@ -115,6 +116,7 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
   EXPECT_THAT(r.out, HasSubstr("MAPE "));
   EXPECT_THAT(r.out, HasSubstr(", Spearman "));
   EXPECT_THAT(r.out, HasSubstr(", Kendall "));
+  EXPECT_THAT(r.out, HasSubstr("op time, measured over simulated: x"));
   EXPECT_THAT(r.err, HasSubstr("dplace: measuring 1/"));
   StatusOr<std::string> plot = ReadTextFile(svg);
   ASSERT_TRUE(plot.ok());
@@ -122,6 +124,7 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
   StatusOr<std::string> markdown = ReadTextFile(md);
   ASSERT_TRUE(markdown.ok());
   EXPECT_THAT(*markdown, HasSubstr("| placement | simulated (s) |"));
+  EXPECT_THAT(*markdown, HasSubstr("| op time, measured / simulated |"));
   // Each placement, to measure again: every op on cpu:1 in the second.
   EXPECT_THAT(r.out, HasSubstr("files in " + placements));
   StatusOr<Cluster> local = LoadCluster(cluster());

@@ -19,6 +19,9 @@ struct Measurement {
   std::string infeasible_reason;           // Empty when feasible.
   std::vector<int64_t> peak_memory_bytes;  // Per device.
   double wall_seconds = 0;  // What this evaluation cost to obtain.
+  // Per device, seconds of ops per step (ExecResult::op_seconds): real
+  // execution only, empty elsewhere (the simulator, MPI ranks).
+  std::vector<double> op_seconds;
 };
 
 class Environment {

@@ -271,6 +271,9 @@ class Session {
   bool RunStep(double* seconds, std::string* reason);
 
   const std::vector<int64_t>& peak() const { return peak_; }
+  // Per device, of the last step: seconds of ops and of copies.
+  std::vector<double> op_seconds() const;
+  std::vector<double> copy_seconds() const;
   // Seconds each op took in each recorded step.
   const std::vector<std::vector<double>>& op_times() const { return op_times_; }
   // With record_timeline: what the devices' threads did in the last step,
@@ -318,6 +321,13 @@ class Session {
   std::vector<double> times_;  // Per op, this step.
   std::vector<std::vector<double>> op_times_;  // Per recorded step.
   double step_start_ = 0;
+  // Per device, this step's seconds of ops and copies, each written by the
+  // device's thread only, on a cache line of its own.
+  struct alignas(64) DeviceWork {
+    double ops = 0;
+    double copies = 0;
+  };
+  std::vector<DeviceWork> work_;
   // Per device, written by its thread only (record_timeline_).
   std::vector<std::vector<TimelineEvent>> events_;
   std::atomic<int> ops_done_{0};
@@ -401,6 +411,7 @@ bool Session::Setup(std::string* reason) {
   slots_.assign(uses0_.size(), at::Tensor());
   live_ = std::vector<std::atomic<int64_t>>(num_devices_);
   times_.assign(n, 0);
+  work_.assign(num_devices_, DeviceWork());
   events_.assign(num_devices_, {});
   StartThreads();
   return true;
@@ -452,6 +463,7 @@ bool Session::RunStep(double* seconds, std::string* reason) {
   reason_.clear();
 
   for (auto& events : events_) events.clear();
+  work_.assign(num_devices_, DeviceWork());
   spinning_.store(spin_in_steps_);
   const double start = Now();
   step_start_ = start;
@@ -484,6 +496,18 @@ bool Session::RunStep(double* seconds, std::string* reason) {
     return false;
   }
   return true;
+}
+
+std::vector<double> Session::op_seconds() const {
+  std::vector<double> seconds;
+  for (const DeviceWork& w : work_) seconds.push_back(w.ops);
+  return seconds;
+}
+
+std::vector<double> Session::copy_seconds() const {
+  std::vector<double> seconds;
+  for (const DeviceWork& w : work_) seconds.push_back(w.copies);
+  return seconds;
 }
 
 std::vector<TimelineEvent> Session::TakeTimeline() {
@@ -536,15 +560,17 @@ void Session::DeviceLoop(int d) {
 // copies with its own core, as a memcpy between logical devices costs.
 void Session::CopyIn(TensorId t, int d) {
   const int from = placement_[graph_.producer(t)];
-  const double start = record_timeline_ ? Now() : 0;
+  const double start = Now();
   try {
     at::Tensor copy = slots_[Slot(t, from)].to(
         TorchDevice(impl_.devices[d]), /*non_blocking=*/false, /*copy=*/true);
     SynchronizeIfCuda(impl_.devices[d]);
     Store(t, d, std::move(copy));
+    const double end = Now();
+    work_[d].copies += end - start;
     if (record_timeline_) {
       events_[d].push_back({TimelineEvent::Kind::kTransfer, t, d, from,
-                            start - step_start_, Now() - step_start_});
+                            start - step_start_, end - step_start_});
     }
     Release(t, from);
     Available(t, d);
@@ -636,7 +662,9 @@ void Session::RunOp(OpId op, int d) {
     }
   }
   for (TensorId t : impl_.inputs[op]) Release(t, d);
-  if (record_times_) times_[op] = Now() - start;
+  const double seconds = Now() - start;  // Its outputs handed on.
+  work_[d].ops += seconds;
+  if (record_times_) times_[op] = seconds;
   if (ops_done_.fetch_add(1) + 1 == graph_.num_ops()) {
     std::lock_guard<std::mutex> lock(mu_);
     done_cv_.notify_all();
@@ -765,11 +793,20 @@ StatusOr<ExecResult> Executor::Measure(const Placement& placement) {
   bool ok = session.Setup(&reason);
   std::vector<std::vector<TimelineEvent>> timelines;  // Per measured step.
   const int steps = impl_->options.warmup_steps + impl_->options.measured_steps;
+  const size_t num_devices = impl_->devices.size();
+  result.op_seconds.assign(num_devices, 0);
+  result.copy_seconds.assign(num_devices, 0);
   for (int step = 0; ok && step < steps; ++step) {
     double seconds = 0;
     ok = session.RunStep(&seconds, &reason);
     if (ok && step >= impl_->options.warmup_steps) {
       result.step_times.push_back(seconds);
+      const std::vector<double> ops = session.op_seconds();
+      const std::vector<double> copies = session.copy_seconds();
+      for (size_t d = 0; d < num_devices; ++d) {
+        result.op_seconds[d] += ops[d] / impl_->options.measured_steps;
+        result.copy_seconds[d] += copies[d] / impl_->options.measured_steps;
+      }
       if (impl_->options.record_timeline) {
         timelines.push_back(session.TakeTimeline());
       }

@@ -86,7 +86,13 @@ struct ExecResult {
   double step_time = 0;            // Median of the measured steps, seconds.
   std::vector<double> step_times;  // Every measured step, in order.
   std::vector<int64_t> peak_memory_bytes;  // Per device, accounted.
-  double wall_seconds = 0;                 // Everything the measurement took.
+  // Per device, the mean over the measured steps: seconds its thread spent
+  // running ops (each from its start until its outputs are handed on) and
+  // copying tensors in. What the simulator's SimResult::device_busy_seconds
+  // and its copies to the device are, measured.
+  std::vector<double> op_seconds;
+  std::vector<double> copy_seconds;
+  double wall_seconds = 0;  // Everything the measurement took.
   // With ExecOptions::record_timeline: what each device's thread did in
   // the measured step nearest the median, seconds from the step's start,
   // in the simulator's form except for copies: a kTransfer event has the

@@ -370,6 +370,36 @@ TEST(ExecutorTest, TimelineHoldsEveryOpAndCopyOfOneMeasuredStep) {
   EXPECT_TRUE(untimed->timeline.empty());
 }
 
+TEST(ExecutorTest, EachDeviceReportsItsOpAndCopyTimePerStep) {
+  const Graph graph = TwoBranches(2);
+  ExecOptions options;
+  options.measured_steps = 3;
+  auto executor = Executor::Create(graph, TwoCpus(), options);
+  ASSERT_TRUE(executor.ok()) << executor.status().message();
+  StatusOr<ExecResult> split = (*executor)->Measure(SplitPlacement(graph));
+  ASSERT_TRUE(split.ok());
+  ASSERT_TRUE(split->feasible) << split->infeasible_reason;
+  ASSERT_EQ(split->op_seconds.size(), 2u);
+  ASSERT_EQ(split->copy_seconds.size(), 2u);
+  double slowest = 0;
+  for (double t : split->step_times) slowest = std::max(slowest, t);
+  for (int d = 0; d < 2; ++d) {
+    // Both devices run ops and copy one tensor in (x to cpu:1, branch 1's
+    // result to cpu:0); one thread per device works no longer than a step.
+    EXPECT_GT(split->op_seconds[d], 0);
+    EXPECT_GT(split->copy_seconds[d], 0);
+    EXPECT_LE(split->op_seconds[d] + split->copy_seconds[d], slowest);
+  }
+  StatusOr<ExecResult> one =
+      (*executor)->Measure(Placement(graph.num_ops(), 0));
+  ASSERT_TRUE(one.ok());
+  ASSERT_TRUE(one->feasible) << one->infeasible_reason;
+  EXPECT_GT(one->op_seconds[0], 0);
+  EXPECT_EQ(one->op_seconds[1], 0);
+  EXPECT_EQ(one->copy_seconds[0], 0);
+  EXPECT_EQ(one->copy_seconds[1], 0);
+}
+
 TEST(ExecutorTest, InjectedAllocationFailureIsInfeasibleNotACrash) {
   const Graph graph = TwoBranches(2);
   ExecOptions options;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -305,6 +306,11 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     sample.placement = std::move(placements[i].placement);
     sample.simulated_feasible = sim->feasible;
     sample.simulated = sim->step_time;
+    sample.simulated_op_seconds = 0;
+    for (int d = 0; d < static_cast<int>(sim->device_op_count.size()); ++d) {
+      sample.simulated_op_seconds += sim->device_busy_seconds[d];
+      sample.devices_used += sim->device_op_count[d] > 0;
+    }
   }
   // With calibrate_links, items n and n + 1 of every round are the
   // calibration's reference and calibration placements.
@@ -376,6 +382,7 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
   for (int i = 0; i < n; ++i) {
     FidelitySample& sample = report.samples[i];
     sample.measured = rounds[0][i];
+    std::vector<double> round_op_seconds;
     double wall = 0;
     for (int r = 0; r < options.rounds; ++r) {
       const Measurement& m = rounds[r][i];
@@ -385,6 +392,10 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
         continue;
       }
       sample.round_step_times.push_back(m.step_time);
+      if (!m.op_seconds.empty()) {
+        round_op_seconds.push_back(
+            std::accumulate(m.op_seconds.begin(), m.op_seconds.end(), 0.0));
+      }
       for (size_t d = 0; d < m.peak_memory_bytes.size() &&
                          d < sample.measured.peak_memory_bytes.size();
            ++d) {
@@ -396,7 +407,27 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     if (sample.measured.feasible) {
       sample.measured.step_time =
           OfRounds(sample.round_step_times, options.statistic);
+      if (round_op_seconds.size() == sample.round_step_times.size()) {
+        sample.measured_op_seconds =
+            OfRounds(std::move(round_op_seconds), options.statistic);
+      }
     }
+  }
+  std::map<int, FidelityReport::OpTimeRatio> ratios;  // By devices used.
+  for (const FidelitySample& sample : report.samples) {
+    if (!(sample.simulated_op_seconds > 0) ||
+        !std::isfinite(sample.measured_op_seconds)) {
+      continue;
+    }
+    FidelityReport::OpTimeRatio& r = ratios[sample.devices_used];
+    r.devices = sample.devices_used;
+    r.mean_ratio = (r.mean_ratio * r.samples +
+                    sample.measured_op_seconds / sample.simulated_op_seconds) /
+                   (r.samples + 1);
+    ++r.samples;
+  }
+  for (const auto& [devices, ratio] : ratios) {
+    report.op_time_ratios.push_back(ratio);
   }
   // Sample i's step times in every other round from index r0 (rounds 1,
   // 3, ... for 0; 2, 4, ... for 1) made one by `statistic`; NaN when
@@ -484,17 +515,18 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
 }
 
 std::string FidelityTableMarkdown(const FidelityReport& report) {
-  bool rounds = false;
+  bool rounds = false, op_times = false;
   for (const FidelitySample& s : report.samples) {
     rounds = rounds || s.round_step_times.size() > 1;
+    op_times = op_times || std::isfinite(s.measured_op_seconds);
   }
   std::string out =
-      rounds ? std::string("| placement | simulated (s) | measured (s, ") +
-                   std::string(RoundStatisticPhrase(report.statistic)) +
-                   ") | error | rounds (s) |\n"
-                   "|---|---:|---:|---:|---:|\n"
-             : "| placement | simulated (s) | measured (s) | error |\n"
-               "|---|---:|---:|---:|\n";
+      "| placement | simulated (s) | measured (s" +
+      (rounds ? ", " + std::string(RoundStatisticPhrase(report.statistic))
+              : std::string()) +
+      ") | error |" + (op_times ? " op time, measured / simulated |" : "") +
+      (rounds ? " rounds (s) |" : "") + "\n|---|---:|---:|---:|" +
+      (op_times ? "---:|" : "") + (rounds ? "---:|" : "") + "\n";
   for (const FidelitySample& s : report.samples) {
     const bool both = s.simulated_feasible && s.measured.feasible;
     out +=
@@ -508,6 +540,10 @@ std::string FidelityTableMarkdown(const FidelityReport& report) {
                                       s.measured.step_time)
               : "-") +
         " |";
+    if (op_times) {
+      const double ratio = s.measured_op_seconds / s.simulated_op_seconds;
+      out += " " + (std::isfinite(ratio) ? Format("x%.2f", ratio) : "-") + " |";
+    }
     if (rounds) {
       std::string times;
       for (double t : s.round_step_times) {
@@ -550,6 +586,18 @@ std::string ComparedSummary(const FidelityReport& report,
   if (report.compared.count == 0) return "";
   return "simulated with " + what +
          " instead: " + FidelitySummary(report.compared);
+}
+
+std::string OpTimeSummary(const FidelityReport& report) {
+  std::string line;
+  for (const FidelityReport::OpTimeRatio& r : report.op_time_ratios) {
+    line += (line.empty() ? "op time, measured over simulated: " : ", ") +
+            Format("x%.2f", r.mean_ratio) + " on " + std::to_string(r.devices) +
+            (r.devices == 1 ? " device (" : " devices (") +
+            std::to_string(r.samples) +
+            (r.samples == 1 ? " placement)" : " placements)");
+  }
+  return line;
 }
 
 std::string CalibrationSummary(const FidelityReport& report) {

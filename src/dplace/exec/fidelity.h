@@ -139,6 +139,15 @@ struct FidelitySample {
   // (with the first round's reason) when any round was.
   Measurement measured;
   std::vector<double> round_step_times;  // Seconds, one per feasible round.
+  // The devices' op time per step, summed over the devices: simulated
+  // (SimResult::device_busy_seconds, the profile's op times) and measured
+  // (Measurement::op_seconds, the rounds made one by the options'
+  // statistic; NaN where the environment gives none). Their ratio is how
+  // far the profile's op times hold in this placement, apart from the
+  // waits and copies a step adds.
+  double simulated_op_seconds = std::numeric_limits<double>::quiet_NaN();
+  double measured_op_seconds = std::numeric_limits<double>::quiet_NaN();
+  int devices_used = 0;  // Devices the placement puts ops on.
 };
 
 struct FidelityReport {
@@ -161,6 +170,16 @@ struct FidelityReport {
     FidelityStats retest;
   };
   std::vector<OtherStatistic> other_statistics;
+  // Measured over simulated op time (FidelitySample::measured_op_seconds /
+  // simulated_op_seconds), its mean over the samples that use the same
+  // number of devices, fewest devices first; empty where no op times
+  // were measured.
+  struct OpTimeRatio {
+    int devices = 0;
+    int samples = 0;
+    double mean_ratio = 0;
+  };
+  std::vector<OpTimeRatio> op_time_ratios;
   // `stats` with FidelityOptions::compare_cost's simulated times, over the
   // samples feasible in both simulations and measured. count 0 without it.
   FidelityStats compared;
@@ -195,6 +214,9 @@ std::string OtherStatisticSummary(const FidelityReport& report,
 // "simulated with <what> instead: MAPE ..."; empty without a comparison.
 std::string ComparedSummary(const FidelityReport& report,
                             const std::string& what);
+// "op time, measured over simulated: x1.00 on 1 device (3 placements),
+// x1.16 on 2 devices (17 placements)"; empty without measured op times.
+std::string OpTimeSummary(const FidelityReport& report);
 // "links calibrated in the same rounds: every latency x2.71 (fits to all
 // rounds x2.71, to rounds 1, 3, ... x2.50, to rounds 2, 4, ... x3.10)";
 // empty without a calibration.

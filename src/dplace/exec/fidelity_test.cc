@@ -20,6 +20,7 @@ namespace {
 
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using ::testing::UnorderedElementsAreArray;
 
@@ -417,6 +418,78 @@ TEST(RunFidelityTest, ComparesEveryPlacementWithTheMeasurement) {
   const std::string svg = FidelityScatterSvg(*report, "rnnlm");
   EXPECT_THAT(svg, StartsWith("<svg"));
   EXPECT_THAT(svg, HasSubstr("simulated = measured"));
+}
+
+// The simulator as a machine that also reports each device's op time, its
+// ops running `split_slowdown` times slower than simulated whenever the
+// placement uses more than one device (and the step with them).
+class SplitSlowdownEnvironment : public Environment {
+ public:
+  SplitSlowdownEnvironment(const CostModel& cost, double split_slowdown)
+      : Environment(cost.graph(), cost.cluster()),
+        sim_(cost),
+        split_slowdown_(split_slowdown) {}
+
+ protected:
+  std::vector<Measurement> DoEvaluate(
+      const std::vector<Placement>& batch) override {
+    std::vector<Measurement> out;
+    for (const Placement& p : batch) {
+      const SimResult r = *sim_.Simulate(p);
+      int used = 0;
+      for (int32_t count : r.device_op_count) used += count > 0;
+      const double factor = used > 1 ? split_slowdown_ : 1.0;
+      Measurement m;
+      m.step_time = r.step_time * factor;
+      for (double busy : r.device_busy_seconds) {
+        m.op_seconds.push_back(busy * factor);
+      }
+      out.push_back(m);
+    }
+    return out;
+  }
+
+ private:
+  Simulator sim_;
+  double split_slowdown_;
+};
+
+TEST(RunFidelityTest, ComparesEachPlacementsOpTimeWithTheProfiles) {
+  const SmallRnnlm rnnlm;
+  SplitSlowdownEnvironment env(*rnnlm.problem.cost, 1.2);
+  FidelityOptions options;
+  options.samples = 10;
+  StatusOr<FidelityReport> report = RunFidelity(rnnlm.problem, &env, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  for (const FidelitySample& s : report->samples) {
+    ASSERT_GT(s.simulated_op_seconds, 0) << s.label;
+    const double expected = s.devices_used > 1 ? 1.2 : 1.0;
+    EXPECT_NEAR(s.measured_op_seconds / s.simulated_op_seconds, expected, 1e-9)
+        << s.label;
+  }
+  // single cpu:0 and cpu:1 on one device; the random placements on two.
+  ASSERT_EQ(report->op_time_ratios.size(), 2u);
+  EXPECT_EQ(report->op_time_ratios[0].devices, 1);
+  EXPECT_GE(report->op_time_ratios[0].samples, 2);
+  EXPECT_NEAR(report->op_time_ratios[0].mean_ratio, 1.0, 1e-9);
+  EXPECT_EQ(report->op_time_ratios[1].devices, 2);
+  EXPECT_NEAR(report->op_time_ratios[1].mean_ratio, 1.2, 1e-9);
+  EXPECT_THAT(OpTimeSummary(*report),
+              StartsWith("op time, measured over simulated: x1.00 on 1 "
+                         "device ("));
+  EXPECT_THAT(OpTimeSummary(*report), HasSubstr(", x1.20 on 2 devices ("));
+  EXPECT_THAT(FidelityTableMarkdown(*report),
+              HasSubstr("| op time, measured / simulated |"));
+  EXPECT_THAT(FidelityTableMarkdown(*report), HasSubstr(" | x1.20 | "));
+
+  // An environment without op times (the simulator) leaves them out.
+  ScaledEnvironment plain(*rnnlm.problem.cost, 1.0);
+  StatusOr<FidelityReport> without =
+      RunFidelity(rnnlm.problem, &plain, options);
+  ASSERT_TRUE(without.ok()) << without.status().message();
+  EXPECT_TRUE(without->op_time_ratios.empty());
+  EXPECT_EQ(OpTimeSummary(*without), "");
+  EXPECT_THAT(FidelityTableMarkdown(*without), Not(HasSubstr("op time")));
 }
 
 // Measurement k (from 0) scaled by factors[k / placements]: the machine

@@ -25,6 +25,7 @@ std::vector<Measurement> MeasuredEnvironment::DoEvaluate(
       m.infeasible_reason = r->infeasible_reason;
       m.peak_memory_bytes = r->peak_memory_bytes;
       m.wall_seconds = r->wall_seconds;
+      m.op_seconds = r->op_seconds;
     } else {
       // Evaluate() validated the placement, so the executor has no reason
       // to refuse it; if it does, the placement counts as failed rather

@@ -347,9 +347,10 @@ std::string FidelityMarkdown(const Graph& graph, const Cluster& cluster,
           ".\n";
   }
   if (!report.op_time_ratios.empty()) {
-    md += "\nThe devices' " + OpTimeSummary(report).substr(3) +
-          " (the mean of the \"op time\" column): how far the profile's op "
-          "times hold when the ops are split between devices.\n";
+    md += "\nThe devices' " + OpTimeSummary(report) +
+          ": how far the profile's op times hold when the ops are split "
+          "between devices (the \"op time\" column's mean by devices "
+          "used).\n";
   }
   if (!stand_ins.empty()) {
     md += "\nOp types run as stand-ins (read inputs, write outputs):";

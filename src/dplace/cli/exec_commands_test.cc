@@ -125,6 +125,8 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
   ASSERT_TRUE(markdown.ok());
   EXPECT_THAT(*markdown, HasSubstr("| placement | simulated (s) |"));
   EXPECT_THAT(*markdown, HasSubstr("| op time, measured / simulated |"));
+  EXPECT_THAT(*markdown,
+              HasSubstr("\nThe devices' op time, measured over simulated: x"));
   // Each placement, to measure again: every op on cpu:1 in the second.
   EXPECT_THAT(r.out, HasSubstr("files in " + placements));
   StatusOr<Cluster> local = LoadCluster(cluster());

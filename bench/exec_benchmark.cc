@@ -2,7 +2,7 @@
 // Relu ops on 1-element tensors, whose kernels take about a microsecond,
 // run as one training step on logical CPU devices. Placements: every op on
 // cpu:0 (dispatch only), and alternating cpu:0 / cpu:1 (every edge a
-// cross-device copy through a link thread: the worst case).
+// cross-device copy, made by the consumer's thread: the worst case).
 // BM_ExecuteTwoChains runs two independent chains of 5,000 such ops, their
 // ops interleaved in id order as parallel branches are in a real graph,
 // with no edge between them: on one device, or a chain on each device. Two

@@ -28,8 +28,11 @@ const Graph& Chain() {
   return *graph;
 }
 
-void BM_ExecuteChain(benchmark::State& state) {
-  const Graph& graph = Chain();
+// Measures `graph` one step per iteration: every op on cpu:0 with
+// range(0) 0, op i on cpu:(i % 2) with 1 (`split_label`). Reports the
+// step's time per op.
+void MeasureSteps(benchmark::State& state, const Graph& graph,
+                  const char* one_label, const char* split_label) {
   ExecOptions options;
   options.warmup_steps = 0;
   options.measured_steps = 1;
@@ -49,13 +52,18 @@ void BM_ExecuteChain(benchmark::State& state) {
     step_seconds += result->step_time;
   }
   state.counters["us_per_op"] =
-      1e6 * step_seconds / (state.iterations() * static_cast<double>(kOps));
-  state.SetLabel(state.range(0) == 1 ? "alternating cpu:0/cpu:1"
-                                     : "all on cpu:0");
+      1e6 * step_seconds /
+      (state.iterations() * static_cast<double>(graph.num_ops()));
+  state.SetLabel(state.range(0) == 1 ? split_label : one_label);
+}
+
+void BM_ExecuteChain(benchmark::State& state) {
+  MeasureSteps(state, Chain(), "all on cpu:0", "alternating cpu:0/cpu:1");
 }
 BENCHMARK(BM_ExecuteChain)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
-// Two chains of kOps / 2 ops: op 2i in the first, 2i + 1 in the second.
+// Two chains of kOps / 2 ops: op 2i in the first, 2i + 1 in the second, so
+// op i % 2 puts a chain on each device.
 const Graph& TwoChains() {
   static const Graph* graph = [] {
     GraphBuilder builder("two_relu_chains");
@@ -73,29 +81,8 @@ const Graph& TwoChains() {
 }
 
 void BM_ExecuteTwoChains(benchmark::State& state) {
-  const Graph& graph = TwoChains();
-  ExecOptions options;
-  options.warmup_steps = 0;
-  options.measured_steps = 1;
-  auto executor =
-      Executor::Create(graph, *ParseExecDevices("cpu:0,cpu:1"), options);
-  Placement placement(graph.num_ops(), 0);
-  if (state.range(0) == 1) {
-    for (OpId op = 0; op < graph.num_ops(); ++op) placement[op] = op % 2;
-  }
-  double step_seconds = 0;
-  for (auto _ : state) {
-    StatusOr<ExecResult> result = (*executor)->Measure(placement);
-    if (!result.ok() || !result->feasible) {
-      state.SkipWithError("step failed");
-      return;
-    }
-    step_seconds += result->step_time;
-  }
-  state.counters["us_per_op"] =
-      1e6 * step_seconds / (state.iterations() * static_cast<double>(kOps));
-  state.SetLabel(state.range(0) == 1 ? "a chain on each of cpu:0, cpu:1"
-                                     : "both chains on cpu:0");
+  MeasureSteps(state, TwoChains(), "both chains on cpu:0",
+               "a chain on each of cpu:0, cpu:1");
 }
 BENCHMARK(BM_ExecuteTwoChains)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 

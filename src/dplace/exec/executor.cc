@@ -271,9 +271,14 @@ class Session {
   bool RunStep(double* seconds, std::string* reason);
 
   const std::vector<int64_t>& peak() const { return peak_; }
-  // Per device, of the last step: seconds of ops and of copies.
-  std::vector<double> op_seconds() const;
-  std::vector<double> copy_seconds() const;
+  // Per device, this step's seconds of ops and copies, each written by the
+  // device's thread only, on a cache line of its own.
+  struct alignas(64) DeviceWork {
+    double ops = 0;
+    double copies = 0;
+  };
+  // Of the last step.
+  const std::vector<DeviceWork>& work() const { return work_; }
   // Seconds each op took in each recorded step.
   const std::vector<std::vector<double>>& op_times() const { return op_times_; }
   // With record_timeline: what the devices' threads did in the last step,
@@ -321,13 +326,7 @@ class Session {
   std::vector<double> times_;  // Per op, this step.
   std::vector<std::vector<double>> op_times_;  // Per recorded step.
   double step_start_ = 0;
-  // Per device, this step's seconds of ops and copies, each written by the
-  // device's thread only, on a cache line of its own.
-  struct alignas(64) DeviceWork {
-    double ops = 0;
-    double copies = 0;
-  };
-  std::vector<DeviceWork> work_;
+  std::vector<DeviceWork> work_;  // Per device.
   // Per device, written by its thread only (record_timeline_).
   std::vector<std::vector<TimelineEvent>> events_;
   std::atomic<int> ops_done_{0};
@@ -411,7 +410,6 @@ bool Session::Setup(std::string* reason) {
   slots_.assign(uses0_.size(), at::Tensor());
   live_ = std::vector<std::atomic<int64_t>>(num_devices_);
   times_.assign(n, 0);
-  work_.assign(num_devices_, DeviceWork());
   events_.assign(num_devices_, {});
   StartThreads();
   return true;
@@ -496,18 +494,6 @@ bool Session::RunStep(double* seconds, std::string* reason) {
     return false;
   }
   return true;
-}
-
-std::vector<double> Session::op_seconds() const {
-  std::vector<double> seconds;
-  for (const DeviceWork& w : work_) seconds.push_back(w.ops);
-  return seconds;
-}
-
-std::vector<double> Session::copy_seconds() const {
-  std::vector<double> seconds;
-  for (const DeviceWork& w : work_) seconds.push_back(w.copies);
-  return seconds;
 }
 
 std::vector<TimelineEvent> Session::TakeTimeline() {
@@ -801,11 +787,10 @@ StatusOr<ExecResult> Executor::Measure(const Placement& placement) {
     ok = session.RunStep(&seconds, &reason);
     if (ok && step >= impl_->options.warmup_steps) {
       result.step_times.push_back(seconds);
-      const std::vector<double> ops = session.op_seconds();
-      const std::vector<double> copies = session.copy_seconds();
       for (size_t d = 0; d < num_devices; ++d) {
-        result.op_seconds[d] += ops[d] / impl_->options.measured_steps;
-        result.copy_seconds[d] += copies[d] / impl_->options.measured_steps;
+        const auto& work = session.work()[d];
+        result.op_seconds[d] += work.ops / impl_->options.measured_steps;
+        result.copy_seconds[d] += work.copies / impl_->options.measured_steps;
       }
       if (impl_->options.record_timeline) {
         timelines.push_back(session.TakeTimeline());

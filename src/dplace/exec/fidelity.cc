@@ -421,12 +421,11 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     }
     FidelityReport::OpTimeRatio& r = ratios[sample.devices_used];
     r.devices = sample.devices_used;
-    r.mean_ratio = (r.mean_ratio * r.samples +
-                    sample.measured_op_seconds / sample.simulated_op_seconds) /
-                   (r.samples + 1);
+    r.mean_ratio += sample.measured_op_seconds / sample.simulated_op_seconds;
     ++r.samples;
   }
-  for (const auto& [devices, ratio] : ratios) {
+  for (auto& [devices, ratio] : ratios) {
+    ratio.mean_ratio /= ratio.samples;  // The sum so far.
     report.op_time_ratios.push_back(ratio);
   }
   // Sample i's step times in every other round from index r0 (rounds 1,

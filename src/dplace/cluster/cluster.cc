@@ -39,12 +39,13 @@ DeviceId ClusterBuilder::AddDevice(Device device) {
 
 void ClusterBuilder::AddLink(std::string_view from, std::string_view to,
                              double bandwidth, double latency,
-                             bool bidirectional, Copier copier) {
-  links_.push_back(
-      {std::string(from), std::string(to), bandwidth, latency, copier});
+                             bool bidirectional, Copier copier,
+                             double hand_off) {
+  links_.push_back({std::string(from), std::string(to), bandwidth, latency,
+                    copier, hand_off});
   if (bidirectional) {
-    links_.push_back(
-        {std::string(to), std::string(from), bandwidth, latency, copier});
+    links_.push_back({std::string(to), std::string(from), bandwidth, latency,
+                      copier, hand_off});
   }
 }
 
@@ -103,9 +104,9 @@ std::vector<LinkId> ShortestPathTree(
     if (top != best[d]) continue;
     for (LinkId l : out[d]) {
       const Link& link = links[l];
-      const Key next{
-          std::get<0>(top) + link.latency + kProbeBytes / link.bandwidth,
-          std::get<1>(top) + 1, link.to};
+      const Key next{std::get<0>(top) + link.hand_off + link.latency +
+                         kProbeBytes / link.bandwidth,
+                     std::get<1>(top) + 1, link.to};
       if (next < best[link.to]) {
         best[link.to] = next;
         via[link.to] = l;
@@ -153,9 +154,18 @@ StatusOr<Cluster> ClusterBuilder::Build() && {
     if (!(p.latency >= 0) || !std::isfinite(p.latency)) {
       return InvalidArgumentError(where + ": latency must be >= 0");
     }
+    if (!(p.hand_off >= 0) || !std::isfinite(p.hand_off)) {
+      return InvalidArgumentError(where + ": hand_off must be >= 0");
+    }
+    if (p.hand_off > 0 && p.copier != Copier::kDestination) {
+      return InvalidArgumentError(
+          where +
+          ": hand_off is for links whose destination makes the copies "
+          "(copier \"destination\")");
+    }
     out[from->second].push_back(static_cast<LinkId>(c.links_.size()));
-    c.links_.push_back(
-        {from->second, to->second, p.bandwidth, p.latency, p.copier});
+    c.links_.push_back({from->second, to->second, p.bandwidth, p.latency,
+                        p.copier, p.hand_off});
   }
 
   c.route_offsets_.assign(1, 0);

@@ -62,6 +62,11 @@ struct Link {
   double bandwidth = 0;  // Bytes/s.
   double latency = 0;    // Seconds per transfer.
   Copier copier = Copier::kLink;
+  // kDestination only: seconds from a tensor being ready until the
+  // destination can take its copy (handing it to the device's thread),
+  // a wait that holds no slot; the copy then takes latency + bytes /
+  // bandwidth of a slot. Default: 0.
+  double hand_off = 0;
 };
 
 class Cluster {
@@ -103,7 +108,7 @@ class ClusterBuilder {
   // Devices are named; unknown names are reported by Build().
   void AddLink(std::string_view from, std::string_view to, double bandwidth,
                double latency, bool bidirectional = true,
-               Copier copier = Copier::kLink);
+               Copier copier = Copier::kLink, double hand_off = 0);
 
   // Validates (unique names, positive figures, known link ends, every device
   // reachable from every other) and computes routes: the path of least
@@ -115,6 +120,7 @@ class ClusterBuilder {
     std::string from, to;
     double bandwidth, latency;
     Copier copier;
+    double hand_off;
   };
   std::string name_;
   std::vector<Device> devices_;

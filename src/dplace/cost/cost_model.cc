@@ -78,13 +78,17 @@ double CostModel::LinkTime(int64_t bytes, LinkId link) const {
 double CostModel::TransferTime(int64_t bytes, DeviceId from,
                                DeviceId to) const {
   double time = 0;
-  for (LinkId l : cluster_->route(from, to)) time += LinkTime(bytes, l);
+  for (LinkId l : cluster_->route(from, to)) {
+    time += cluster_->link(l).hand_off + LinkTime(bytes, l);
+  }
   return time;
 }
 
 double CostModel::RouteLatency(DeviceId from, DeviceId to) const {
   double time = 0;
-  for (LinkId l : cluster_->route(from, to)) time += cluster_->link(l).latency;
+  for (LinkId l : cluster_->route(from, to)) {
+    time += cluster_->link(l).hand_off + cluster_->link(l).latency;
+  }
   return time;
 }
 

@@ -28,7 +28,8 @@ StatusOr<Cluster> ScaleLinkLatencies(const Cluster& cluster, double scale) {
     const Link& link = cluster.link(l);
     builder.AddLink(cluster.device(link.from).name,
                     cluster.device(link.to).name, link.bandwidth,
-                    link.latency * scale, /*bidirectional=*/false, link.copier);
+                    link.latency * scale, /*bidirectional=*/false, link.copier,
+                    link.hand_off * scale);
   }
   return std::move(builder).Build();
 }

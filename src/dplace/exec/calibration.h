@@ -118,7 +118,8 @@ Status FitLinkCalibration(const PlacementProblem& problem,
                           const LinkCalibrationOptions& options,
                           LinkCalibration* calibration);
 
-// `cluster` with every link latency multiplied by `scale` (>= 0).
+// `cluster` with every link's latency and hand-off multiplied by `scale`
+// (>= 0): what a cross-device edge costs beyond its bytes.
 StatusOr<Cluster> ScaleLinkLatencies(const Cluster& cluster, double scale);
 
 }  // namespace dplace

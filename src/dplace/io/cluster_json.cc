@@ -64,6 +64,7 @@ Status ReadLink(const json& value, const std::string& path,
   }
   const double bandwidth = f.Number("bandwidth", 1.0);
   const double latency = f.Number("latency", 0.0, 0.0);
+  const double hand_off = f.Number("hand_off", 0.0, 0.0);
   const bool bidirectional = f.Bool("bidirectional", true);
   const std::string copier_name = f.String("copier", "link");
   const std::optional<Copier> copier = ParseCopier(copier_name);
@@ -74,7 +75,7 @@ Status ReadLink(const json& value, const std::string& path,
   }
   DPLACE_RETURN_IF_ERROR(f.Finish());
   builder.AddLink(from, to, bandwidth, latency, bidirectional,
-                  copier.value_or(Copier::kLink));
+                  copier.value_or(Copier::kLink), hand_off);
   return Status::Ok();
 }
 
@@ -136,7 +137,7 @@ std::string ClusterToJson(const Cluster& c) {
       const Link& b = c.link(m);
       if (!written[m] && b.from == a.to && b.to == a.from &&
           b.bandwidth == a.bandwidth && b.latency == a.latency &&
-          b.copier == a.copier) {
+          b.copier == a.copier && b.hand_off == a.hand_off) {
         written[m] = both = true;
       }
     }
@@ -147,6 +148,7 @@ std::string ClusterToJson(const Cluster& c) {
                      {"bidirectional", both}});
     if (a.copier != Copier::kLink)
       links.back()["copier"] = CopierName(a.copier);
+    if (a.hand_off > 0) links.back()["hand_off"] = a.hand_off;
   }
   json root = {{"format", kFormat},
                {"version", 1},

@@ -430,6 +430,7 @@ TEST(ClusterJsonTest, EveryPresetRoundTrips) {
           EXPECT_EQ(la.bandwidth, lb.bandwidth);
           EXPECT_EQ(la.latency, lb.latency);
           EXPECT_EQ(la.copier, lb.copier);
+          EXPECT_EQ(la.hand_off, lb.hand_off);
         }
       }
     }
@@ -572,11 +573,14 @@ TEST(ClusterJsonTest, CopierDefaultsToTheLinkAndRoundTrips) {
         {"from": "cpu:0", "to": "gpu:0", "bandwidth": 1e10,
          "bidirectional": false},
         {"from": "gpu:0", "to": "cpu:0", "bandwidth": 1e10,
-         "bidirectional": false, "copier": "destination"}]})";
+         "bidirectional": false, "copier": "destination",
+         "hand_off": 5e-6}]})";
   StatusOr<Cluster> c = ParseClusterJson(text, "copier.json");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->link(0).copier, Copier::kLink);
   EXPECT_EQ(c->link(1).copier, Copier::kDestination);
+  EXPECT_EQ(c->link(0).hand_off, 0);
+  EXPECT_EQ(c->link(1).hand_off, 5e-6);
   // Links differing only in their copier stay two links.
   const std::string written = ClusterToJson(*c);
   StatusOr<Cluster> again = ParseClusterJson(written, "again.json");
@@ -584,7 +588,20 @@ TEST(ClusterJsonTest, CopierDefaultsToTheLinkAndRoundTrips) {
   ASSERT_EQ(again->num_links(), 2);
   EXPECT_EQ(again->link(0).copier, Copier::kLink);
   EXPECT_EQ(again->link(1).copier, Copier::kDestination);
+  EXPECT_EQ(again->link(1).hand_off, 5e-6);
   EXPECT_EQ(ClusterToJson(*again), written);
+}
+
+TEST(ClusterJsonErrorTest, HandOffOnALinkThatCopiesItself) {
+  EXPECT_THAT(ClusterError(R"({"from": "cpu:0", "to": "gpu:0",
+                               "bandwidth": 1e10, "hand_off": 1e-6})"),
+              AllOf(StartsWith("bad_cluster.json: "),
+                    HasSubstr("hand_off is for links whose destination "
+                              "makes the copies")));
+  EXPECT_THAT(ClusterError(R"({"from": "cpu:0", "to": "gpu:0",
+                               "bandwidth": 1e10, "copier": "destination",
+                               "hand_off": -1})"),
+              HasSubstr("links[0].hand_off"));
 }
 
 TEST(ClusterJsonErrorTest, UnknownCopier) {

@@ -352,7 +352,8 @@ class ListScheduler {
         if (c_.link(l).copier == Copier::kDestination) {
           busy = std::max(busy, DeviceFree(c_.link(l).to));
         }
-        at = std::max(at, busy) + cost_.LinkTime(bytes, l);
+        at =
+            std::max(at + c_.link(l).hand_off, busy) + cost_.LinkTime(bytes, l);
         if (link_trial_[l] < 0) trial_links_.push_back(l);
         link_trial_[l] = at;
       }

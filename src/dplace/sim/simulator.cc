@@ -6,7 +6,12 @@
 namespace dplace {
 namespace {
 
-enum EventType : uint32_t { kOpDone = 0, kHopDone = 1, kControlArrival = 2 };
+enum EventType : uint32_t {
+  kOpDone = 0,
+  kHopDone = 1,
+  kControlArrival = 2,
+  kHopHandedOff = 3,  // A hop reaches its copying destination's queue.
+};
 
 // 16 bytes: the time, then insertion order, type and id packed so that
 // comparing `key` breaks ties by insertion order (deterministic).
@@ -104,8 +109,9 @@ struct Simulator::Topology {
   std::vector<int64_t> start_bytes;  // Outputs plus scratch, at op start.
   std::vector<int64_t> temporary_bytes;
   std::vector<int64_t> persistent_bytes;
-  // Per (from, to) device pair: the route's summed latency and seconds per
-  // byte, for control edges and the placed critical path.
+  // Per (from, to) device pair: the route's summed latency (hand-offs
+  // included) and seconds per byte, for control edges and the placed
+  // critical path.
   std::vector<double> route_latency, route_seconds_per_byte;
   int num_devices;
 
@@ -144,7 +150,7 @@ struct Simulator::Topology {
       for (DeviceId b = 0; b < num_devices; ++b) {
         double latency = 0, seconds_per_byte = 0;
         for (LinkId l : c.route(a, b)) {
-          latency += c.link(l).latency;
+          latency += c.link(l).hand_off + c.link(l).latency;
           seconds_per_byte += 1.0 / c.link(l).bandwidth;
         }
         route_latency.push_back(latency);
@@ -210,6 +216,9 @@ class Simulator::Run {
         case kControlArrival:
           Satisfy(e.id());
           StartReady(device_[e.id()], e.time);
+          break;
+        case kHopHandedOff:
+          QueueCopy(e.id(), e.time);
           break;
       }
     }
@@ -445,14 +454,24 @@ class Simulator::Run {
   void EnqueueHop(int32_t tr, double now) {
     const LinkId link = CurrentLink(s_.transfers[tr]);
     if (c_.link(link).copier == Copier::kDestination) {
-      const DeviceId to = c_.link(link).to;
-      s_.ready[to].PushFront(-tr - 1);  // As the executor: ahead of ops.
-      StartReady(to, now);
+      if (c_.link(link).hand_off > 0) {
+        Push(now + c_.link(link).hand_off, tr, kHopHandedOff);
+      } else {
+        QueueCopy(tr, now);
+      }
     } else if (s_.link_busy[link]) {
       s_.link_queues[link].Push(tr);
     } else {
       BeginHop(tr, link, -1, now);
     }
+  }
+
+  // Queues the current hop of transfer `tr`, on a link its destination
+  // copies, as the executor does: ahead of the destination's ops.
+  void QueueCopy(int32_t tr, double now) {
+    const DeviceId to = c_.link(CurrentLink(s_.transfers[tr])).to;
+    s_.ready[to].PushFront(-tr - 1);
+    StartReady(to, now);
   }
 
   // Starts the current hop of transfer `index` on its link's channel (slot

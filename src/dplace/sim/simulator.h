@@ -8,8 +8,9 @@
 //   consumer there uses that copy. A route of several hops is store and
 //   forward: each hop is paid in full. A control edge across devices pays
 //   the route's latency and occupies no channel. A link whose copier is its
-//   destination has no channel: the hop waits in the destination's ready
-//   FIFO among its ops and takes a compute slot for its time.
+//   destination has no channel: after the link's hand-off (a wait that
+//   holds nothing) the hop joins the front of the destination's ready FIFO
+//   and takes a compute slot for its time.
 // - Memory per device: persistent bytes for the whole step; an op's outputs
 //   from its start until the last local consumer and every outgoing first hop
 //   finished; a received copy from the start of its last hop until its last

@@ -215,6 +215,47 @@ TEST(SimulatorTest, ADestinationCopyJumpsTheOpsWaitingThere) {
   EXPECT_DOUBLE_EQ(r.step_time, 4 + kHop);
 }
 
+// a(0.5 s) on d0 sends to b on d1 over a link with a 2 s hand-off, while
+// y1 and y2 (1 s each) run on d1: the hand-off holds no slot, so the copy
+// starts when it ends (2.5 s), not behind more of d1's work, and the
+// placed critical path counts it.
+TEST(SimulatorTest, AHandOffDelaysTheCopyWithoutHoldingASlot) {
+  GraphBuilder b("hand_off");
+  const OpId a = b.AddOp(Op("a", 0.5));
+  b.AddEdge(a, 0, b.AddOp(Op("b", 1)));
+  const OpId c = b.AddOp(Op("c", 1));
+  b.AddControlEdge(a, c);
+  for (const char* name : {"y1", "y2"}) b.AddOp(Op(name, 1));
+  const Graph g = *std::move(b).Build();
+  ClusterBuilder cb("hand_off");
+  for (const char* name : {"d0", "d1"}) cb.AddDevice(TestDevice(name, 1));
+  cb.AddLink("d0", "d1", kGiga, kLatency, /*bidirectional=*/true,
+             Copier::kDestination, /*hand_off=*/2.0);
+  const Cluster cluster = *std::move(cb).Build();
+  EXPECT_EQ(cluster.link(0).hand_off, 2.0);
+  const SimResult r =
+      SimulateIdeal(g, cluster, {0, 1, 1, 1, 1}, /*timeline=*/true);
+  int transfers = 0;
+  for (const TimelineEvent& e : r.timeline) {
+    if (e.kind != TimelineEvent::Kind::kTransfer) continue;
+    ++transfers;
+    EXPECT_DOUBLE_EQ(e.start, 2.5);
+    EXPECT_DOUBLE_EQ(e.end, 2.5 + kHop);
+  }
+  EXPECT_EQ(transfers, 1);
+  // c's control edge arrives at 0.5 + 2 + latency, ahead of b; then b.
+  EXPECT_DOUBLE_EQ(r.step_time, 2.5 + kHop + 2);
+  EXPECT_DOUBLE_EQ(r.bounds.placed_critical_path, 0.5 + 2 + kHop + 1);
+
+  // Only a link whose destination copies has a hand-off.
+  ClusterBuilder bad("bad");
+  for (const char* name : {"d0", "d1"}) bad.AddDevice(TestDevice(name, 1));
+  bad.AddLink("d0", "d1", kGiga, kLatency, true, Copier::kLink, 1.0);
+  EXPECT_THAT(std::move(bad).Build().status().message(),
+              HasSubstr("hand_off is for links whose destination makes the "
+                        "copies"));
+}
+
 TEST(SimulatorTest, DestinationCopiesOverTwoHopsWaitForTheMiddleDevice) {
   // The chain a -> b -> c with a on d0 and b, c on d2, routed through d1,
   // where x(3 s) runs from the start: the first hop waits for x.

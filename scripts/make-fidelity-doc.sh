@@ -50,13 +50,16 @@ echo "detecting the local cluster ..." >&2
 "$dplace" cluster detect --cpu-devices "$cpu_devices" -o "$work/local.json" \
   > "$work/detect.txt"
 # Four more detections, to show how far the links' benchmark moves.
-detected_latencies=$(sed -n 's/^cpu:0 -> cpu:1: .*, \([0-9.]*\) us, .*/\1/p' "$work/detect.txt")
+# "1.2 + 5.8": a detected link's latency and hand-off (µs).
+link_costs() {
+  sed -n 's/^cpu:0 -> cpu:1: [^,]*, \([0-9.]*\) us, hand-off \([0-9.]*\) us, .*/\1 + \2/p'
+}
+detected_latencies=$(link_costs < "$work/detect.txt")
 for _ in 1 2 3 4; do
-  detected_latencies+=" $("$dplace" cluster detect --cpu-devices "$cpu_devices" \
-    -o "$work/detect-again.json" 2> /dev/null |
-    sed -n 's/^cpu:0 -> cpu:1: .*, \([0-9.]*\) us, .*/\1/p')"
+  detected_latencies+=", $("$dplace" cluster detect --cpu-devices "$cpu_devices" \
+    -o "$work/detect-again.json" 2> /dev/null | link_costs)"
 done
-detected_latencies=$(echo $detected_latencies | sed 's/ /, /g')
+
 
 models=("resnet $resnet ${ROUNDS:-36}" "nmt $nmt ${ROUNDS:-48}")
 for entry in "${models[@]}"; do
@@ -193,9 +196,10 @@ Every placement is then simulated on the calibrated cluster; the
 "uncalibrated" columns give the figures with the detected cluster's
 latencies. The cost of a cross-device edge on this virtual machine
 drifts (five \`cluster detect\` runs in a row before the measurements
-gave $detected_latencies µs from \`cpu:0\` to \`cpu:1\`), and one benchmark
-taken before the measurements does not follow it; a fit over the same
-rounds does. No measurement of
+gave latency + hand-off of $detected_latencies µs from \`cpu:0\` to
+\`cpu:1\`), and one benchmark taken before the measurements does not
+follow it; a fit over the same rounds can. The factor scales each link's
+latency and hand-off alike. No measurement of
 the 20 placements enters the fit. Errors are
 (simulated − measured) / measured; MAPE is their mean absolute value;
 Spearman and Kendall (tau-b) compare the rankings, which is what a placer
@@ -211,11 +215,16 @@ devices the consumer device's thread makes each cross-device copy (the
 executor's \`CopyIn\`), ahead of the ops waiting on that thread.
 \`cluster detect\` writes its links with \`"copier": "destination"\`, so
 the simulator puts each copy at the front of the consumer's ready queue
-and charges it to that device's time; each link's latency is at least
-the hand-off a cross-device edge costs inside a step (a chain of
-one-element ops alternating between the devices), and \`--calibrate-links\`
-then scales every link latency by one factor, fitted in the same rounds
-as the placements (below). The profile gives each
+and charges it to that device's time. Two figures per link, both
+measured by \`cluster detect\`: the copy's time on the consumer's
+thread (latency + bytes / bandwidth, fitted to that thread's time per
+copy in steps that copy many tensors of one size, 256 bytes to 64 MiB),
+and the hand-off, the wait from a tensor being ready until the
+consumer's thread has it, which holds no thread (what a lone
+cross-device edge adds to a chain of one-element ops alternating
+between the devices, beyond its copy). \`--calibrate-links\` then
+scales both by one factor, fitted in the same rounds as the placements
+(above). The profile gives each
 op an equal share of the step time no op accounts for (the worker
 thread taking its next op), so a one-device placement simulates at the
 profiled step (made by the same statistic). Not modelled: the machine's

@@ -53,13 +53,27 @@ void PrintStandIns(const Executor& executor, std::ostream& err) {
   }
 }
 
+// "256 bytes", "4 KiB", "64 MiB".
+std::string SizeText(int64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  if (bytes < (int64_t{1} << 20)) return Format("%.0f KiB", bytes / 1024.0);
+  return Format("%.0f MiB", bytes / 1048576.0);
+}
+
 std::string DescribeFit(const CopyFit& fit) {
-  return "copy " + fit.from_name + " -> " + fit.to_name + ": latency " +
-         Format("%.1f us", fit.latency * 1e6) + ", bandwidth " +
-         Format("%.2f GB/s", fit.bandwidth / 1e9) + " (least squares over " +
-         std::to_string(fit.bytes.size()) + " sizes, " +
-         Format("%.0f KiB", fit.bytes.front() / 1024.0) + " to " +
-         Format("%.0f MiB", fit.bytes.back() / 1048576.0) + ")";
+  std::string text = "copy " + fit.from_name + " -> " + fit.to_name +
+                     ": latency " + Format("%.1f us", fit.latency * 1e6) +
+                     ", bandwidth " + Format("%.2f GB/s", fit.bandwidth / 1e9) +
+                     " (the consumer's time per copy, least squares over " +
+                     std::to_string(fit.bytes.size()) + " sizes, " +
+                     SizeText(fit.bytes.front()) + " to " +
+                     SizeText(fit.bytes.back()) + ")";
+  if (fit.edge_seconds > 0) {
+    text += "; hand-off " + Format("%.1f us", fit.hand_off * 1e6) +
+            " (a lone edge delays a step " +
+            Format("%.1f us", fit.edge_seconds * 1e6) + ")";
+  }
+  return text;
 }
 
 void PrintCluster(const Cluster& cluster, std::ostream& out) {
@@ -76,6 +90,9 @@ void PrintCluster(const Cluster& cluster, std::ostream& out) {
         << cluster.device(link.to).name << ": "
         << Format("%.2f GB/s", link.bandwidth / 1e9) << ", "
         << Format("%.1f us", link.latency * 1e6);
+    if (link.hand_off > 0) {
+      out << ", hand-off " << Format("%.1f us", link.hand_off * 1e6);
+    }
     if (link.copier == Copier::kDestination) {
       out << ", copied by " << cluster.device(link.to).name;
     }

@@ -880,40 +880,50 @@ StatusOr<double> Executor::TimeCopy(int from, int to, int64_t bytes,
         "copy benchmark: needs two distinct devices of the " +
         std::to_string(num_devices) + ", bytes >= 1 and repeats >= 1");
   }
-  // A tensor made on `from` and read on `to`, against both ops on `from`:
-  // the difference is what a cross-device edge costs in this executor
-  // (the copy and the hand-over to the consumer device's thread).
+  // `copies` tensors made on `from`, each read on `to`: `to`'s thread
+  // copies them one after another, ahead of their readers, as it takes
+  // the copies of a step between its ops. Its copy time per copy is what
+  // the simulator charges a hop on its destination's compute slot. (The
+  // step's time would add the hand-over of the first copy to an idle
+  // thread, which a step with work on both devices mostly hides.)
+  constexpr int64_t kBytesPerStep = int64_t{128} << 20;
+  const int copies =
+      static_cast<int>(std::clamp<int64_t>(kBytesPerStep / bytes, 4, 64));
   GraphBuilder builder("copy_benchmark");
-  OpSpec source;
-  source.name = "source";
-  source.type = "VariableV2";
-  source.outputs.push_back({{bytes}, DataType::kInt8, 0});
-  OpSpec reader;
-  reader.name = "reader";
-  reader.type = "Identity";
-  reader.outputs.push_back({{bytes}, DataType::kInt8, 0});
-  const OpId src = builder.AddOp(source);
-  const OpId dst = builder.AddOp(reader);
-  builder.AddEdge(src, 0, dst);
+  Placement placement;
+  for (int i = 0; i < copies; ++i) {
+    OpSpec source;
+    source.name = "source_" + std::to_string(i);
+    source.type = "VariableV2";
+    source.outputs.push_back({{bytes}, DataType::kInt8, 0});
+    OpSpec reader;
+    reader.name = "reader_" + std::to_string(i);
+    reader.type = "Identity";
+    reader.outputs.push_back({{bytes}, DataType::kInt8, 0});
+    const OpId src = builder.AddOp(source);
+    builder.AddEdge(src, 0, builder.AddOp(reader));
+    placement.push_back(from);
+    placement.push_back(to);
+  }
   StatusOr<Graph> graph = std::move(builder).Build();
   if (!graph.ok()) return graph.status();
   ExecOptions options;
   options.warmup_steps = 1;
-  options.measured_steps = repeats;
+  options.measured_steps = 1;
   StatusOr<std::unique_ptr<Executor>> executor =
       Create(*graph, impl_->devices, options);
   if (!executor.ok()) return executor.status();
-  StatusOr<ExecResult> local = (*executor)->Measure({from, from});
-  StatusOr<ExecResult> remote = (*executor)->Measure({from, to});
-  if (!local.ok()) return local.status();
-  if (!remote.ok()) return remote.status();
-  for (const ExecResult* r : {&*local, &*remote}) {
-    if (!r->feasible) {
+  std::vector<double> per_copy;
+  for (int r = 0; r < repeats; ++r) {
+    StatusOr<ExecResult> result = (*executor)->Measure(placement);
+    if (!result.ok()) return result.status();
+    if (!result->feasible) {
       return InvalidArgumentError("copy benchmark of " + std::to_string(bytes) +
-                                  " bytes: " + r->infeasible_reason);
+                                  " bytes: " + result->infeasible_reason);
     }
+    per_copy.push_back(result->copy_seconds[to] / copies);
   }
-  return std::max(0.0, remote->step_time - local->step_time);
+  return Median(per_copy);
 }
 
 std::vector<StandIn> Executor::stand_ins() const {

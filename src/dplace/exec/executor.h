@@ -141,10 +141,11 @@ class Executor {
       int device, int steps, double* step_total = nullptr, int window = 0,
       RoundStatistic statistic = RoundStatistic::kFastest);
 
-  // Seconds a tensor of `bytes` made on device `from` and read on device
-  // `to` costs over one made and read on `from`: the copy and its
-  // hand-over between the devices' threads, as a step pays it (medians
-  // of `repeats` steps each).
+  // Seconds device `to`'s thread spends on each copy of a tensor of
+  // `bytes` made on device `from`, in a step where it makes several such
+  // copies back to back: the copy and handing it to its readers, what a
+  // cross-device edge costs its consumer's device inside a step (the
+  // median of `repeats` steps).
   StatusOr<double> TimeCopy(int from, int to, int64_t bytes, int repeats);
 
   // Op types run as stand-ins so far (sorted by type).

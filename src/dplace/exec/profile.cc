@@ -101,7 +101,8 @@ void FitCopyLine(const std::vector<int64_t>& bytes,
   // The cost per byte from the larger half of the sizes (plain least
   // squares: small copies are hand-over noise, and weighting them by their
   // relative error let a copy timed at ~0 dictate the line); the latency
-  // is the median of what each size took beyond its bytes.
+  // is the median of what each of the smaller half took beyond its bytes
+  // (beside a large copy's, its noise is larger than the latency).
   std::vector<size_t> order(bytes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
@@ -127,8 +128,9 @@ void FitCopyLine(const std::vector<int64_t>& bytes,
     slope = seconds[largest] / static_cast<double>(bytes[largest]);
   }
   std::vector<double> beyond;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    beyond.push_back(seconds[i] - slope * static_cast<double>(bytes[i]));
+  for (size_t k = 0; k < std::max<size_t>(1, (order.size() + 1) / 2); ++k) {
+    beyond.push_back(seconds[order[k]] -
+                     slope * static_cast<double>(bytes[order[k]]));
   }
   std::nth_element(beyond.begin(), beyond.begin() + beyond.size() / 2,
                    beyond.end());
@@ -207,13 +209,15 @@ StatusOr<std::vector<CopyFit>> BenchmarkCopies(
       }
       FitCopyLine(fit.bytes, fit.seconds, &fit.latency, &fit.bandwidth);
       if (options.hand_off_ops > 0) {
-        StatusOr<double> hand_off = TimeHandOff(
+        StatusOr<double> edge = TimeHandOff(
             devices, from, to, options.hand_off_ops, options.repeats);
-        if (!hand_off.ok()) {
-          return hand_off.status().WithPrefix("copy " + fit.from_name + " -> " +
-                                              fit.to_name);
+        if (!edge.ok()) {
+          return edge.status().WithPrefix("copy " + fit.from_name + " -> " +
+                                          fit.to_name);
         }
-        fit.latency = std::max(fit.latency, *hand_off);
+        // The chain's edge beyond its copy of 4 bytes.
+        fit.edge_seconds = *edge;
+        fit.hand_off = std::max(0.0, *edge - fit.latency - 4 / fit.bandwidth);
       }
       fits.push_back(std::move(fit));
     }
@@ -366,7 +370,7 @@ StatusOr<Cluster> MakeLocalCluster(const std::string& name,
     const bool both = !linked[fit.to][fit.from];
     // The executor's consumer thread makes each copy (Executor::CopyIn).
     builder.AddLink(devices[fit.from].name, devices[fit.to].name, fit.bandwidth,
-                    fit.latency, both, Copier::kDestination);
+                    fit.latency, both, Copier::kDestination, fit.hand_off);
     if (both) linked[fit.to][fit.from] = true;
   }
   for (int a = 0; a < n; ++a) {

@@ -53,21 +53,27 @@ struct CopyFit {
   std::vector<double> seconds;  // Median copy time of each size.
   double latency = 0;           // Seconds, the fit's intercept (>= 0).
   double bandwidth = 0;         // Bytes/s, 1 / the fit's slope.
+  // TimeHandOff's seconds per edge, and what of it the copy does not
+  // account for (>= 0); 0 without the chain.
+  double edge_seconds = 0;
+  double hand_off = 0;
 };
 
 // Fits seconds = latency + bytes / bandwidth: the bandwidth by least
 // squares over the larger half of the sizes (through the origin when the
 // intercept comes out negative; a slope <= 0, no measurable cost per byte,
 // gives the largest size over its time), the latency as the median of
-// each size's time beyond its bytes / bandwidth, at least 0.
+// what each of the smaller half of the sizes took beyond its bytes /
+// bandwidth, at least 0.
 // REQUIRES: equal sizes, at least one point.
 void FitCopyLine(const std::vector<int64_t>& bytes,
                  const std::vector<double>& seconds, double* latency,
                  double* bandwidth);
 
 struct CopyBenchmarkOptions {
-  // Sizes copied. Default: 4 KiB to 64 MiB, powers of 4.
-  std::vector<int64_t> bytes = {int64_t{4} << 10,  int64_t{16} << 10,
+  // Sizes copied. Default: 256 bytes to 64 MiB, powers of 4.
+  std::vector<int64_t> bytes = {int64_t{256},      int64_t{1} << 10,
+                                int64_t{4} << 10,  int64_t{16} << 10,
                                 int64_t{64} << 10, int64_t{256} << 10,
                                 int64_t{1} << 20,  int64_t{4} << 20,
                                 int64_t{16} << 20, int64_t{64} << 20};
@@ -77,10 +83,11 @@ struct CopyBenchmarkOptions {
   // the reverse assumed equal). Default: false.
   bool both_directions = false;
   // Ops of the hand-off chain: 1-element Relus alternating between the two
-  // devices, timed against the same chain on one device; the difference
-  // per edge is what a cross-device edge costs beyond its bytes inside a
-  // step (the consumer thread picking the copy up), and the fit's latency
-  // is at least that. 0: no chain. Default: 2000.
+  // devices, timed against the same chain on one device. The difference
+  // per edge is what a cross-device edge delays a step when nothing else
+  // runs: the copy of 4 bytes and the wait until the consumer's thread has
+  // it; beyond the fitted copy, that wait is the link's hand-off. 0: no
+  // chain (hand-off 0). Default: 2000.
   int hand_off_ops = 2000;
 };
 
@@ -90,15 +97,18 @@ struct CopyBenchmarkOptions {
 // REQUIRES: ops >= 1.
 StatusOr<Graph> ReluChain(int ops);
 
-// Seconds a cross-device edge between devices `a` and `b` costs beyond its
-// bytes inside a step: (chain alternating a, b - chain on a) / edges, for a
-// chain of `ops` 1-element Relus, each placement measured `repeats` steps
-// (the median). At least 0. REQUIRES: ops >= 2, repeats >= 1.
+// Seconds a cross-device edge between devices `a` and `b` adds to a step
+// in which it is all that happens: (chain alternating a, b - chain on a) /
+// edges, for a chain of `ops` 1-element Relus, each placement measured
+// `repeats` steps (the median). At least 0. REQUIRES: ops >= 2,
+// repeats >= 1.
 StatusOr<double> TimeHandOff(const std::vector<ExecDevice>& devices, int a,
                              int b, int ops, int repeats);
 
 // One fit per pair of the executor's devices (from < to, and to > from
-// when both_directions); each latency at least the pair's TimeHandOff.
+// when both_directions): the copy line of Executor::TimeCopy's times (what
+// a copy costs its consumer's thread inside a step) and, with
+// hand_off_ops, the hand-off of TimeHandOff.
 StatusOr<std::vector<CopyFit>> BenchmarkCopies(
     Executor& executor, const CopyBenchmarkOptions& options);
 

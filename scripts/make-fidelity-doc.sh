@@ -50,9 +50,11 @@ echo "detecting the local cluster ..." >&2
 "$dplace" cluster detect --cpu-devices "$cpu_devices" -o "$work/local.json" \
   > "$work/detect.txt"
 # Four more detections, to show how far the links' benchmark moves.
-# "1.2 + 5.8": a detected link's latency and hand-off (µs).
+# "1.2 + 5.8": a detected link's latency and hand-off (µs; detect prints
+# no hand-off when it is 0).
 link_costs() {
-  sed -n 's/^cpu:0 -> cpu:1: [^,]*, \([0-9.]*\) us, hand-off \([0-9.]*\) us, .*/\1 + \2/p'
+  sed -n -e 's/^cpu:0 -> cpu:1: [^,]*, \([0-9.]*\) us, hand-off \([0-9.]*\) us, .*/\1 + \2/p' \
+    -e 's/^cpu:0 -> cpu:1: [^,]*, \([0-9.]*\) us, copied .*/\1 + 0/p'
 }
 detected_latencies=$(link_costs < "$work/detect.txt")
 for _ in 1 2 3 4; do

@@ -64,6 +64,15 @@ OpSpec Op(const std::string& name, double gflops, int64_t out_bytes = kTensor) {
   return s;
 }
 
+// The transfers of a run recorded with a timeline, in order.
+std::vector<TimelineEvent> Transfers(const SimResult& r) {
+  std::vector<TimelineEvent> transfers;
+  for (const TimelineEvent& e : r.timeline) {
+    if (e.kind == TimelineEvent::Kind::kTransfer) transfers.push_back(e);
+  }
+  return transfers;
+}
+
 // Simulates `graph` on `cluster` with the ideal roofline.
 SimResult SimulateIdeal(const Graph& graph, const Cluster& cluster,
                         const Placement& placement, bool timeline = false) {
@@ -183,14 +192,10 @@ TEST(SimulatorTest, ALinkCopiesBesideComputeTheDestinationCopiesAfterIt) {
   // The copy loads d1 (exactly: d1 never idles) and no channel.
   EXPECT_DOUBLE_EQ(r.bounds.device_load, 3 + kHop);
   EXPECT_DOUBLE_EQ(r.bounds.link_volume, 0.0);
-  int transfers = 0;
-  for (const TimelineEvent& e : r.timeline) {
-    if (e.kind != TimelineEvent::Kind::kTransfer) continue;
-    ++transfers;
-    EXPECT_DOUBLE_EQ(e.start, 2.0);
-    EXPECT_DOUBLE_EQ(e.end, 2 + kHop);
-  }
-  EXPECT_EQ(transfers, 1);
+  const std::vector<TimelineEvent> transfers = Transfers(r);
+  ASSERT_EQ(transfers.size(), 1u);
+  EXPECT_DOUBLE_EQ(transfers[0].start, 2.0);
+  EXPECT_DOUBLE_EQ(transfers[0].end, 2 + kHop);
 }
 
 // a(0.5 s) on d0 sends to b on d1, where y1, y2, y3 (1 s each) are ready
@@ -204,13 +209,9 @@ TEST(SimulatorTest, ADestinationCopyJumpsTheOpsWaitingThere) {
   const Cluster c =
       TestCluster(2, false, int64_t{100} << 30, Copier::kDestination);
   const SimResult r = SimulateIdeal(g, c, {0, 1, 1, 1, 1}, /*timeline=*/true);
-  int transfers = 0;
-  for (const TimelineEvent& e : r.timeline) {
-    if (e.kind != TimelineEvent::Kind::kTransfer) continue;
-    ++transfers;
-    EXPECT_DOUBLE_EQ(e.start, 1.0) << "after y1, before y2 and y3";
-  }
-  EXPECT_EQ(transfers, 1);
+  const std::vector<TimelineEvent> transfers = Transfers(r);
+  ASSERT_EQ(transfers.size(), 1u);
+  EXPECT_DOUBLE_EQ(transfers[0].start, 1.0) << "after y1, before y2 and y3";
   // b itself joins the back, after y3.
   EXPECT_DOUBLE_EQ(r.step_time, 4 + kHop);
 }
@@ -235,14 +236,10 @@ TEST(SimulatorTest, AHandOffDelaysTheCopyWithoutHoldingASlot) {
   EXPECT_EQ(cluster.link(0).hand_off, 2.0);
   const SimResult r =
       SimulateIdeal(g, cluster, {0, 1, 1, 1, 1}, /*timeline=*/true);
-  int transfers = 0;
-  for (const TimelineEvent& e : r.timeline) {
-    if (e.kind != TimelineEvent::Kind::kTransfer) continue;
-    ++transfers;
-    EXPECT_DOUBLE_EQ(e.start, 2.5);
-    EXPECT_DOUBLE_EQ(e.end, 2.5 + kHop);
-  }
-  EXPECT_EQ(transfers, 1);
+  const std::vector<TimelineEvent> transfers = Transfers(r);
+  ASSERT_EQ(transfers.size(), 1u);
+  EXPECT_DOUBLE_EQ(transfers[0].start, 2.5);
+  EXPECT_DOUBLE_EQ(transfers[0].end, 2.5 + kHop);
   // c's control edge arrives at 0.5 + 2 + latency, ahead of b; then b.
   EXPECT_DOUBLE_EQ(r.step_time, 2.5 + kHop + 2);
   EXPECT_DOUBLE_EQ(r.bounds.placed_critical_path, 0.5 + 2 + kHop + 1);

@@ -68,7 +68,7 @@ for entry in "${models[@]}"; do
   read -r name spec rounds <<< "$entry"
   echo "profiling $name ($spec) ..." >&2
   "$dplace" profile --model "$spec" --devices "$devices" --steps "$profile_steps" \
-    --statistic "$statistic" --round-steps "$steps" \
+    --statistic "$statistic" --round-steps 1 \
     -o "$work/$name.profile.json" > "$work/$name.profile.txt" \
     2> "$work/$name.profile.err"
   echo "fidelity of $name: $samples placements ..." >&2
@@ -86,13 +86,13 @@ rounds_text=$(for entry in "${models[@]}"; do
 done | paste -sd, | sed 's/,/, /g')
 case $statistic in
   fastest)
-    statistic_phrase="its fastest round"
-    profile_phrase="its fastest run of $steps consecutive steps" ;;
+    statistic_phrase="its fastest step, the steps of all its rounds pooled"
+    profile_phrase="its fastest step" ;;
   fastest-quarter)
-    statistic_phrase="the mean of its fastest quarter of rounds"
-    profile_phrase="the mean of its fastest quarter of runs of $steps consecutive steps" ;;
+    statistic_phrase="the mean of its fastest quarter of steps, the steps of all its rounds pooled"
+    profile_phrase="the mean of its fastest quarter of steps" ;;
   *)
-    statistic_phrase="the median of its rounds"
+    statistic_phrase="its median step, the steps of all its rounds pooled"
     profile_phrase="its median step" ;;
 esac
 
@@ -114,7 +114,7 @@ retest_cells() {
 other_cells() {
   local cells
   cells=$(sed -n 's/^with the \(.*\) instead of the .*: MAPE \([^,]*\), max error [^,]*, Spearman \([^,]*\),.*re-measured Spearman \([^ ]*\)$/\1: \2 \/ \3 \/ \4/p' "$1" |
-    sed 's/ of the rounds:/:/' | paste -sd';' | sed 's/;/; /g')
+    sed 's/ of the \(rounds\|steps\):/:/' | paste -sd';' | sed 's/;/; /g')
   echo "${cells:--}"
 }
 # The fitted link latency factor ("x2.71").
@@ -178,12 +178,12 @@ placements per co-location group and per op, seed $seed), simulates each
 with the profile and measures each in rounds ($rounds_text), every round
 measuring every placement once, the first in order and the others each
 in its own shuffled order, so that a slow or fast spell of the machine
-falls on different placements in each ($steps measured steps after one
-warm-up, the median). A placement's time is $statistic_phrase
+falls on different placements in each (one warm-up step, then $steps
+timed steps). A placement's time is $statistic_phrase
 (\`--statistic $statistic\`). Other work on the machine only ever adds
-time, so the fastest rounds are the ones it disturbed least; the mean
-of the fastest quarter is moved less than the single fastest round by
-one lucky round. The "other statistics" column gives the figures for the
+time, so the fastest steps are the ones it disturbed least; the mean
+of the fastest quarter is moved less than the single fastest step by
+one lucky step. The "other statistics" column gives the figures for the
 other choices (MAPE / Spearman / re-measured Spearman).
 
 **Links calibrated in the same rounds** (\`--calibrate-links\`). Every
@@ -192,7 +192,7 @@ on \`cpu:0\`, and a random per-op placement of another seed than the
 random samples' (\`dplace cluster calibrate\`'s pair). After the rounds,
 one factor on every link latency is fitted by bisection so that the
 simulated ratio of the two placements' times equals the measured ratio
-(each made by the statistic), fitted again to the odd and to the even
+(each the statistic of its steps, all rounds pooled), fitted again to the odd and to the even
 rounds alone, and moved from 1 only as far as all three fits agree.
 Every placement is then simulated on the calibrated cluster; the
 "uncalibrated" columns give the figures with the detected cluster's
@@ -207,7 +207,7 @@ the 20 placements enters the fit. Errors are
 Spearman and Kendall (tau-b) compare the rankings, which is what a placer
 needs from the simulator. Targets: Spearman ≥ 0.9 and MAPE ≤ 15%.
 The "re-measured" columns compare the even rounds with the odd rounds
-(each half made one time the same way), the same placements measured
+(each half's steps pooled and made one time the same way), the same placements measured
 twice: how well this machine agrees with itself, about the best a
 simulator can be expected to match here (against all the rounds it can
 do a little better).
@@ -252,7 +252,7 @@ Commands:
 
 \`\`\`
 $dplace cluster detect --cpu-devices $cpu_devices -o local.json
-$dplace profile --model MODEL --devices $devices --steps $profile_steps --statistic $statistic --round-steps $steps -o MODEL.profile.json
+$dplace profile --model MODEL --devices $devices --steps $profile_steps --statistic $statistic --round-steps 1 -o MODEL.profile.json
 $dplace fidelity --model MODEL --cluster local.json --profile MODEL.profile.json --samples $samples --steps $steps --rounds ROUNDS --statistic $statistic --seed $seed --calibrate-links --svg fidelity-MODEL.svg --markdown MODEL.md
 \`\`\`
 

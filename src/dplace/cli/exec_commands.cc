@@ -149,15 +149,17 @@ int Profile(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
       *statistic == RoundStatistic::kMedian ? 0 : flags.round_steps;
   options.statistic = *statistic;
 
+  const bool fastest = *statistic == RoundStatistic::kFastest;
   const std::string runs =
-      "run" + std::string(*statistic == RoundStatistic::kFastest ? "" : "s") +
-      " of " + std::to_string(options.window) + " steps";
+      options.window == 1 ? std::string(fastest ? "step" : "steps")
+                          : "run" + std::string(fastest ? "" : "s") + " of " +
+                                std::to_string(options.window) + " steps";
   out << GraphLine(graph) << "\n";
   err << "dplace: profiling every op, " << options.steps
       << " step(s) on each device (a kind's time: the mean of its devices; "
       << (options.window == 0
               ? std::string("a device's ops sum to its median step")
-          : *statistic == RoundStatistic::kFastest
+          : fastest
               ? "a device's ops sum to its fastest " + runs
               : "a device's ops sum to the mean of its fastest quarter of " +
                     runs)
@@ -570,8 +572,8 @@ int Calibrate(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   out << "reference (every op on "
       << cluster.device(c->reference.empty() ? 0 : c->reference[0]).name
       << "): measured " << seconds(c->reference_measured) << " ("
-      << statistic_name << " of " << *rounds << " rounds), simulated "
-      << seconds(c->reference_simulated) << "\n";
+      << statistic_name << " of the steps of " << *rounds
+      << " rounds), simulated " << seconds(c->reference_simulated) << "\n";
   out << "random per op (seed " << CalibrationPlacementSeed(flags.seed)
       << "): measured " << seconds(c->calibration_measured) << " ("
       << times(c->calibration_measured / c->reference_measured)
@@ -645,8 +647,8 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
       "(default: fastest-quarter)");
   c.profile->add_option("--round-steps", flags->round_steps,
                         "steps of a run with --statistic fastest or "
-                        "fastest-quarter: the --steps of the dplace "
-                        "fidelity to compare with (default: 3)");
+                        "fastest-quarter; dplace fidelity takes the "
+                        "statistic of single steps (default: 1)");
   c.profile->add_option("-o,--output", flags->output, "profile JSON to write");
   c.profile->add_option("--cluster-out", flags->cluster_out,
                         "also write these devices as a cluster JSON, with "
@@ -677,13 +679,13 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
                           "rounds, each measuring both placements once "
                           "(default: 12)");
   c.calibrate->add_option("--steps", flags->steps,
-                          "measured steps per placement and round, the "
-                          "median counts (default: 5)");
+                          "measured steps per placement and round "
+                          "(default: 5)");
   c.calibrate->add_option(
       "--statistic", flags->statistic,
-      "what a placement's rounds make its time: fastest, fastest-quarter "
-      "(the mean of the fastest quarter) or median (default: "
-      "fastest-quarter)");
+      "what the measured steps of a placement's rounds, pooled, make its "
+      "time: fastest, fastest-quarter (the mean of the fastest quarter) or "
+      "median (default: fastest-quarter)");
   c.calibrate->add_option("--seed", flags->seed,
                           "seed of the random per-op placement; distinct "
                           "from those dplace fidelity draws for the same "
@@ -719,7 +721,8 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
   c.fidelity->add_option("--seed", flags->seed,
                          "seed of the random placements (default: 1)");
   c.fidelity->add_option("--steps", flags->steps,
-                         "measured steps per placement (default: 5)");
+                         "measured steps per placement and round (default: "
+                         "5)");
   c.fidelity->add_option(
       "--rounds", flags->rounds,
       "passes measuring every placement (each after the first in a "
@@ -727,10 +730,11 @@ ExecCommands AddExecCommands(CLI::App* app, CLI::App* cluster,
       "ones, the machine's own noise (default: 2)");
   c.fidelity->add_option(
       "--statistic", flags->statistic,
-      "what a placement's rounds make its measured time: fastest (the round "
-      "least disturbed by other work on the machine), fastest-quarter (the "
-      "mean of the fastest quarter of the rounds, which one lucky round "
-      "moves less) or median (default: fastest-quarter)");
+      "what the measured steps of a placement's rounds, pooled, make its "
+      "measured time: fastest (the step least disturbed by other work on "
+      "the machine), fastest-quarter (the mean of the fastest quarter of "
+      "the steps, which one lucky step moves less) or median (default: "
+      "fastest-quarter)");
   c.fidelity->add_option(
       "--compare-cluster", flags->compare_cluster,
       "a cluster with the same devices (cluster calibrate -o, say): every "

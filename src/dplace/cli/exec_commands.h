@@ -36,7 +36,7 @@ struct ExecFlags {
   int samples = 20;
   int rounds = -1;  // fidelity, calibrate: passes; negative: the default.
   std::string statistic = "fastest-quarter";  // Of a placement's rounds.
-  int round_steps = 3;  // profile: steps of a run, with statistic fastest.
+  int round_steps = 1;  // profile: steps of a run, with statistic fastest.
   uint64_t seed = 1;
 };
 

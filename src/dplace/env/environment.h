@@ -22,7 +22,16 @@ struct Measurement {
   // Per device, seconds of ops per step (ExecResult::op_seconds): real
   // execution only, empty elsewhere (the simulator, MPI ranks).
   std::vector<double> op_seconds;
+  // Every timed step, in order, seconds (ExecResult::step_times, of which
+  // step_time is the median): real execution only, empty elsewhere.
+  std::vector<double> step_times;
 };
+
+// A measurement's timings: its timed steps, or where it has none (the
+// simulator, MPI ranks), its step time alone.
+inline std::vector<double> StepTimings(const Measurement& m) {
+  return m.step_times.empty() ? std::vector<double>{m.step_time} : m.step_times;
+}
 
 class Environment {
  public:

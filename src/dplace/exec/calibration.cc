@@ -109,6 +109,8 @@ Status MeasureCalibrationPlacement(Environment* measured, int i,
   }
   (i == 0 ? calibration->reference_rounds : calibration->calibration_rounds)
       .push_back((*m)[0].step_time);
+  (i == 0 ? calibration->reference_steps : calibration->calibration_steps)
+      .push_back(StepTimings((*m)[0]));
   return Status::Ok();
 }
 
@@ -146,9 +148,9 @@ Status FitLinkCalibration(const PlacementProblem& problem,
   LinkCalibration& c = *calibration;
   const Graph& graph = *problem.graph;
   const Cluster& cluster = *problem.cluster;
-  const int num_rounds = static_cast<int>(c.reference_rounds.size());
+  const int num_rounds = static_cast<int>(c.reference_steps.size());
   if (num_rounds < 1 ||
-      c.calibration_rounds.size() != c.reference_rounds.size()) {
+      c.calibration_steps.size() != c.reference_steps.size()) {
     return InvalidArgumentError(
         "calibration: expected as many rounds of both placements, at least "
         "one");
@@ -157,8 +159,19 @@ Status FitLinkCalibration(const PlacementProblem& problem,
   if (max_latency <= 0) return NoLatencyToScale(cluster);
   const std::string names[2] = {CalibrationPlacementName(0),
                                 CalibrationPlacementName(1)};
-  c.reference_measured = OfRounds(c.reference_rounds, options.statistic);
-  c.calibration_measured = OfRounds(c.calibration_rounds, options.statistic);
+  // Placement i's timings in every other round from r0 (or every round
+  // for step 1), pooled and made one by the statistic.
+  auto pooled = [&](int i, int r0, int step) {
+    std::vector<double> times;
+    for (int r = r0; r < num_rounds; r += step) {
+      const std::vector<double>& round =
+          (i == 0 ? c.reference_steps : c.calibration_steps)[r];
+      times.insert(times.end(), round.begin(), round.end());
+    }
+    return OfRounds(std::move(times), options.statistic);
+  };
+  c.reference_measured = pooled(0, 0, 1);
+  c.calibration_measured = pooled(1, 0, 1);
   const double target = c.calibration_measured / c.reference_measured;
 
   StatusOr<double> reference =
@@ -216,13 +229,7 @@ Status FitLinkCalibration(const PlacementProblem& problem,
   c.half_scales = {std::nan(""), std::nan("")};
   if (num_rounds >= 2) {
     for (int h = 0; h < 2; ++h) {
-      std::vector<double> reference_half, calibration_half;
-      for (int r = h; r < num_rounds; r += 2) {
-        reference_half.push_back(c.reference_rounds[r]);
-        calibration_half.push_back(c.calibration_rounds[r]);
-      }
-      const double half_target = OfRounds(calibration_half, options.statistic) /
-                                 OfRounds(reference_half, options.statistic);
+      const double half_target = pooled(1, h, 2) / pooled(0, h, 2);
       if (s = fit(half_target, &c.half_scales[h]); !s.ok()) return s;
     }
   }

@@ -47,8 +47,8 @@ struct LinkCalibrationOptions {
   // Rounds, each measuring both placements once (in alternating order).
   // Default: 12.
   int rounds = 12;
-  // What a placement's rounds make its time. Default: the mean of the
-  // fastest quarter.
+  // What a placement's timings, all rounds pooled, make its time.
+  // Default: the mean of the fastest quarter.
   RoundStatistic statistic = RoundStatistic::kFastestQuarter;
   // Seed of the random per-op placement. Default: 1.
   uint64_t seed = 1;
@@ -63,9 +63,14 @@ struct LinkCalibration {
   Placement calibration;  // Random per op.
   std::vector<double> reference_rounds;    // Measured, seconds.
   std::vector<double> calibration_rounds;  // Measured, seconds.
-  double reference_measured = 0;    // The rounds made one by the statistic.
-  double calibration_measured = 0;  // Likewise.
-  double reference_simulated = 0;   // With the problem's cluster.
+  // Per round, its timings (StepTimings: every timed step in real
+  // execution, else the round's time), seconds.
+  std::vector<std::vector<double>> reference_steps;
+  std::vector<std::vector<double>> calibration_steps;
+  // The timings of all rounds, pooled, made one by the statistic.
+  double reference_measured = 0;
+  double calibration_measured = 0;          // Likewise.
+  double reference_simulated = 0;           // With the problem's cluster.
   double calibration_simulated_before = 0;  // With the problem's cluster.
   double calibration_simulated_after = 0;   // With `cluster`.
   // The scale at which the simulated ratio equals the measured one; 0
@@ -104,10 +109,11 @@ StatusOr<LinkCalibration> CalibrateLinks(const PlacementProblem& problem,
 // without a link latency to scale. CalibrationPlacementName: how progress
 // and errors name them (i = 0: the reference, 1: the calibration
 // placement). MeasureCalibrationPlacement: measures placement i once and
-// adds its step time to its rounds; errors: the environment's, an
-// infeasible measurement. FitLinkCalibration: given both placements'
-// rounds (as many of each), everything else, with options.statistic and
-// options.max_latency; errors as CalibrateLinks'.
+// adds its step time and timings to its rounds; errors: the environment's,
+// an infeasible measurement. FitLinkCalibration: given both placements'
+// rounds (as many of each), everything else, with options.statistic (over
+// each half's pooled timings) and options.max_latency; errors as
+// CalibrateLinks'.
 StatusOr<LinkCalibration> CalibrationPlacements(const PlacementProblem& problem,
                                                 uint64_t seed);
 std::string CalibrationPlacementName(int i);

@@ -392,6 +392,10 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
         continue;
       }
       sample.round_step_times.push_back(m.step_time);
+      const std::vector<double> timings = StepTimings(m);
+      sample.step_times.insert(sample.step_times.end(), timings.begin(),
+                               timings.end());
+      report.pooled_steps = report.pooled_steps || !m.step_times.empty();
       if (!m.op_seconds.empty()) {
         round_op_seconds.push_back(
             std::accumulate(m.op_seconds.begin(), m.op_seconds.end(), 0.0));
@@ -406,7 +410,7 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     sample.measured.wall_seconds = wall;
     if (sample.measured.feasible) {
       sample.measured.step_time =
-          OfRounds(sample.round_step_times, options.statistic);
+          OfRounds(sample.step_times, options.statistic);
       if (round_op_seconds.size() == sample.round_step_times.size()) {
         sample.measured_op_seconds =
             OfRounds(std::move(round_op_seconds), options.statistic);
@@ -428,14 +432,15 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     ratio.mean_ratio /= ratio.samples;  // The sum so far.
     report.op_time_ratios.push_back(ratio);
   }
-  // Sample i's step times in every other round from index r0 (rounds 1,
-  // 3, ... for 0; 2, 4, ... for 1) made one by `statistic`; NaN when
-  // there are none or one of them was infeasible.
+  // Sample i's timings in every other round from index r0 (rounds 1,
+  // 3, ... for 0; 2, 4, ... for 1), pooled and made one by `statistic`;
+  // NaN when there are none or one of the rounds was infeasible.
   auto half = [&](int i, int r0, RoundStatistic statistic) {
     std::vector<double> times;
     for (int r = r0; r < options.rounds; r += 2) {
       if (!rounds[r][i].feasible) return kNaN;
-      times.push_back(rounds[r][i].step_time);
+      const std::vector<double> timings = StepTimings(rounds[r][i]);
+      times.insert(times.end(), timings.begin(), timings.end());
     }
     return OfRounds(std::move(times), statistic);
   };
@@ -449,7 +454,7 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
       const FidelitySample& sample = report.samples[i];
       if (sample.simulated_feasible && sample.measured.feasible) {
         predicted.push_back(sample.simulated);
-        actual.push_back(OfRounds(sample.round_step_times, statistic));
+        actual.push_back(OfRounds(sample.step_times, statistic));
       }
       const double odd = half(i, 0, statistic), even = half(i, 1, statistic);
       if (std::isfinite(odd) && std::isfinite(even)) {
@@ -519,13 +524,14 @@ std::string FidelityTableMarkdown(const FidelityReport& report) {
     rounds = rounds || s.round_step_times.size() > 1;
     op_times = op_times || std::isfinite(s.measured_op_seconds);
   }
-  std::string out =
-      "| placement | simulated (s) | measured (s" +
-      (rounds ? ", " + std::string(RoundStatisticPhrase(report.statistic))
-              : std::string()) +
-      ") | error |" + (op_times ? " op time, measured / simulated |" : "") +
-      (rounds ? " rounds (s) |" : "") + "\n|---|---:|---:|---:|" +
-      (op_times ? "---:|" : "") + (rounds ? "---:|" : "") + "\n";
+  std::string out = "| placement | simulated (s) | measured (s" +
+                    (rounds ? ", " + std::string(RoundStatisticPhrase(
+                                         report.statistic, report.pooled_steps))
+                            : std::string()) +
+                    ") | error |" +
+                    (op_times ? " op time, measured / simulated |" : "") +
+                    (rounds ? " rounds (s) |" : "") + "\n|---|---:|---:|---:|" +
+                    (op_times ? "---:|" : "") + (rounds ? "---:|" : "") + "\n";
   for (const FidelitySample& s : report.samples) {
     const bool both = s.simulated_feasible && s.measured.feasible;
     out +=
@@ -571,8 +577,10 @@ std::string RetestSummary(const FidelityReport& report) {
 std::string OtherStatisticSummary(const FidelityReport& report,
                                   const FidelityReport::OtherStatistic& other) {
   std::string line =
-      "with " + std::string(RoundStatisticPhrase(other.statistic)) +
-      " instead of " + std::string(RoundStatisticPhrase(report.statistic)) +
+      "with " +
+      std::string(RoundStatisticPhrase(other.statistic, report.pooled_steps)) +
+      " instead of " +
+      std::string(RoundStatisticPhrase(report.statistic, report.pooled_steps)) +
       ": " + FidelitySummary(other.stats);
   if (other.retest.count > 0) {
     line += "; re-measured Spearman " + Correlation(other.retest.spearman);

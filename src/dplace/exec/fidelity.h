@@ -76,10 +76,12 @@ struct FidelityOptions {
   // first in order, the others each in its own shuffled order drawn from
   // `seed`, so that a slow or fast spell of the machine falls on different
   // placements in each); `statistic` makes a placement's measured time of
-  // its passes. With two or more, the even passes (2, 4, ...) are also
-  // compared with the odd ones (FidelityReport::retest). Default: 2.
+  // its timings in all passes, pooled (StepTimings: every timed step in
+  // real execution, else each pass's time). With two or more, the even
+  // passes (2, 4, ...) are also compared with the odd ones
+  // (FidelityReport::retest). Default: 2.
   int rounds = 2;
-  // Default: the mean of the fastest quarter of the rounds.
+  // Default: the mean of the fastest quarter.
   RoundStatistic statistic = RoundStatistic::kFastestQuarter;
   // Called before each measurement: (index, count, label), index counting
   // over all rounds. Default: none.
@@ -135,10 +137,13 @@ struct FidelitySample {
   // With FidelityOptions::calibrate_links: the simulated time (seconds) on
   // problem.cluster, NaN where infeasible or without it.
   double uncalibrated_simulated = std::numeric_limits<double>::quiet_NaN();
-  // The rounds' step times made one by the options' statistic; infeasible
-  // (with the first round's reason) when any round was.
+  // The timings of all rounds, pooled, made one by the options'
+  // statistic; infeasible (with the first round's reason) when any round
+  // was.
   Measurement measured;
   std::vector<double> round_step_times;  // Seconds, one per feasible round.
+  // The feasible rounds' timings (StepTimings), pooled, seconds.
+  std::vector<double> step_times;
   // The devices' op time per step, summed over the devices: simulated
   // (SimResult::device_busy_seconds, the profile's op times) and measured
   // (Measurement::op_seconds, the rounds made one by the options'
@@ -155,13 +160,16 @@ struct FidelityReport {
   // Over the samples feasible both simulated and measured.
   FidelityStats stats;
   // The even rounds (2, 4, ...) as predictions of the odd ones (1, 3, ...),
-  // each half's rounds made one by the statistic, over the samples
+  // each half's timings pooled and made one by the statistic, over the samples
   // feasible in all: how well the machine agrees with itself, about the
   // best a simulator can be expected to match there (against all the
   // rounds it may do a little better). count 0 with one round.
   FidelityStats retest;
   // The options' statistic, which `stats` and `retest` use.
   RoundStatistic statistic = RoundStatistic::kFastestQuarter;
+  // Whether the environment timed steps (real execution), so that the
+  // statistic was taken over steps rather than rounds.
+  bool pooled_steps = false;
   // `stats` and `retest` under each other statistic, in kRoundStatistics'
   // order; empty with one round.
   struct OtherStatistic {

@@ -26,6 +26,7 @@ std::vector<Measurement> MeasuredEnvironment::DoEvaluate(
       m.peak_memory_bytes = r->peak_memory_bytes;
       m.wall_seconds = r->wall_seconds;
       m.op_seconds = r->op_seconds;
+      m.step_times = r->step_times;
     } else {
       // Evaluate() validated the placement, so the executor has no reason
       // to refuse it; if it does, the placement counts as failed rather

@@ -28,10 +28,11 @@ struct ProfileOptions {
   int steps = 3;
   // 0: a device's ops sum to its median step. k >= 1: they are scaled to
   // sum to `statistic` of its runs of k consecutive steps
-  // (Executor::ProfileOps), what `dplace fidelity --statistic S --steps k`
-  // measures, so a one-device placement simulates at the time fidelity
-  // compares it with. Default: 3 (with 3 steps, the same as 0).
-  int window = 3;
+  // (Executor::ProfileOps); 1, `statistic` of its steps, is what `dplace
+  // fidelity --statistic S` measures (over the steps of all its rounds),
+  // so a one-device placement simulates at the time fidelity compares it
+  // with. Default: 1.
+  int window = 1;
   // Default: the mean of the fastest quarter of the runs.
   RoundStatistic statistic = RoundStatistic::kFastestQuarter;
 };

@@ -47,22 +47,28 @@ inline constexpr RoundStatistic kRoundStatistics[] = {
     RoundStatistic::kMedian};
 
 // Each statistic's name ("fastest", "fastest-quarter", "median") and how
-// reports say it ("the fastest round", "the mean of the fastest quarter
-// of the rounds", "the median of the rounds"), in the enum's order.
+// reports say it of rounds ("the fastest round", "the mean of the fastest
+// quarter of the rounds", "the median of the rounds") and of the steps
+// of all rounds pooled ("the fastest step", ...), in the enum's order.
 struct RoundStatisticWords {
   std::string_view name;
   std::string_view phrase;
+  std::string_view steps_phrase;
 };
 inline constexpr RoundStatisticWords kRoundStatisticWords[] = {
-    {"fastest", "the fastest round"},
-    {"fastest-quarter", "the mean of the fastest quarter of the rounds"},
-    {"median", "the median of the rounds"}};
+    {"fastest", "the fastest round", "the fastest step"},
+    {"fastest-quarter", "the mean of the fastest quarter of the rounds",
+     "the mean of the fastest quarter of the steps"},
+    {"median", "the median of the rounds", "the median of the steps"}};
 
 inline std::string_view RoundStatisticName(RoundStatistic statistic) {
   return kRoundStatisticWords[static_cast<int>(statistic)].name;
 }
-inline std::string_view RoundStatisticPhrase(RoundStatistic statistic) {
-  return kRoundStatisticWords[static_cast<int>(statistic)].phrase;
+inline std::string_view RoundStatisticPhrase(RoundStatistic statistic,
+                                             bool of_steps = false) {
+  const RoundStatisticWords& words =
+      kRoundStatisticWords[static_cast<int>(statistic)];
+  return of_steps ? words.steps_phrase : words.phrase;
 }
 
 inline std::optional<RoundStatistic> ParseRoundStatistic(

@@ -121,6 +121,12 @@ other_cells() {
 scale_of() {
   sed -n 's/^links calibrated in the same rounds: every latency \([^ ]*\) .*/\1/p' "$1"
 }
+# The fitted shared-host factor on op times ("x1.150"; "-" without).
+slowdown_of() {
+  local cell
+  cell=$(sed -n 's/^links calibrated in the same rounds: .*; ops \(x[0-9.]*\) on a device where.*/\1/p' "$1")
+  echo "${cell:--}"
+}
 # The figures with the cluster's own link latencies, MAPE and Spearman as
 # table cells.
 uncalibrated_cells() {
@@ -186,17 +192,26 @@ of the fastest quarter is moved less than the single fastest step by
 one lucky step. The "other statistics" column gives the figures for the
 other choices (MAPE / Spearman / re-measured Spearman).
 
-**Links calibrated in the same rounds** (\`--calibrate-links\`). Every
-round also measures two placements that are not among the 20: every op
-on \`cpu:0\`, and a random per-op placement of another seed than the
-random samples' (\`dplace cluster calibrate\`'s pair). After the rounds,
+**Links and the shared host calibrated in the same rounds**
+(\`--calibrate-links\`). Every round also measures three placements that
+are not among the 20 (\`dplace cluster calibrate\`'s): every op on
+\`cpu:0\` (the reference), a random per-op placement of another seed
+than the random samples', and the reference with one sink op (the
+optimizer update with the fewest input bytes) on \`cpu:1\` (the awake
+placement). The awake placement's time over the reference's gives the
+shared-host slowdown: on this machine a step that uses both logical
+devices keeps both devices' threads active throughout (each spins
+between its ops), and every op runs slower than when the other device's
+thread sleeps; the simulator then multiplies the op times of every
+placement that uses both devices by that factor (the "ops beside another
+device" column). Then
 one factor on every link latency is fitted by bisection so that the
 simulated ratio of the two placements' times equals the measured ratio
 (each the statistic of its steps, all rounds pooled), fitted again to the odd and to the even
 rounds alone, and moved from 1 only as far as all three fits agree.
 Every placement is then simulated on the calibrated cluster; the
 "uncalibrated" columns give the figures with the detected cluster's
-latencies. The cost of a cross-device edge on this virtual machine
+latencies and no shared-host slowdown. The cost of a cross-device edge on this virtual machine
 drifts (five \`cluster detect\` runs in a row before the measurements
 gave latency + hand-off of $detected_latencies µs from \`cpu:0\` to
 \`cpu:1\`), and one benchmark taken before the measurements does not
@@ -258,12 +273,12 @@ $dplace fidelity --model MODEL --cluster local.json --profile MODEL.profile.json
 
 ## Summary
 
-| model | spec | MAPE | max error | Spearman | Kendall | placements | targets | link latencies | uncalibrated MAPE | uncalibrated Spearman | re-measured MAPE | re-measured Spearman | op time, measured / simulated | other statistics |
-|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|
+| model | spec | MAPE | max error | Spearman | Kendall | placements | targets | link latencies | ops beside another device | uncalibrated MAPE | uncalibrated Spearman | re-measured MAPE | re-measured Spearman | op time, measured / simulated | other statistics |
+|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|
 EOF
   for entry in "${models[@]}"; do
     read -r name spec _ <<< "$entry"
-    echo "| $name | \`$spec\` | $(summary_cells "$work/$name.fidelity.txt") | $(targets_of "$work/$name.fidelity.txt") | $(scale_of "$work/$name.fidelity.txt") | $(uncalibrated_cells "$work/$name.fidelity.txt") | $(retest_cells "$work/$name.fidelity.txt") | $(op_time_cell "$work/$name.fidelity.txt") | $(other_cells "$work/$name.fidelity.txt") |"
+    echo "| $name | \`$spec\` | $(summary_cells "$work/$name.fidelity.txt") | $(targets_of "$work/$name.fidelity.txt") | $(scale_of "$work/$name.fidelity.txt") | $(slowdown_of "$work/$name.fidelity.txt") | $(uncalibrated_cells "$work/$name.fidelity.txt") | $(retest_cells "$work/$name.fidelity.txt") | $(op_time_cell "$work/$name.fidelity.txt") | $(other_cells "$work/$name.fidelity.txt") |"
   done
   cat <<EOF
 

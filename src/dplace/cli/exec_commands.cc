@@ -82,7 +82,12 @@ void PrintCluster(const Cluster& cluster, std::ostream& out) {
         << Format("%.1f GFLOP/s", d.peak_flops / 1e9) << " peak, "
         << Format("%.1f GB/s", d.memory_bandwidth / 1e9) << ", "
         << Format("%.2f GB", d.memory_bytes / 1e9) << ", launch "
-        << Format("%.1f us", d.launch_overhead * 1e6) << "\n";
+        << Format("%.1f us", d.launch_overhead * 1e6);
+    if (d.shared_host_slowdown > 0) {
+      out << ", ops x" << Format("%.3f", 1 + d.shared_host_slowdown)
+          << " beside another busy device of " << d.host;
+    }
+    out << "\n";
   }
   for (LinkId l = 0; l < cluster.num_links(); ++l) {
     const Link& link = cluster.link(l);
@@ -592,6 +597,14 @@ int Calibrate(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   };
   out << "rounds (s), reference: " << joined(c->reference_rounds) << "\n";
   out << "rounds (s), random per op: " << joined(c->calibration_rounds) << "\n";
+  if (!c->awake.empty()) {
+    out << "rounds (s), awake (one sink op on another device): "
+        << joined(c->awake_rounds) << "\n";
+    out << "ops on a device where a placement also uses another of its "
+           "host's: x"
+        << Format("%.3f", 1 + c->shared_host_slowdown) << " (awake measured "
+        << seconds(c->awake_measured) << ")\n";
+  }
   out << "link latencies scaled by " << Format("%.3f", c->latency_scale)
       << " (fitted to all rounds: " << Format("%.3f", c->fitted_scale);
   if (*rounds >= 2) {

@@ -146,7 +146,11 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
   EXPECT_THAT(r.out, HasSubstr("reference (every op on cpu:0): measured "));
   EXPECT_THAT(r.out, HasSubstr("random per op (seed 2000005): measured "));
   EXPECT_THAT(r.out, HasSubstr("link latencies scaled by "));
-  EXPECT_THAT(r.err, HasSubstr("dplace: calibrating, measurement 4/4"));
+  EXPECT_THAT(r.out, HasSubstr("rounds (s), awake (one sink op on another "
+                               "device): "));
+  EXPECT_THAT(r.out, HasSubstr("ops on a device where a placement also uses "
+                               "another of its host's: x"));
+  EXPECT_THAT(r.err, HasSubstr("dplace: calibrating, measurement 6/6"));
   StatusOr<Cluster> recalibrated = LoadCluster(calibrated);
   ASSERT_TRUE(recalibrated.ok()) << recalibrated.status().message();
   EXPECT_EQ(recalibrated->num_devices(), local->num_devices());

@@ -81,6 +81,10 @@ Status ValidateDevice(const Device& d) {
   if (d.compute_slots < 1) {
     return InvalidArgumentError(where + ": compute_slots must be >= 1");
   }
+  if (!(d.shared_host_slowdown >= 0) ||
+      !std::isfinite(d.shared_host_slowdown)) {
+    return InvalidArgumentError(where + ": shared_host_slowdown must be >= 0");
+  }
   return Status::Ok();
 }
 

@@ -37,6 +37,13 @@ struct Device {
   // FLOP/s and bandwidth, so the device never exceeds its peak.
   // Default: 1 (GPUs); CPUs usually have several.
   int compute_slots = 1;
+  // The factor - 1 on this device's op times in a placement that also puts
+  // ops on another device of its host: logical CPU devices on one machine
+  // share its cores' caches and memory bandwidth, and each device's thread
+  // stays active through a step that uses it (dplace's executor spins
+  // between ops), so on a 2-core virtual machine splitting a graph between
+  // the two slowed every op (docs/execution.md). Default: 0.
+  double shared_host_slowdown = 0;
 };
 
 // What makes the copies over a link.

@@ -34,6 +34,27 @@ StatusOr<Cluster> ScaleLinkLatencies(const Cluster& cluster, double scale) {
   return std::move(builder).Build();
 }
 
+StatusOr<Cluster> WithSharedHostSlowdown(const Cluster& cluster,
+                                         const std::string& host,
+                                         double slowdown) {
+  if (!(slowdown >= 0) || !std::isfinite(slowdown)) {
+    return InvalidArgumentError("shared-host slowdown must be >= 0, got " +
+                                std::to_string(slowdown));
+  }
+  ClusterBuilder builder(cluster.name());
+  for (Device device : cluster.devices()) {
+    if (device.host == host) device.shared_host_slowdown = slowdown;
+    builder.AddDevice(std::move(device));
+  }
+  for (LinkId l = 0; l < cluster.num_links(); ++l) {
+    const Link& link = cluster.link(l);
+    builder.AddLink(cluster.device(link.from).name,
+                    cluster.device(link.to).name, link.bandwidth, link.latency,
+                    /*bidirectional=*/false, link.copier, link.hand_off);
+  }
+  return std::move(builder).Build();
+}
+
 namespace {
 
 // The step time of `placement` simulated on `cluster` with the profile's op
@@ -71,6 +92,93 @@ Status NoLatencyToScale(const Cluster& cluster) {
       "and a latency above 0)");
 }
 
+// Fits c->latency_scale (with fitted_scale, half_scales, the simulated
+// times and c->cluster) on `cluster`, given the calibration placement's
+// measured ratio to the reference over all rounds (`target`) and over
+// either half (`half_targets`, with `halves`).
+Status FitLatencyScale(const Graph& graph, const Cluster& cluster,
+                       const ProfileTable& profile,
+                       const LinkCalibrationOptions& options, double target,
+                       bool halves, const std::array<double, 2>& half_targets,
+                       LinkCalibration* c) {
+  const double max_latency = MaxLinkLatency(cluster);
+  StatusOr<double> reference =
+      SimulateOn(graph, cluster, profile, c->reference,
+                 "calibration: " + CalibrationPlacementName(0));
+  if (!reference.ok()) return reference.status();
+  c->reference_simulated = *reference;
+  // The simulated ratio with every latency scaled by `scale`.
+  auto ratio = [&](double scale, double* step_time) -> Status {
+    StatusOr<Cluster> scaled = ScaleLinkLatencies(cluster, scale);
+    if (!scaled.ok()) return scaled.status();
+    StatusOr<double> t =
+        SimulateOn(graph, *scaled, profile, c->calibration,
+                   "calibration: " + CalibrationPlacementName(1));
+    if (!t.ok()) return t.status();
+    *step_time = *t;
+    return Status::Ok();
+  };
+  Status s = ratio(1.0, &c->calibration_simulated_before);
+  if (!s.ok()) return s;
+  const double max_scale = options.max_latency / max_latency;
+  double at_zero = 0, at_max = 0;
+  if (s = ratio(0, &at_zero); !s.ok()) return s;
+  if (s = ratio(max_scale, &at_max); !s.ok()) return s;
+  // The scale at which the simulated ratio reaches `wanted`: 0 when it
+  // does at zero latency, NaN when not even at max_scale.
+  auto fit = [&](double wanted, double* scale) -> Status {
+    if (at_max / c->reference_simulated < wanted) {
+      *scale = std::nan("");
+      return Status::Ok();
+    }
+    double lo = 0, hi = max_scale;
+    if (at_zero / c->reference_simulated >= wanted) hi = 0;
+    // The simulated step time grows with the latency; 40 halvings leave
+    // the scale exact to far below the measurements' noise.
+    for (int i = 0; i < 40 && hi > 0; ++i) {
+      const double mid = (lo + hi) / 2;
+      double at_mid = 0;
+      if (Status st = ratio(mid, &at_mid); !st.ok()) return st;
+      (at_mid / c->reference_simulated < wanted ? lo : hi) = mid;
+    }
+    *scale = hi;
+    return Status::Ok();
+  };
+  if (s = fit(target, &c->fitted_scale); !s.ok()) return s;
+  if (std::isnan(c->fitted_scale)) {
+    return InfeasibleError(
+        "calibration: measured, the random per-op placement takes " +
+        std::to_string(target) +
+        "x the reference's step time; the simulator gives it less even "
+        "with link latencies of " +
+        std::to_string(options.max_latency * 1e6) + " us");
+  }
+  // The same fit on rounds 1, 3, ... and on rounds 2, 4, ...: how far
+  // the noise of the measurements moves the scale.
+  c->half_scales = {std::nan(""), std::nan("")};
+  if (halves) {
+    for (int h = 0; h < 2; ++h) {
+      if (s = fit(half_targets[h], &c->half_scales[h]); !s.ok()) return s;
+    }
+  }
+  // Move from the benchmarked latencies (scale 1) only as far as the fit
+  // to all rounds and the fits to either half agree: where the noise
+  // leaves a link's cost undetermined (a model whose steps hardly depend
+  // on it), the benchmark stands.
+  double low = c->fitted_scale, high = c->fitted_scale;
+  if (halves) {
+    for (double half : c->half_scales) {
+      low = std::min(low, std::isnan(half) ? max_scale : half);
+      high = std::max(high, std::isnan(half) ? max_scale : half);
+    }
+  }
+  c->latency_scale = low > 1 ? low : high < 1 ? high : 1.0;
+  StatusOr<Cluster> calibrated = ScaleLinkLatencies(cluster, c->latency_scale);
+  if (!calibrated.ok()) return calibrated.status();
+  c->cluster = std::move(calibrated).value();
+  return ratio(c->latency_scale, &c->calibration_simulated_after);
+}
+
 }  // namespace
 
 StatusOr<LinkCalibration> CalibrationPlacements(const PlacementProblem& problem,
@@ -90,26 +198,66 @@ StatusOr<LinkCalibration> CalibrationPlacements(const PlacementProblem& problem,
   }
   c.calibration = RandomPlacement(graph, cluster, /*per_group=*/false,
                                   CalibrationPlacementSeed(seed));
+  // The awake placement: the sink op with the fewest input bytes that may
+  // run on another device of the reference device's host, moved there.
+  const DeviceId home = graph.num_ops() > 0 ? c.reference[0] : 0;
+  OpId moved = -1;
+  DeviceId to = -1;
+  int64_t least = 0;
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    if (!graph.out_edges(op).empty() || c.reference[op] != home) continue;
+    int64_t bytes = 0;
+    for (EdgeId e : graph.in_edges(op)) {
+      if (!graph.is_control(e))
+        bytes += graph.tensor_bytes(graph.edge_tensor(e));
+    }
+    if (moved >= 0 && bytes >= least) continue;
+    for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+      if (d != home && cluster.device(d).host == cluster.device(home).host &&
+          graph.allowed_devices(op).Contains(cluster.device(d).kind)) {
+        moved = op;
+        to = d;
+        least = bytes;
+        break;
+      }
+    }
+  }
+  if (moved >= 0) {
+    c.awake = c.reference;
+    c.awake[moved] = to;
+  }
+  c.shared_host_slowdown = cluster.device(home).shared_host_slowdown;
   return c;
 }
 
+int CalibrationPlacementCount(const LinkCalibration& calibration) {
+  return calibration.awake.empty() ? 2 : 3;
+}
+
 std::string CalibrationPlacementName(int i) {
-  return i == 0 ? "the reference placement (all on one device)"
-                : "the calibration placement (random per op)";
+  return i == 0   ? "the reference placement (all on one device)"
+         : i == 1 ? "the calibration placement (random per op)"
+                  : "the awake placement (one sink op on another device)";
 }
 
 Status MeasureCalibrationPlacement(Environment* measured, int i,
                                    LinkCalibration* calibration) {
-  StatusOr<std::vector<Measurement>> m = measured->Evaluate(
-      {i == 0 ? calibration->reference : calibration->calibration});
+  StatusOr<std::vector<Measurement>> m =
+      measured->Evaluate({i == 0   ? calibration->reference
+                          : i == 1 ? calibration->calibration
+                                   : calibration->awake});
   if (!m.ok()) return m.status().WithPrefix("calibration");
   if (!(*m)[0].feasible) {
     return InfeasibleError("calibration: " + CalibrationPlacementName(i) +
                            " is infeasible: " + (*m)[0].infeasible_reason);
   }
-  (i == 0 ? calibration->reference_rounds : calibration->calibration_rounds)
+  (i == 0   ? calibration->reference_rounds
+   : i == 1 ? calibration->calibration_rounds
+            : calibration->awake_rounds)
       .push_back((*m)[0].step_time);
-  (i == 0 ? calibration->reference_steps : calibration->calibration_steps)
+  (i == 0   ? calibration->reference_steps
+   : i == 1 ? calibration->calibration_steps
+            : calibration->awake_steps)
       .push_back(StepTimings((*m)[0]));
   return Status::Ok();
 }
@@ -125,11 +273,14 @@ StatusOr<LinkCalibration> CalibrateLinks(
       CalibrationPlacements(problem, options.seed);
   if (!prepared.ok()) return prepared.status();
   LinkCalibration c = std::move(prepared).value();
-  // Alternating order, so that neither placement always follows the other.
+  // Rotating order, so that no placement always follows another.
+  const int count = CalibrationPlacementCount(c);
   for (int r = 0; r < options.rounds; ++r) {
-    for (int k = 0; k < 2; ++k) {
-      if (options.progress) options.progress(2 * r + k, 2 * options.rounds);
-      if (Status s = MeasureCalibrationPlacement(measured, (r + k) % 2, &c);
+    for (int k = 0; k < count; ++k) {
+      if (options.progress) {
+        options.progress(count * r + k, count * options.rounds);
+      }
+      if (Status s = MeasureCalibrationPlacement(measured, (r + k) % count, &c);
           !s.ok()) {
         return s;
       }
@@ -147,25 +298,25 @@ Status FitLinkCalibration(const PlacementProblem& problem,
                           LinkCalibration* calibration) {
   LinkCalibration& c = *calibration;
   const Graph& graph = *problem.graph;
-  const Cluster& cluster = *problem.cluster;
+  const Cluster& base = *problem.cluster;
   const int num_rounds = static_cast<int>(c.reference_steps.size());
   if (num_rounds < 1 ||
-      c.calibration_steps.size() != c.reference_steps.size()) {
+      c.calibration_steps.size() != c.reference_steps.size() ||
+      (!c.awake.empty() && c.awake_steps.size() != c.reference_steps.size())) {
     return InvalidArgumentError(
-        "calibration: expected as many rounds of both placements, at least "
+        "calibration: expected as many rounds of every placement, at least "
         "one");
   }
-  const double max_latency = MaxLinkLatency(cluster);
-  if (max_latency <= 0) return NoLatencyToScale(cluster);
-  const std::string names[2] = {CalibrationPlacementName(0),
-                                CalibrationPlacementName(1)};
+  const double max_latency = MaxLinkLatency(base);
+  if (max_latency <= 0) return NoLatencyToScale(base);
   // Placement i's timings in every other round from r0 (or every round
   // for step 1), pooled and made one by the statistic.
   auto pooled = [&](int i, int r0, int step) {
     std::vector<double> times;
     for (int r = r0; r < num_rounds; r += step) {
-      const std::vector<double>& round =
-          (i == 0 ? c.reference_steps : c.calibration_steps)[r];
+      const std::vector<double>& round = (i == 0   ? c.reference_steps
+                                          : i == 1 ? c.calibration_steps
+                                                   : c.awake_steps)[r];
       times.insert(times.end(), round.begin(), round.end());
     }
     return OfRounds(std::move(times), options.statistic);
@@ -173,82 +324,49 @@ Status FitLinkCalibration(const PlacementProblem& problem,
   c.reference_measured = pooled(0, 0, 1);
   c.calibration_measured = pooled(1, 0, 1);
   const double target = c.calibration_measured / c.reference_measured;
-
-  StatusOr<double> reference =
-      SimulateOn(graph, cluster, profile, c.reference,
-                 std::string("calibration: ") + names[0]);
-  if (!reference.ok()) return reference.status();
-  c.reference_simulated = *reference;
-  // The simulated ratio with every latency scaled by `scale`.
-  auto ratio = [&](double scale, double* step_time) -> Status {
-    StatusOr<Cluster> scaled = ScaleLinkLatencies(cluster, scale);
-    if (!scaled.ok()) return scaled.status();
-    StatusOr<double> t = SimulateOn(graph, *scaled, profile, c.calibration,
-                                    std::string("calibration: ") + names[1]);
-    if (!t.ok()) return t.status();
-    *step_time = *t;
+  const bool halves = num_rounds >= 2;
+  std::array<double, 2> half_targets = {std::nan(""), std::nan("")};
+  if (halves) {
+    for (int h = 0; h < 2; ++h)
+      half_targets[h] = pooled(1, h, 2) / pooled(0, h, 2);
+  }
+  const std::string& host =
+      base.device(c.reference.empty() ? 0 : c.reference[0]).host;
+  // The host's slowdown: the awake placement's measured ratio to the
+  // reference, beyond what the simulator gives its moved op on `links`
+  // (whose own slowdown is set aside).
+  auto fit_slowdown = [&](const Cluster& links) -> Status {
+    StatusOr<Cluster> unslowed = WithSharedHostSlowdown(links, host, 0);
+    if (!unslowed.ok()) return unslowed.status();
+    StatusOr<double> awake =
+        SimulateOn(graph, *unslowed, profile, c.awake,
+                   "calibration: " + CalibrationPlacementName(2));
+    if (!awake.ok()) return awake.status();
+    StatusOr<double> reference =
+        SimulateOn(graph, *unslowed, profile, c.reference,
+                   "calibration: " + CalibrationPlacementName(0));
+    if (!reference.ok()) return reference.status();
+    c.shared_host_slowdown = std::max(
+        0.0, c.awake_measured / c.reference_measured * *reference / *awake - 1);
     return Status::Ok();
   };
-  Status s = ratio(1.0, &c.calibration_simulated_before);
-  if (!s.ok()) return s;
-  const double max_scale = options.max_latency / max_latency;
-  double at_zero = 0, at_max = 0;
-  if (s = ratio(0, &at_zero); !s.ok()) return s;
-  if (s = ratio(max_scale, &at_max); !s.ok()) return s;
-  // The scale at which the simulated ratio reaches `wanted`: 0 when it
-  // does at zero latency, NaN when not even at max_scale.
-  auto fit = [&](double wanted, double* scale) -> Status {
-    if (at_max / c.reference_simulated < wanted) {
-      *scale = std::nan("");
-      return Status::Ok();
-    }
-    double lo = 0, hi = max_scale;
-    if (at_zero / c.reference_simulated >= wanted) hi = 0;
-    // The simulated step time grows with the latency; 40 halvings leave
-    // the scale exact to far below the measurements' noise.
-    for (int i = 0; i < 40 && hi > 0; ++i) {
-      const double mid = (lo + hi) / 2;
-      double at_mid = 0;
-      if (Status st = ratio(mid, &at_mid); !st.ok()) return st;
-      (at_mid / c.reference_simulated < wanted ? lo : hi) = mid;
-    }
-    *scale = hi;
-    return Status::Ok();
+  auto fit_links = [&]() -> Status {
+    StatusOr<Cluster> slowed =
+        WithSharedHostSlowdown(base, host, c.shared_host_slowdown);
+    if (!slowed.ok()) return slowed.status();
+    return FitLatencyScale(graph, *slowed, profile, options, target, halves,
+                           half_targets, &c);
   };
-  if (s = fit(target, &c.fitted_scale); !s.ok()) return s;
-  if (std::isnan(c.fitted_scale)) {
-    return InfeasibleError(
-        "calibration: measured, the random per-op placement takes " +
-        std::to_string(target) +
-        "x the reference's step time; the simulator gives it less even "
-        "with link latencies of " +
-        std::to_string(options.max_latency * 1e6) + " us");
+  // The slowdown on the detected links, the links with it, and both once
+  // more (the moved op's copy costs a little more on the fitted links).
+  if (!c.awake.empty()) {
+    c.awake_measured = pooled(2, 0, 1);
+    if (Status s = fit_slowdown(base); !s.ok()) return s;
   }
-  // The same fit on rounds 1, 3, ... and on rounds 2, 4, ...: how far
-  // the noise of the measurements moves the scale.
-  c.half_scales = {std::nan(""), std::nan("")};
-  if (num_rounds >= 2) {
-    for (int h = 0; h < 2; ++h) {
-      const double half_target = pooled(1, h, 2) / pooled(0, h, 2);
-      if (s = fit(half_target, &c.half_scales[h]); !s.ok()) return s;
-    }
-  }
-  // Move from the benchmarked latencies (scale 1) only as far as the fit
-  // to all rounds and the fits to either half agree: where the noise
-  // leaves a link's cost undetermined (a model whose steps hardly depend
-  // on it), the benchmark stands.
-  double low = c.fitted_scale, high = c.fitted_scale;
-  if (num_rounds >= 2) {
-    for (double half : c.half_scales) {
-      low = std::min(low, std::isnan(half) ? max_scale : half);
-      high = std::max(high, std::isnan(half) ? max_scale : half);
-    }
-  }
-  c.latency_scale = low > 1 ? low : high < 1 ? high : 1.0;
-  StatusOr<Cluster> calibrated = ScaleLinkLatencies(cluster, c.latency_scale);
-  if (!calibrated.ok()) return calibrated.status();
-  c.cluster = std::move(calibrated).value();
-  return ratio(c.latency_scale, &c.calibration_simulated_after);
+  if (Status s = fit_links(); !s.ok()) return s;
+  if (c.awake.empty()) return Status::Ok();
+  if (Status s = fit_slowdown(c.cluster); !s.ok()) return s;
+  return fit_links();
 }
 
 }  // namespace dplace

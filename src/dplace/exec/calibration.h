@@ -10,17 +10,19 @@
 // The copy benchmark behind `dplace cluster detect` times copies and
 // hand-offs one at a time, between otherwise idle devices; inside a
 // training step a cross-device edge can cost more (both devices busy, the
-// tensor cold in the consumer's cache). Calibration measures two
-// placements of the graph itself in alternating rounds: everything on the
-// first device (the reference) and a random per-op placement (the one with
-// the most cross-device edges, so the one most sensitive to their cost).
-// It then scales every link's latency by one factor, found by bisection,
-// so that the simulated ratio of the two placements' step times equals the
-// measured ratio; the same fit to either half of the rounds bounds what
-// noise does to it, and the scale moves from 1 (the benchmark's
-// latencies) only as far as all three fits agree. A ratio cancels what the
-// machine's drift does to both placements alike, and the op times stay the
-// profile's.
+// tensor cold in the consumer's cache). Calibration measures three
+// placements of the graph itself in rotating rounds: everything on the
+// first device (the reference), a random per-op placement (the one with
+// the most cross-device edges, so the one most sensitive to their cost),
+// and the reference with one sink op on another device of its host (the
+// awake placement). The awake placement's ratio to the reference gives the
+// host's shared_host_slowdown: what a second active device of the machine
+// costs every op. It then scales every link's latency by one factor, found by
+// bisection, so that the simulated ratio of the two placements' step times
+// equals the measured ratio; the same fit to either half of the rounds bounds
+// what noise does to it, and the scale moves from 1 (the benchmark's latencies)
+// only as far as all three fits agree. A ratio cancels what the machine's drift
+// does to both placements alike, and the op times stay the profile's.
 //
 // The random placement's seed is distinct from every seed `dplace
 // fidelity` uses for the same --seed, so a calibrated cluster is validated
@@ -61,15 +63,28 @@ struct LinkCalibrationOptions {
 struct LinkCalibration {
   Placement reference;    // Every op on the first device it may run on.
   Placement calibration;  // Random per op.
+  // The reference with one op (the sink with the fewest input bytes) on
+  // another device of the reference device's host, so that device's
+  // thread stays active through the step; empty when there is none.
+  Placement awake;
   std::vector<double> reference_rounds;    // Measured, seconds.
   std::vector<double> calibration_rounds;  // Measured, seconds.
   // Per round, its timings (StepTimings: every timed step in real
   // execution, else the round's time), seconds.
   std::vector<std::vector<double>> reference_steps;
   std::vector<std::vector<double>> calibration_steps;
+  std::vector<double> awake_rounds;  // Measured, seconds; empty without.
+  std::vector<std::vector<double>> awake_steps;
   // The timings of all rounds, pooled, made one by the statistic.
   double reference_measured = 0;
-  double calibration_measured = 0;          // Likewise.
+  double calibration_measured = 0;  // Likewise.
+  double awake_measured = 0;        // Likewise; 0 without.
+  // What every device of the reference device's host has as its
+  // shared_host_slowdown in `cluster`: the awake placement's measured time
+  // over the reference's, less what the simulator gives the moved op, as
+  // a factor - 1 (at least 0); without an awake placement, the cluster's
+  // own. The link latencies are fitted with it in place.
+  double shared_host_slowdown = 0;
   double reference_simulated = 0;           // With the problem's cluster.
   double calibration_simulated_before = 0;  // With the problem's cluster.
   double calibration_simulated_after = 0;   // With `cluster`.
@@ -87,7 +102,8 @@ struct LinkCalibration {
   // counting as the largest scale), so 1 when that range holds 1; with one
   // round, fitted_scale.
   double latency_scale = 1;
-  Cluster cluster;  // problem.cluster, latencies scaled.
+  // problem.cluster, its host's slowdown fitted and latencies scaled.
+  Cluster cluster;
 };
 
 // The seed of the random per-op placement for `seed`.
@@ -103,12 +119,14 @@ StatusOr<LinkCalibration> CalibrateLinks(const PlacementProblem& problem,
                                          Environment* measured,
                                          const LinkCalibrationOptions& options);
 
-// CalibrateLinks in parts, for measuring the two placements among others
+// CalibrateLinks in parts, for measuring its placements among others
 // (`dplace fidelity --calibrate-links`). CalibrationPlacements: the
-// reference and calibration placements, rounds empty; errors: a cluster
-// without a link latency to scale. CalibrationPlacementName: how progress
+// reference, calibration and awake placements, rounds empty; errors: a
+// cluster without a link latency to scale. CalibrationPlacementCount: 3,
+// or 2 without an awake placement. CalibrationPlacementName: how progress
 // and errors name them (i = 0: the reference, 1: the calibration
-// placement). MeasureCalibrationPlacement: measures placement i once and
+// placement, 2: the awake one). MeasureCalibrationPlacement: measures
+// placement i once and
 // adds its step time and timings to its rounds; errors: the environment's,
 // an infeasible measurement. FitLinkCalibration: given both placements'
 // rounds (as many of each), everything else, with options.statistic (over
@@ -116,6 +134,7 @@ StatusOr<LinkCalibration> CalibrateLinks(const PlacementProblem& problem,
 // CalibrateLinks'.
 StatusOr<LinkCalibration> CalibrationPlacements(const PlacementProblem& problem,
                                                 uint64_t seed);
+int CalibrationPlacementCount(const LinkCalibration& calibration);
 std::string CalibrationPlacementName(int i);
 Status MeasureCalibrationPlacement(Environment* measured, int i,
                                    LinkCalibration* calibration);
@@ -127,6 +146,12 @@ Status FitLinkCalibration(const PlacementProblem& problem,
 // `cluster` with every link's latency and hand-off multiplied by `scale`
 // (>= 0): what a cross-device edge costs beyond its bytes.
 StatusOr<Cluster> ScaleLinkLatencies(const Cluster& cluster, double scale);
+
+// `cluster` with shared_host_slowdown `slowdown` (>= 0) on every device of
+// `host`.
+StatusOr<Cluster> WithSharedHostSlowdown(const Cluster& cluster,
+                                         const std::string& host,
+                                         double slowdown);
 
 }  // namespace dplace
 

@@ -312,8 +312,8 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
       sample.devices_used += sim->device_op_count[d] > 0;
     }
   }
-  // With calibrate_links, items n and n + 1 of every round are the
-  // calibration's reference and calibration placements.
+  // With calibrate_links, items n, n + 1 (and n + 2) of every round are
+  // the calibration's reference, calibration (and awake) placements.
   std::optional<LinkCalibration> calibration;
   if (options.calibrate_links != nullptr) {
     StatusOr<LinkCalibration> prepared =
@@ -321,7 +321,8 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     if (!prepared.ok()) return prepared.status();
     calibration = std::move(prepared).value();
   }
-  const int items = calibration ? n + 2 : n;
+  const int items =
+      calibration ? n + CalibrationPlacementCount(*calibration) : n;
   // rounds[r][i]: round r's measurement of sample i.
   std::vector<std::vector<Measurement>> rounds(options.rounds,
                                                std::vector<Measurement>(n));
@@ -620,7 +621,13 @@ std::string CalibrationSummary(const FidelityReport& report) {
     line += ", to rounds 1, 3, ... " + scale(c.half_scales[0]) +
             ", to rounds 2, 4, ... " + scale(c.half_scales[1]);
   }
-  return line + ")";
+  line += ")";
+  if (!c.awake.empty()) {
+    line += "; ops " + Format("x%.3f", 1 + c.shared_host_slowdown) +
+            " on a device where the placement also uses another of its "
+            "host's (the awake placement)";
+  }
+  return line;
 }
 
 std::string UncalibratedSummary(const FidelityReport& report) {

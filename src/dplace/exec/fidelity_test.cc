@@ -215,11 +215,13 @@ TEST(CalibrateLinksTest, RecoversTheMachinesLinkLatency) {
   int progress_calls = 0;
   options.progress = [&](int i, int n) {
     EXPECT_EQ(i, progress_calls++);
-    EXPECT_EQ(n, 4);
+    EXPECT_EQ(n, 6);  // Three placements, two rounds.
   };
   StatusOr<LinkCalibration> cal = c.Calibrate(options);
   ASSERT_TRUE(cal.ok()) << cal.status().message();
-  EXPECT_EQ(progress_calls, 4);
+  EXPECT_EQ(progress_calls, 6);
+  // The machine has no shared-host slowdown.
+  EXPECT_NEAR(cal->shared_host_slowdown, 0, 1e-6);
   EXPECT_NEAR(cal->latency_scale, 3.0, 0.03);
   ASSERT_EQ(cal->cluster.num_links(), c.rnnlm.cluster.num_links());
   for (LinkId l = 0; l < cal->cluster.num_links(); ++l) {
@@ -322,14 +324,14 @@ TEST(RunFidelityTest, CalibratesTheLinksInTheSameRounds) {
   StatusOr<FidelityReport> report =
       RunFidelity(c.rnnlm.problem, &c.machine, options);
   ASSERT_TRUE(report.ok()) << report.status().message();
-  EXPECT_EQ(total, 2 * (static_cast<int>(report->samples.size()) + 2));
+  EXPECT_EQ(total, 2 * (static_cast<int>(report->samples.size()) + 3));
   EXPECT_EQ(static_cast<int>(labels.size()), total);
   // Every round measured the reference and the calibration placement too.
   EXPECT_EQ(std::count_if(labels.begin(), labels.end(),
                           [](const std::string& l) {
                             return l.rfind("calibration: ", 0) == 0;
                           }),
-            4);
+            6);
   ASSERT_TRUE(report->calibration.has_value());
   EXPECT_NEAR(report->calibration->latency_scale, 3.0, 0.03);
   EXPECT_EQ(report->calibration->reference_rounds.size(), 2u);
@@ -356,6 +358,33 @@ TEST(RunFidelityTest, CalibratesTheLinksInTheSameRounds) {
   EXPECT_EQ(report->uncalibrated.count, 0);
   EXPECT_EQ(CalibrationSummary(*report), "");
   EXPECT_TRUE(std::isnan(report->samples[0].uncalibrated_simulated));
+}
+
+TEST(CalibrateLinksTest, RecoversTheMachinesSharedHostSlowdown) {
+  // The machine runs every op 1.2x as long in a placement that uses both
+  // of its devices, and its links cost 3x the problem's latency.
+  const SmallRnnlm rnnlm;
+  const Cluster machine_cluster =
+      *WithSharedHostSlowdown(*ScaleLinkLatencies(rnnlm.cluster, 3.0),
+                              rnnlm.cluster.device(0).host, 0.2);
+  const CostModel machine_cost(rnnlm.graph, machine_cluster);
+  ScaledEnvironment machine(machine_cost, 1.0);
+  LinkCalibrationOptions options;
+  options.rounds = 2;
+  StatusOr<LinkCalibration> cal =
+      CalibrateLinks(rnnlm.problem, ProfileTable{}, &machine, options);
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  // The awake placement: the reference with one sink op on cpu:1.
+  ASSERT_EQ(cal->awake.size(), cal->reference.size());
+  EXPECT_EQ(std::count(cal->awake.begin(), cal->awake.end(), 1), 1);
+  EXPECT_EQ(cal->awake_rounds.size(), 2u);
+  EXPECT_NEAR(cal->shared_host_slowdown, 0.2, 0.002);
+  EXPECT_NEAR(cal->latency_scale, 3.0, 0.05);
+  for (DeviceId d = 0; d < cal->cluster.num_devices(); ++d) {
+    EXPECT_NEAR(cal->cluster.device(d).shared_host_slowdown, 0.2, 0.002);
+  }
+  EXPECT_NEAR(cal->calibration_simulated_after / cal->reference_simulated,
+              cal->calibration_measured / cal->reference_measured, 1e-6);
 }
 
 TEST(CalibrateLinksTest, PoolsTheStepsOfItsRounds) {

@@ -45,6 +45,7 @@ Status ReadDevice(const json& value, const std::string& path,
            std::to_string(kMaxComputeSlots) + ", got " + std::to_string(slots));
   }
   d.compute_slots = static_cast<int>(std::min(slots, kMaxComputeSlots));
+  d.shared_host_slowdown = f.Number("shared_host_slowdown", 0.0, 0.0);
   DPLACE_RETURN_IF_ERROR(f.Finish());
   builder.AddDevice(std::move(d));
   return Status::Ok();
@@ -125,6 +126,9 @@ std::string ClusterToJson(const Cluster& c) {
                        {"memory_bytes", d.memory_bytes},
                        {"launch_overhead", d.launch_overhead},
                        {"compute_slots", d.compute_slots}});
+    if (d.shared_host_slowdown > 0) {
+      devices.back()["shared_host_slowdown"] = d.shared_host_slowdown;
+    }
   }
   // A pair of opposite channels with the same figures is written once.
   json links = json::array();

@@ -415,6 +415,7 @@ TEST(ClusterJsonTest, EveryPresetRoundTrips) {
       EXPECT_EQ(x.memory_bytes, y.memory_bytes);
       EXPECT_EQ(x.launch_overhead, y.launch_overhead);
       EXPECT_EQ(x.compute_slots, y.compute_slots);
+      EXPECT_EQ(x.shared_host_slowdown, y.shared_host_slowdown);
     }
     for (DeviceId s = 0; s < a.num_devices(); ++s) {
       for (DeviceId t = 0; t < a.num_devices(); ++t) {
@@ -602,6 +603,32 @@ TEST(ClusterJsonErrorTest, HandOffOnALinkThatCopiesItself) {
                                "bandwidth": 1e10, "copier": "destination",
                                "hand_off": -1})"),
               HasSubstr("links[0].hand_off"));
+}
+
+TEST(ClusterJsonTest, SharedHostSlowdownRoundTripsAndMustNotBeNegative) {
+  auto cluster = [](const std::string& slowdown) {
+    return R"({"format": "dplace.cluster", "version": 1, "name": "c",
+               "devices": [{"name": "cpu:0", "kind": "cpu",
+                            "peak_flops": 1e12, "memory_bandwidth": 1e11,
+                            "memory_bytes": 1000000000,
+                            "shared_host_slowdown": )" +
+           slowdown + "}]}";
+  };
+  StatusOr<Cluster> c = ParseClusterJson(cluster("0.25"), "slow.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->device(0).shared_host_slowdown, 0.25);
+  StatusOr<Cluster> again = ParseClusterJson(ClusterToJson(*c), "again.json");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->device(0).shared_host_slowdown, 0.25);
+  // 0 is not written.
+  EXPECT_EQ(ClusterToJson(*ParseClusterJson(cluster("0"), "zero.json"))
+                .find("shared_host_slowdown"),
+            std::string::npos);
+  StatusOr<Cluster> bad = ParseClusterJson(cluster("-0.1"), "bad.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              AllOf(StartsWith("bad.json: "),
+                    HasSubstr("devices[0].shared_host_slowdown")));
 }
 
 TEST(ClusterJsonErrorTest, UnknownCopier) {

@@ -162,6 +162,8 @@ struct Simulator::Topology {
 
 struct Simulator::Scratch {
   std::vector<double> op_time;        // Per op: time on its device.
+  std::vector<double> op_scale;       // Per device: its shared-host factor.
+  std::vector<uint8_t> device_used;   // Per device: has ops.
   std::vector<int32_t> pending;       // Per op: inputs not yet there.
   std::vector<int32_t> slot_of_op;    // Per op: compute slot it ran on.
   std::vector<int32_t> tensor_refs;   // Per tensor: holders of the source.
@@ -294,8 +296,24 @@ class Simulator::Run {
     s_.pending.resize(n);
     s_.slot_of_op.resize(n);
     s_.op_time.resize(n);
-    for (OpId op = 0; op < n; ++op)
-      s_.op_time[op] = cost_.OpTime(op, device_[op]);
+    // A device slows by its shared_host_slowdown when the placement also
+    // uses another device of its host.
+    s_.op_scale.assign(num_devices, 1.0);
+    s_.device_used.assign(num_devices, 0);
+    for (OpId op = 0; op < n; ++op) s_.device_used[device_[op]] = 1;
+    for (DeviceId d = 0; d < num_devices; ++d) {
+      const Device& dev = c_.device(d);
+      if (!s_.device_used[d] || dev.shared_host_slowdown == 0) continue;
+      for (DeviceId e = 0; e < num_devices; ++e) {
+        if (e != d && s_.device_used[e] && c_.device(e).host == dev.host) {
+          s_.op_scale[d] = 1 + dev.shared_host_slowdown;
+          break;
+        }
+      }
+    }
+    for (OpId op = 0; op < n; ++op) {
+      s_.op_time[op] = cost_.OpTime(op, device_[op]) * s_.op_scale[device_[op]];
+    }
     s_.tensor_refs.assign(t_.tensor_bytes.size(), 0);
     for (OpId op = 0; op < n; ++op) {
       s_.pending[op] = t_.in_begin[op + 1] - t_.in_begin[op];

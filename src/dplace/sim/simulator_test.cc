@@ -349,6 +349,31 @@ TEST(SimulatorTest, LaunchOverheadIsAddedToEveryOp) {
   EXPECT_DOUBLE_EQ(SimulateIdeal(g, c, {0, 0, 0}).step_time, 6 + 3 * 0.25);
 }
 
+TEST(SimulatorTest, ASharedHostSlowsItsDevicesOnceAPlacementUsesTwo) {
+  // d0 and d1 share a host and run 1.5x as long beside each other; d2 is
+  // on another host.
+  ClusterBuilder cb("shared");
+  for (const std::string name : {"d0", "d1", "d2"}) {
+    Device d = TestDevice(name);
+    d.host = name == "d2" ? "other" : "host0";
+    d.shared_host_slowdown = 0.5;
+    cb.AddDevice(d);
+  }
+  cb.AddLink("d0", "d1", kGiga, kLatency, /*bidirectional=*/true);
+  cb.AddLink("d0", "d2", kGiga, kLatency, /*bidirectional=*/true);
+  cb.AddLink("d1", "d2", kGiga, kLatency, /*bidirectional=*/true);
+  const Cluster c = *std::move(cb).Build();
+  const Graph g = Chain();
+  // One device of the host: the ops as they are.
+  EXPECT_DOUBLE_EQ(SimulateIdeal(g, c, {0, 0, 0}).step_time, 6.0);
+  // Two: every op of both 1.5x.
+  const SimResult both = SimulateIdeal(g, c, {0, 1, 1});
+  EXPECT_DOUBLE_EQ(both.step_time, 1.5 * 1 + kHop + 1.5 * 5);
+  EXPECT_DOUBLE_EQ(both.device_busy_seconds[1], 7.5);
+  // A device of another host does not count.
+  EXPECT_DOUBLE_EQ(SimulateIdeal(g, c, {0, 2, 2}).step_time, 6 + kHop);
+}
+
 TEST(SimulatorTest, TimelineHasEveryOpAndHopAndIsDeterministic) {
   const Graph g = Chain();
   const Cluster c = TestCluster(3, /*line=*/true);

@@ -196,17 +196,18 @@ other choices (MAPE / Spearman / re-measured Spearman).
 (\`--calibrate-links\`). Every round also measures three placements that
 are not among the 20 (\`dplace cluster calibrate\`'s): every op on
 \`cpu:0\` (the reference), a random per-op placement of another seed
-than the random samples', and the reference with one sink op (the
-optimizer update with the fewest input bytes) on \`cpu:1\` (the awake
-placement). The awake placement's time over the reference's gives the
-shared-host slowdown: on this machine a step that uses both logical
-devices keeps both devices' threads active throughout (each spins
-between its ops), and every op runs slower than when the other device's
-thread sleeps; the simulator then multiplies the op times of every
-placement that uses both devices by that factor (the "ops beside another
+than the random samples', and the topological order cut at 40% between
+\`cpu:0\` and \`cpu:1\` (the split placement, few edges cut; the samples
+cut at 25, 50 and 75%). The split placement's time over the reference's,
+beyond what the simulator gives it, is the shared-host slowdown: on this
+machine a placement that uses both logical devices runs every op slower
+than one that uses one (both devices' threads stay active through the
+step, and the two cores share the machine's caches and memory), and the
+simulator multiplies the op times of every placement that uses both
+devices by that factor (the "ops beside another
 device" column). Then
 one factor on every link latency is fitted by bisection so that the
-simulated ratio of the two placements' times equals the measured ratio
+simulated ratio of the random placement's time to the reference's equals the measured one
 (each the statistic of its steps, all rounds pooled), fitted again to the odd and to the even
 rounds alone, and moved from 1 only as far as all three fits agree.
 Every placement is then simulated on the calibrated cluster; the

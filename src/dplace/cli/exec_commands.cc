@@ -597,13 +597,13 @@ int Calibrate(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   };
   out << "rounds (s), reference: " << joined(c->reference_rounds) << "\n";
   out << "rounds (s), random per op: " << joined(c->calibration_rounds) << "\n";
-  if (!c->awake.empty()) {
-    out << "rounds (s), awake (one sink op on another device): "
-        << joined(c->awake_rounds) << "\n";
+  if (!c->split.empty()) {
+    out << "rounds (s), split (cut at 40% of the ops): "
+        << joined(c->split_rounds) << "\n";
     out << "ops on a device where a placement also uses another of its "
            "host's: x"
-        << Format("%.3f", 1 + c->shared_host_slowdown) << " (awake measured "
-        << seconds(c->awake_measured) << ")\n";
+        << Format("%.3f", 1 + c->shared_host_slowdown) << " (split measured "
+        << seconds(c->split_measured) << ")\n";
   }
   out << "link latencies scaled by " << Format("%.3f", c->latency_scale)
       << " (fitted to all rounds: " << Format("%.3f", c->fitted_scale);

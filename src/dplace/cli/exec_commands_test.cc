@@ -146,8 +146,7 @@ TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {
   EXPECT_THAT(r.out, HasSubstr("reference (every op on cpu:0): measured "));
   EXPECT_THAT(r.out, HasSubstr("random per op (seed 2000005): measured "));
   EXPECT_THAT(r.out, HasSubstr("link latencies scaled by "));
-  EXPECT_THAT(r.out, HasSubstr("rounds (s), awake (one sink op on another "
-                               "device): "));
+  EXPECT_THAT(r.out, HasSubstr("rounds (s), split (cut at 40% of the ops): "));
   EXPECT_THAT(r.out, HasSubstr("ops on a device where a placement also uses "
                                "another of its host's: x"));
   EXPECT_THAT(r.err, HasSubstr("dplace: calibrating, measurement 6/6"));

@@ -198,46 +198,43 @@ StatusOr<LinkCalibration> CalibrationPlacements(const PlacementProblem& problem,
   }
   c.calibration = RandomPlacement(graph, cluster, /*per_group=*/false,
                                   CalibrationPlacementSeed(seed));
-  // The awake placement: the sink op with the fewest input bytes that may
-  // run on another device of the reference device's host, moved there.
+  // The split placement: the reference's topological order cut at 40%
+  // (the samples of `dplace fidelity` cut at 25, 50 and 75%), the ops
+  // after the cut on the next device of the reference device's host that
+  // may run them. Few edges cross the cut, so its time over the
+  // reference's is mostly what the two devices do to each other's ops.
   const DeviceId home = graph.num_ops() > 0 ? c.reference[0] : 0;
-  OpId moved = -1;
   DeviceId to = -1;
-  int64_t least = 0;
-  for (OpId op = 0; op < graph.num_ops(); ++op) {
-    if (!graph.out_edges(op).empty() || c.reference[op] != home) continue;
-    int64_t bytes = 0;
-    for (EdgeId e : graph.in_edges(op)) {
-      if (!graph.is_control(e))
-        bytes += graph.tensor_bytes(graph.edge_tensor(e));
-    }
-    if (moved >= 0 && bytes >= least) continue;
-    for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
-      if (d != home && cluster.device(d).host == cluster.device(home).host &&
-          graph.allowed_devices(op).Contains(cluster.device(d).kind)) {
-        moved = op;
-        to = d;
-        least = bytes;
-        break;
-      }
+  for (DeviceId d = 0; d < cluster.num_devices() && to < 0; ++d) {
+    if (d != home && cluster.device(d).host == cluster.device(home).host) {
+      to = d;
     }
   }
-  if (moved >= 0) {
-    c.awake = c.reference;
-    c.awake[moved] = to;
+  if (to >= 0) {
+    const std::vector<OpId>& topo = graph.topological_order();
+    Placement split = c.reference;
+    bool moved = false;
+    for (size_t i = topo.size() * 2 / 5; i < topo.size(); ++i) {
+      if (split[topo[i]] == home &&
+          graph.allowed_devices(topo[i]).Contains(cluster.device(to).kind)) {
+        split[topo[i]] = to;
+        moved = true;
+      }
+    }
+    if (moved) c.split = std::move(split);
   }
   c.shared_host_slowdown = cluster.device(home).shared_host_slowdown;
   return c;
 }
 
 int CalibrationPlacementCount(const LinkCalibration& calibration) {
-  return calibration.awake.empty() ? 2 : 3;
+  return calibration.split.empty() ? 2 : 3;
 }
 
 std::string CalibrationPlacementName(int i) {
   return i == 0   ? "the reference placement (all on one device)"
          : i == 1 ? "the calibration placement (random per op)"
-                  : "the awake placement (one sink op on another device)";
+                  : "the split placement (cut at 40% of the ops)";
 }
 
 Status MeasureCalibrationPlacement(Environment* measured, int i,
@@ -245,7 +242,7 @@ Status MeasureCalibrationPlacement(Environment* measured, int i,
   StatusOr<std::vector<Measurement>> m =
       measured->Evaluate({i == 0   ? calibration->reference
                           : i == 1 ? calibration->calibration
-                                   : calibration->awake});
+                                   : calibration->split});
   if (!m.ok()) return m.status().WithPrefix("calibration");
   if (!(*m)[0].feasible) {
     return InfeasibleError("calibration: " + CalibrationPlacementName(i) +
@@ -253,11 +250,11 @@ Status MeasureCalibrationPlacement(Environment* measured, int i,
   }
   (i == 0   ? calibration->reference_rounds
    : i == 1 ? calibration->calibration_rounds
-            : calibration->awake_rounds)
+            : calibration->split_rounds)
       .push_back((*m)[0].step_time);
   (i == 0   ? calibration->reference_steps
    : i == 1 ? calibration->calibration_steps
-            : calibration->awake_steps)
+            : calibration->split_steps)
       .push_back(StepTimings((*m)[0]));
   return Status::Ok();
 }
@@ -302,7 +299,7 @@ Status FitLinkCalibration(const PlacementProblem& problem,
   const int num_rounds = static_cast<int>(c.reference_steps.size());
   if (num_rounds < 1 ||
       c.calibration_steps.size() != c.reference_steps.size() ||
-      (!c.awake.empty() && c.awake_steps.size() != c.reference_steps.size())) {
+      (!c.split.empty() && c.split_steps.size() != c.reference_steps.size())) {
     return InvalidArgumentError(
         "calibration: expected as many rounds of every placement, at least "
         "one");
@@ -316,7 +313,7 @@ Status FitLinkCalibration(const PlacementProblem& problem,
     for (int r = r0; r < num_rounds; r += step) {
       const std::vector<double>& round = (i == 0   ? c.reference_steps
                                           : i == 1 ? c.calibration_steps
-                                                   : c.awake_steps)[r];
+                                                   : c.split_steps)[r];
       times.insert(times.end(), round.begin(), round.end());
     }
     return OfRounds(std::move(times), options.statistic);
@@ -327,29 +324,12 @@ Status FitLinkCalibration(const PlacementProblem& problem,
   const bool halves = num_rounds >= 2;
   std::array<double, 2> half_targets = {std::nan(""), std::nan("")};
   if (halves) {
-    for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < 2; ++h) {
       half_targets[h] = pooled(1, h, 2) / pooled(0, h, 2);
+    }
   }
   const std::string& host =
       base.device(c.reference.empty() ? 0 : c.reference[0]).host;
-  // The host's slowdown: the awake placement's measured ratio to the
-  // reference, beyond what the simulator gives its moved op on `links`
-  // (whose own slowdown is set aside).
-  auto fit_slowdown = [&](const Cluster& links) -> Status {
-    StatusOr<Cluster> unslowed = WithSharedHostSlowdown(links, host, 0);
-    if (!unslowed.ok()) return unslowed.status();
-    StatusOr<double> awake =
-        SimulateOn(graph, *unslowed, profile, c.awake,
-                   "calibration: " + CalibrationPlacementName(2));
-    if (!awake.ok()) return awake.status();
-    StatusOr<double> reference =
-        SimulateOn(graph, *unslowed, profile, c.reference,
-                   "calibration: " + CalibrationPlacementName(0));
-    if (!reference.ok()) return reference.status();
-    c.shared_host_slowdown = std::max(
-        0.0, c.awake_measured / c.reference_measured * *reference / *awake - 1);
-    return Status::Ok();
-  };
   auto fit_links = [&]() -> Status {
     StatusOr<Cluster> slowed =
         WithSharedHostSlowdown(base, host, c.shared_host_slowdown);
@@ -357,15 +337,43 @@ Status FitLinkCalibration(const PlacementProblem& problem,
     return FitLatencyScale(graph, *slowed, profile, options, target, halves,
                            half_targets, &c);
   };
-  // The slowdown on the detected links, the links with it, and both once
-  // more (the moved op's copy costs a little more on the fitted links).
-  if (!c.awake.empty()) {
-    c.awake_measured = pooled(2, 0, 1);
-    if (Status s = fit_slowdown(base); !s.ok()) return s;
+  if (c.split.empty()) return fit_links();
+  // The slowdown and the links together: for a slowdown, the links fitted
+  // to the random placement with it in place, and then the split
+  // placement's simulated ratio to the reference, which the slowdown
+  // raises (its few cut edges cost little); bisection finds the slowdown
+  // (0 to 4) at which that ratio equals the measured one. Where the links
+  // cannot be fitted (the random placement measured slower than any
+  // latency simulates it), the slowdown is too small.
+  c.split_measured = pooled(2, 0, 1);
+  const double wanted = c.split_measured / c.reference_measured;
+  const std::string what = "calibration: " + CalibrationPlacementName(2);
+  // 1: the split placement's ratio reaches `wanted` at `slowdown`; 0: not;
+  // an error otherwise.
+  auto reaches = [&](double slowdown) -> StatusOr<bool> {
+    c.shared_host_slowdown = slowdown;
+    Status fitted = fit_links();
+    if (fitted.code() == StatusCode::kInfeasible) return false;
+    if (!fitted.ok()) return fitted;
+    StatusOr<double> split =
+        SimulateOn(graph, c.cluster, profile, c.split, what);
+    if (!split.ok()) return split.status();
+    return *split / c.reference_simulated >= wanted;
+  };
+  double lo = 0, hi = 4;
+  StatusOr<bool> at_zero = reaches(0);
+  if (!at_zero.ok()) return at_zero.status();
+  if (!*at_zero) {
+    for (int i = 0; i < 30; ++i) {
+      const double mid = (lo + hi) / 2;
+      StatusOr<bool> r = reaches(mid);
+      if (!r.ok()) return r.status();
+      (*r ? hi : lo) = mid;
+    }
+  } else {
+    hi = 0;
   }
-  if (Status s = fit_links(); !s.ok()) return s;
-  if (c.awake.empty()) return Status::Ok();
-  if (Status s = fit_slowdown(c.cluster); !s.ok()) return s;
+  c.shared_host_slowdown = hi;
   return fit_links();
 }
 

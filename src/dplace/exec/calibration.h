@@ -14,15 +14,16 @@
 // placements of the graph itself in rotating rounds: everything on the
 // first device (the reference), a random per-op placement (the one with
 // the most cross-device edges, so the one most sensitive to their cost),
-// and the reference with one sink op on another device of its host (the
-// awake placement). The awake placement's ratio to the reference gives the
-// host's shared_host_slowdown: what a second active device of the machine
-// costs every op. It then scales every link's latency by one factor, found by
-// bisection, so that the simulated ratio of the two placements' step times
-// equals the measured ratio; the same fit to either half of the rounds bounds
-// what noise does to it, and the scale moves from 1 (the benchmark's latencies)
-// only as far as all three fits agree. A ratio cancels what the machine's drift
-// does to both placements alike, and the op times stay the profile's.
+// and the reference's topological order cut at 40% between its device and
+// another of its host (the split placement). The split placement's ratio
+// to the reference gives the host's shared_host_slowdown: what using a
+// second device of the machine costs every op (few edges cross the cut). It
+// then scales every link's latency by one factor, found by bisection, so that
+// the simulated ratio of the two placements' step times equals the measured
+// ratio; the same fit to either half of the rounds bounds what noise does to
+// it, and the scale moves from 1 (the benchmark's latencies) only as far as all
+// three fits agree. A ratio cancels what the machine's drift does to both
+// placements alike, and the op times stay the profile's.
 //
 // The random placement's seed is distinct from every seed `dplace
 // fidelity` uses for the same --seed, so a calibrated cluster is validated
@@ -63,26 +64,26 @@ struct LinkCalibrationOptions {
 struct LinkCalibration {
   Placement reference;    // Every op on the first device it may run on.
   Placement calibration;  // Random per op.
-  // The reference with one op (the sink with the fewest input bytes) on
-  // another device of the reference device's host, so that device's
-  // thread stays active through the step; empty when there is none.
-  Placement awake;
+  // The reference's topological order cut at 40%, the ops after the cut
+  // on another device of the reference device's host; empty when there
+  // is none.
+  Placement split;
   std::vector<double> reference_rounds;    // Measured, seconds.
   std::vector<double> calibration_rounds;  // Measured, seconds.
   // Per round, its timings (StepTimings: every timed step in real
   // execution, else the round's time), seconds.
   std::vector<std::vector<double>> reference_steps;
   std::vector<std::vector<double>> calibration_steps;
-  std::vector<double> awake_rounds;  // Measured, seconds; empty without.
-  std::vector<std::vector<double>> awake_steps;
+  std::vector<double> split_rounds;  // Measured, seconds; empty without.
+  std::vector<std::vector<double>> split_steps;
   // The timings of all rounds, pooled, made one by the statistic.
   double reference_measured = 0;
   double calibration_measured = 0;  // Likewise.
-  double awake_measured = 0;        // Likewise; 0 without.
+  double split_measured = 0;        // Likewise; 0 without.
   // What every device of the reference device's host has as its
-  // shared_host_slowdown in `cluster`: the awake placement's measured time
+  // shared_host_slowdown in `cluster`: the split placement's measured time
   // over the reference's, less what the simulator gives the moved op, as
-  // a factor - 1 (at least 0); without an awake placement, the cluster's
+  // a factor - 1 (at least 0); without a split placement, the cluster's
   // own. The link latencies are fitted with it in place.
   double shared_host_slowdown = 0;
   double reference_simulated = 0;           // With the problem's cluster.
@@ -121,11 +122,11 @@ StatusOr<LinkCalibration> CalibrateLinks(const PlacementProblem& problem,
 
 // CalibrateLinks in parts, for measuring its placements among others
 // (`dplace fidelity --calibrate-links`). CalibrationPlacements: the
-// reference, calibration and awake placements, rounds empty; errors: a
+// reference, calibration and split placements, rounds empty; errors: a
 // cluster without a link latency to scale. CalibrationPlacementCount: 3,
-// or 2 without an awake placement. CalibrationPlacementName: how progress
+// or 2 without a split placement. CalibrationPlacementName: how progress
 // and errors name them (i = 0: the reference, 1: the calibration
-// placement, 2: the awake one). MeasureCalibrationPlacement: measures
+// placement, 2: the split one). MeasureCalibrationPlacement: measures
 // placement i once and
 // adds its step time and timings to its rounds; errors: the environment's,
 // an infeasible measurement. FitLinkCalibration: given both placements'

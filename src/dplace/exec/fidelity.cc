@@ -313,7 +313,7 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     }
   }
   // With calibrate_links, items n, n + 1 (and n + 2) of every round are
-  // the calibration's reference, calibration (and awake) placements.
+  // the calibration's reference, calibration (and split) placements.
   std::optional<LinkCalibration> calibration;
   if (options.calibrate_links != nullptr) {
     StatusOr<LinkCalibration> prepared =
@@ -622,10 +622,10 @@ std::string CalibrationSummary(const FidelityReport& report) {
             ", to rounds 2, 4, ... " + scale(c.half_scales[1]);
   }
   line += ")";
-  if (!c.awake.empty()) {
+  if (!c.split.empty()) {
     line += "; ops " + Format("x%.3f", 1 + c.shared_host_slowdown) +
             " on a device where the placement also uses another of its "
-            "host's (the awake placement)";
+            "host's (the split placement)";
   }
   return line;
 }

@@ -228,7 +228,7 @@ std::string OpTimeSummary(const FidelityReport& report);
 // "links calibrated in the same rounds: every latency x2.71 (fits to all
 // rounds x2.71, to rounds 1, 3, ... x2.50, to rounds 2, 4, ... x3.10);
 // ops x1.150 on a device where the placement also uses another of its
-// host's (the awake placement)"; empty without a calibration.
+// host's (the split placement)"; empty without a calibration.
 std::string CalibrationSummary(const FidelityReport& report);
 // "simulated with the cluster's own link latencies instead: MAPE ...";
 // empty without a calibration.

@@ -221,7 +221,7 @@ TEST(CalibrateLinksTest, RecoversTheMachinesLinkLatency) {
   ASSERT_TRUE(cal.ok()) << cal.status().message();
   EXPECT_EQ(progress_calls, 6);
   // The machine has no shared-host slowdown.
-  EXPECT_NEAR(cal->shared_host_slowdown, 0, 1e-6);
+  EXPECT_NEAR(cal->shared_host_slowdown, 0, 1e-3);
   EXPECT_NEAR(cal->latency_scale, 3.0, 0.03);
   ASSERT_EQ(cal->cluster.num_links(), c.rnnlm.cluster.num_links());
   for (LinkId l = 0; l < cal->cluster.num_links(); ++l) {
@@ -374,10 +374,12 @@ TEST(CalibrateLinksTest, RecoversTheMachinesSharedHostSlowdown) {
   StatusOr<LinkCalibration> cal =
       CalibrateLinks(rnnlm.problem, ProfileTable{}, &machine, options);
   ASSERT_TRUE(cal.ok()) << cal.status().message();
-  // The awake placement: the reference with one sink op on cpu:1.
-  ASSERT_EQ(cal->awake.size(), cal->reference.size());
-  EXPECT_EQ(std::count(cal->awake.begin(), cal->awake.end(), 1), 1);
-  EXPECT_EQ(cal->awake_rounds.size(), 2u);
+  // The split placement: the reference's last 60% of the ops on cpu:1.
+  ASSERT_EQ(cal->split.size(), cal->reference.size());
+  const int on_1 = std::count(cal->split.begin(), cal->split.end(), 1);
+  EXPECT_GT(on_1, 0);
+  EXPECT_LE(on_1, rnnlm.graph.num_ops() - rnnlm.graph.num_ops() * 2 / 5);
+  EXPECT_EQ(cal->split_rounds.size(), 2u);
   EXPECT_NEAR(cal->shared_host_slowdown, 0.2, 0.002);
   EXPECT_NEAR(cal->latency_scale, 3.0, 0.05);
   for (DeviceId d = 0; d < cal->cluster.num_devices(); ++d) {

@@ -290,7 +290,7 @@ StatusOr<LinkCalibration> CalibrateLinks(
 }
 
 Status FitLinkCalibration(const PlacementProblem& problem,
-                          const ProfileTable& profile,
+                          const ProfileTable& given_profile,
                           const LinkCalibrationOptions& options,
                           LinkCalibration* calibration) {
   LinkCalibration& c = *calibration;
@@ -320,6 +320,23 @@ Status FitLinkCalibration(const PlacementProblem& problem,
   };
   c.reference_measured = pooled(0, 0, 1);
   c.calibration_measured = pooled(1, 0, 1);
+  // The profile's drift first: every op time scaled alike so that the
+  // reference (one device, no links) simulates at its measured time.
+  c.profile = given_profile;
+  c.op_time_scale = 1;
+  if (!given_profile.empty()) {
+    StatusOr<double> unscaled =
+        SimulateOn(graph, base, given_profile, c.reference,
+                   "calibration: " + CalibrationPlacementName(0));
+    if (!unscaled.ok()) return unscaled.status();
+    c.op_time_scale = c.reference_measured / *unscaled;
+    for (auto* table : {&c.profile.by_name, &c.profile.by_type}) {
+      for (auto& [name, times] : *table) {
+        for (auto& [kind, seconds] : times) seconds *= c.op_time_scale;
+      }
+    }
+  }
+  const ProfileTable& profile = c.profile;
   const double target = c.calibration_measured / c.reference_measured;
   const bool halves = num_rounds >= 2;
   std::array<double, 2> half_targets = {std::nan(""), std::nan("")};

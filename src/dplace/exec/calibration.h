@@ -86,7 +86,12 @@ struct LinkCalibration {
   // a factor - 1 (at least 0); without a split placement, the cluster's
   // own. The link latencies are fitted with it in place.
   double shared_host_slowdown = 0;
-  double reference_simulated = 0;           // With the problem's cluster.
+  // The profile's op times are multiplied by this so that the reference
+  // simulates at its measured time: the machine drifts between the
+  // profile and the rounds. 1 for a roofline cost model (no profile).
+  double op_time_scale = 1;
+  ProfileTable profile;            // The profile given, op times scaled.
+  double reference_simulated = 0;  // With the problem's cluster.
   double calibration_simulated_before = 0;  // With the problem's cluster.
   double calibration_simulated_after = 0;   // With `cluster`.
   // The scale at which the simulated ratio equals the measured one; 0

@@ -364,7 +364,7 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
       return s;
     }
     const CostModel calibrated(*problem.graph, calibration->cluster,
-                               *options.calibrate_links);
+                               calibration->profile);
     Simulator calibrated_simulator(calibrated);
     for (FidelitySample& sample : report.samples) {
       if (sample.simulated_feasible) {
@@ -622,6 +622,10 @@ std::string CalibrationSummary(const FidelityReport& report) {
             ", to rounds 2, 4, ... " + scale(c.half_scales[1]);
   }
   line += ")";
+  if (c.op_time_scale != 1) {
+    line += "; op times " + Format("x%.3f", c.op_time_scale) +
+            " (the reference at its measured time)";
+  }
   if (!c.split.empty()) {
     line += "; ops " + Format("x%.3f", 1 + c.shared_host_slowdown) +
             " on a device where the placement also uses another of its "

@@ -389,6 +389,33 @@ TEST(CalibrateLinksTest, RecoversTheMachinesSharedHostSlowdown) {
               cal->calibration_measured / cal->reference_measured, 1e-6);
 }
 
+TEST(CalibrateLinksTest, ScalesTheProfileToTheReferencesMeasuredTime) {
+  // The machine runs every op 1.5x as long as profiled, and its links
+  // cost 3x the problem's latency.
+  const SmallRnnlm rnnlm;
+  ProfileTable profile, machine_profile;
+  for (OpId op = 0; op < rnnlm.graph.num_ops(); ++op) {
+    const double t = rnnlm.cost.OpTime(op, 0);
+    profile.by_name[rnnlm.graph.op_name(op)][DeviceKind::kCpu] = t;
+    machine_profile.by_name[rnnlm.graph.op_name(op)][DeviceKind::kCpu] =
+        1.5 * t;
+  }
+  const CostModel cost(rnnlm.graph, rnnlm.cluster, profile);
+  const Cluster machine_cluster = *ScaleLinkLatencies(rnnlm.cluster, 3.0);
+  const CostModel machine_cost(rnnlm.graph, machine_cluster, machine_profile);
+  ScaledEnvironment machine(machine_cost, 1.0);
+  LinkCalibrationOptions options;
+  options.rounds = 2;
+  StatusOr<LinkCalibration> cal =
+      CalibrateLinks(ProblemOf(cost), profile, &machine, options);
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  EXPECT_NEAR(cal->op_time_scale, 1.5, 1e-9);
+  EXPECT_NEAR(cal->latency_scale, 3.0, 0.05);
+  EXPECT_NEAR(cal->shared_host_slowdown, 0, 1e-3);
+  EXPECT_NEAR(cal->reference_simulated, cal->reference_measured,
+              1e-9 * cal->reference_measured);
+}
+
 TEST(CalibrateLinksTest, PoolsTheStepsOfItsRounds) {
   // The machine's links cost 3x the problem's latency; the calibration
   // placement has one undisturbed step in each round, the others 2x slow.

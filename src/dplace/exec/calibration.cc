@@ -17,21 +17,38 @@ uint64_t CalibrationPlacementSeed(uint64_t seed) {
   return seed * 1000003 + 1000002;
 }
 
+namespace {
+
+// `cluster` rebuilt with `host`'s devices given `slowdown` (none when
+// `host` is null) and every link's latency and hand-off times
+// `link_scale`.
+StatusOr<Cluster> Rebuilt(const Cluster& cluster, const std::string* host,
+                          double slowdown, double link_scale) {
+  ClusterBuilder builder(cluster.name());
+  for (Device device : cluster.devices()) {
+    if (host != nullptr && device.host == *host) {
+      device.shared_host_slowdown = slowdown;
+    }
+    builder.AddDevice(std::move(device));
+  }
+  for (LinkId l = 0; l < cluster.num_links(); ++l) {
+    const Link& link = cluster.link(l);
+    builder.AddLink(cluster.device(link.from).name,
+                    cluster.device(link.to).name, link.bandwidth,
+                    link.latency * link_scale, /*bidirectional=*/false,
+                    link.copier, link.hand_off * link_scale);
+  }
+  return std::move(builder).Build();
+}
+
+}  // namespace
+
 StatusOr<Cluster> ScaleLinkLatencies(const Cluster& cluster, double scale) {
   if (!(scale >= 0) || !std::isfinite(scale)) {
     return InvalidArgumentError("latency scale must be >= 0, got " +
                                 std::to_string(scale));
   }
-  ClusterBuilder builder(cluster.name());
-  for (const Device& device : cluster.devices()) builder.AddDevice(device);
-  for (LinkId l = 0; l < cluster.num_links(); ++l) {
-    const Link& link = cluster.link(l);
-    builder.AddLink(cluster.device(link.from).name,
-                    cluster.device(link.to).name, link.bandwidth,
-                    link.latency * scale, /*bidirectional=*/false, link.copier,
-                    link.hand_off * scale);
-  }
-  return std::move(builder).Build();
+  return Rebuilt(cluster, nullptr, 0, scale);
 }
 
 StatusOr<Cluster> WithSharedHostSlowdown(const Cluster& cluster,
@@ -41,21 +58,26 @@ StatusOr<Cluster> WithSharedHostSlowdown(const Cluster& cluster,
     return InvalidArgumentError("shared-host slowdown must be >= 0, got " +
                                 std::to_string(slowdown));
   }
-  ClusterBuilder builder(cluster.name());
-  for (Device device : cluster.devices()) {
-    if (device.host == host) device.shared_host_slowdown = slowdown;
-    builder.AddDevice(std::move(device));
-  }
-  for (LinkId l = 0; l < cluster.num_links(); ++l) {
-    const Link& link = cluster.link(l);
-    builder.AddLink(cluster.device(link.from).name,
-                    cluster.device(link.to).name, link.bandwidth, link.latency,
-                    /*bidirectional=*/false, link.copier, link.hand_off);
-  }
-  return std::move(builder).Build();
+  return Rebuilt(cluster, &host, slowdown, 1.0);
 }
 
 namespace {
+
+// Calibration placement i's placement, step times per round and timings
+// per round (0: the reference, 1: the random one, 2: the split one).
+Placement& PlacementOf(LinkCalibration& c, int i) {
+  return i == 0 ? c.reference : i == 1 ? c.calibration : c.split;
+}
+std::vector<double>& RoundsOf(LinkCalibration& c, int i) {
+  return i == 0   ? c.reference_rounds
+         : i == 1 ? c.calibration_rounds
+                  : c.split_rounds;
+}
+std::vector<std::vector<double>>& StepsOf(LinkCalibration& c, int i) {
+  return i == 0   ? c.reference_steps
+         : i == 1 ? c.calibration_steps
+                  : c.split_steps;
+}
 
 // The step time of `placement` simulated on `cluster` with the profile's op
 // times; an error when infeasible.
@@ -240,22 +262,14 @@ std::string CalibrationPlacementName(int i) {
 Status MeasureCalibrationPlacement(Environment* measured, int i,
                                    LinkCalibration* calibration) {
   StatusOr<std::vector<Measurement>> m =
-      measured->Evaluate({i == 0   ? calibration->reference
-                          : i == 1 ? calibration->calibration
-                                   : calibration->split});
+      measured->Evaluate({PlacementOf(*calibration, i)});
   if (!m.ok()) return m.status().WithPrefix("calibration");
   if (!(*m)[0].feasible) {
     return InfeasibleError("calibration: " + CalibrationPlacementName(i) +
                            " is infeasible: " + (*m)[0].infeasible_reason);
   }
-  (i == 0   ? calibration->reference_rounds
-   : i == 1 ? calibration->calibration_rounds
-            : calibration->split_rounds)
-      .push_back((*m)[0].step_time);
-  (i == 0   ? calibration->reference_steps
-   : i == 1 ? calibration->calibration_steps
-            : calibration->split_steps)
-      .push_back(StepTimings((*m)[0]));
+  RoundsOf(*calibration, i).push_back((*m)[0].step_time);
+  StepsOf(*calibration, i).push_back(StepTimings((*m)[0]));
   return Status::Ok();
 }
 
@@ -311,9 +325,7 @@ Status FitLinkCalibration(const PlacementProblem& problem,
   auto pooled = [&](int i, int r0, int step) {
     std::vector<double> times;
     for (int r = r0; r < num_rounds; r += step) {
-      const std::vector<double>& round = (i == 0   ? c.reference_steps
-                                          : i == 1 ? c.calibration_steps
-                                                   : c.split_steps)[r];
+      const std::vector<double>& round = StepsOf(c, i)[r];
       times.insert(times.end(), round.begin(), round.end());
     }
     return OfRounds(std::move(times), options.statistic);

@@ -18,12 +18,16 @@
 // another of its host (the split placement). The split placement's ratio
 // to the reference gives the host's shared_host_slowdown: what using a
 // second device of the machine costs every op (few edges cross the cut). It
-// then scales every link's latency by one factor, found by bisection, so that
-// the simulated ratio of the two placements' step times equals the measured
-// ratio; the same fit to either half of the rounds bounds what noise does to
-// it, and the scale moves from 1 (the benchmark's latencies) only as far as all
-// three fits agree. A ratio cancels what the machine's drift does to both
-// placements alike, and the op times stay the profile's.
+// first scales the profile's op times alike so that the reference
+// simulates at its measured time (the machine drifts between the profile
+// and the rounds). For a slowdown, every link's latency is then scaled by
+// one factor, found by bisection, so that the simulated ratio of the
+// random placement's step time to the reference's equals the measured
+// ratio; the same fit to either half of the rounds bounds what noise does
+// to it, and the scale moves from 1 (the benchmark's latencies) only as
+// far as all three fits agree. An outer bisection moves the slowdown until
+// the split placement's simulated ratio equals its measured one. Ratios
+// cancel what the machine's drift does to all placements alike.
 //
 // The random placement's seed is distinct from every seed `dplace
 // fidelity` uses for the same --seed, so a calibrated cluster is validated
@@ -47,7 +51,7 @@
 namespace dplace {
 
 struct LinkCalibrationOptions {
-  // Rounds, each measuring both placements once (in alternating order).
+  // Rounds, each measuring every placement once (in rotating order).
   // Default: 12.
   int rounds = 12;
   // What a placement's timings, all rounds pooled, make its time.
@@ -81,19 +85,20 @@ struct LinkCalibration {
   double calibration_measured = 0;  // Likewise.
   double split_measured = 0;        // Likewise; 0 without.
   // What every device of the reference device's host has as its
-  // shared_host_slowdown in `cluster`: the split placement's measured time
-  // over the reference's, less what the simulator gives the moved op, as
-  // a factor - 1 (at least 0); without a split placement, the cluster's
-  // own. The link latencies are fitted with it in place.
+  // shared_host_slowdown in `cluster`: the one (0 to 4) at which the split
+  // placement's simulated ratio to the reference, the links fitted with
+  // it in place, equals the measured one; without a split placement, the
+  // cluster's own.
   double shared_host_slowdown = 0;
   // The profile's op times are multiplied by this so that the reference
   // simulates at its measured time: the machine drifts between the
   // profile and the rounds. 1 for a roofline cost model (no profile).
   double op_time_scale = 1;
   ProfileTable profile;            // The profile given, op times scaled.
-  double reference_simulated = 0;  // With the problem's cluster.
-  double calibration_simulated_before = 0;  // With the problem's cluster.
-  double calibration_simulated_after = 0;   // With `cluster`.
+  double reference_simulated = 0;  // With `profile`.
+  // With `profile` on the problem's cluster, its host's slowdown fitted.
+  double calibration_simulated_before = 0;
+  double calibration_simulated_after = 0;  // With `cluster`.
   // The scale at which the simulated ratio equals the measured one; 0
   // when even zero latency simulates the calibration placement slower,
   // relative to the reference, than measured (the copies' bytes alone
@@ -132,10 +137,10 @@ StatusOr<LinkCalibration> CalibrateLinks(const PlacementProblem& problem,
 // or 2 without a split placement. CalibrationPlacementName: how progress
 // and errors name them (i = 0: the reference, 1: the calibration
 // placement, 2: the split one). MeasureCalibrationPlacement: measures
-// placement i once and
-// adds its step time and timings to its rounds; errors: the environment's,
-// an infeasible measurement. FitLinkCalibration: given both placements'
-// rounds (as many of each), everything else, with options.statistic (over
+// placement i once and adds its step time and timings to its rounds;
+// errors: the environment's, an infeasible measurement.
+// FitLinkCalibration: given every placement's rounds (as many of each),
+// everything else, with options.statistic (over
 // each half's pooled timings) and options.max_latency; errors as
 // CalibrateLinks'.
 StatusOr<LinkCalibration> CalibrationPlacements(const PlacementProblem& problem,

@@ -298,10 +298,17 @@ class Simulator::Run {
     s_.op_time.resize(n);
     // A device slows by its shared_host_slowdown when the placement also
     // uses another device of its host.
+    // Clusters without one (the presets) skip the pass over the ops.
     s_.op_scale.assign(num_devices, 1.0);
     s_.device_used.assign(num_devices, 0);
-    for (OpId op = 0; op < n; ++op) s_.device_used[device_[op]] = 1;
+    bool slowdowns = false;
     for (DeviceId d = 0; d < num_devices; ++d) {
+      slowdowns = slowdowns || c_.device(d).shared_host_slowdown > 0;
+    }
+    if (slowdowns) {
+      for (OpId op = 0; op < n; ++op) s_.device_used[device_[op]] = 1;
+    }
+    for (DeviceId d = 0; d < num_devices && slowdowns; ++d) {
       const Device& dev = c_.device(d);
       if (!s_.device_used[d] || dev.shared_host_slowdown == 0) continue;
       for (DeviceId e = 0; e < num_devices; ++e) {

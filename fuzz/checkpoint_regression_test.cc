@@ -67,7 +67,7 @@ class CheckpointCheckTest : public ::testing::Test {
                                  const std::vector<std::string>& options,
                                  const std::string& bytes) {
     std::unique_ptr<Agent> agent =
-        *MakeAgent(agent_name, *PlacerOptions::Parse(options));
+        *MakeAgent(agent_name, *MethodOptions::Parse(options));
     return agent->CheckCheckpoint(problem_, bytes, "x.ckpt");
   }
 

@@ -70,9 +70,9 @@ const Fixture& GetFixture() {
 std::unique_ptr<Agent> AgentFor(std::string_view bytes) {
   const bool colocrl =
       bytes.find("\"agent\":\"colocrl\"") != std::string_view::npos;
-  StatusOr<PlacerOptions> options =
-      colocrl ? PlacerOptions::Parse({"hidden=2", "embedding=2"})
-              : PlacerOptions::Parse({});
+  StatusOr<MethodOptions> options =
+      colocrl ? MethodOptions::Parse({"hidden=2", "embedding=2"})
+              : MethodOptions::Parse({});
   Check(options.ok(), "bad agent options");
   StatusOr<std::unique_ptr<Agent>> agent =
       MakeAgent(colocrl ? "colocrl" : "post", *options);
@@ -94,15 +94,15 @@ void FuzzCheckpoint(const uint8_t* data, size_t size) {
   // and the best placement kept.
   Check(WriteTextFile(f.resume_path, bytes).ok(),
         "cannot write " + f.resume_path);
-  SearchOptions options;
-  options.resume_path = f.resume_path;
-  options.budget.samples = info->samples + 1;
-  StatusOr<SearchResult> resumed =
-      agent->Search(f.problem, f.environment.get(), options);
+  PlaceContext context;
+  context.environment = f.environment.get();
+  context.search.resume_path = f.resume_path;
+  context.search.budget.samples = info->samples + 1;
+  StatusOr<PlaceResult> resumed = agent->Place(f.problem, context);
   std::remove(f.resume_path.c_str());
   Check(resumed.ok(), "an accepted checkpoint does not resume: " +
                           (resumed.ok() ? "" : resumed.status().message()));
-  Check(resumed->samples == info->samples + 1,
+  Check(resumed->search.samples == info->samples + 1,
         "the resumed search did not continue from the checkpoint's samples");
 }
 

@@ -12,13 +12,14 @@
 #include <sstream>
 #include <string>
 
-#include "dplace/bench/bench.h"
-#include "dplace/bench/method_run.h"
 #include "dplace/cli/exec_commands.h"
 #include "dplace/cli/format.h"
 #include "dplace/cli/pretrain_command.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
+#include "dplace/method/run.h"
+#include "dplace/model/load_model.h"
+#include "dplace/suite/bench.h"
 #ifdef DPLACE_WITH_MPI
 #include "dplace/env/mpi_environment.h"
 #include "dplace/exec/measured_environment.h"
@@ -31,9 +32,8 @@
 #include "dplace/io/onnx_import.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
-#include "dplace/placers/placer.h"
+#include "dplace/method/method.h"
 #include "dplace/report/html_report.h"
-#include "dplace/rl/agent.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/zoo/zoo.h"
 
@@ -412,15 +412,12 @@ struct PlaceFlags {
 
 int PlaceList(std::ostream& out) {
   size_t width = 0;  // The longest name, plus two spaces.
-  for (const PlacerEntry* e : Placers())
+  for (const MethodEntry* e : Methods())
     width = std::max(width, e->name.size());
-  for (const AgentEntry* e : Agents()) width = std::max(width, e->name.size());
   width += 2;
-  for (const PlacerEntry* e : Placers()) {
-    out << PadRight(e->name, width) << e->description << "\n";
-  }
-  for (const AgentEntry* e : Agents()) {
-    out << PadRight(e->name, width) << "(learned) " << e->description << "\n";
+  for (const MethodEntry* e : Methods()) {
+    out << PadRight(e->name, width) << (TraitsOf(*e).learns ? "(learned) " : "")
+        << e->description << "\n";
   }
   return kExitOk;
 }
@@ -511,14 +508,14 @@ struct PlaceHooks {
 // dplace place --method NAME: one placer, or a learned placer's search
 // through the simulated environment; prints the chosen placement.
 int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
-             const PlacerOptions& options, const std::string& header,
+             const MethodOptions& options, const std::string& header,
              const std::string& trace, std::ostream& out, std::ostream& err,
              const PlaceHooks& hooks = {}) {
   const bool learned = IsLearnedMethod(place.method);
   MethodRunOptions run_options;
   run_options.record_timeline = !trace.empty() || !place.report.empty();
-  run_options.environment = hooks.environment;
-  SearchOptions& search = run_options.search;
+  run_options.context.environment = hooks.environment;
+  SearchOptions& search = run_options.context.search;
   search.average_gradients = hooks.average_gradients;
   search.sampling_stream = hooks.sampling_stream;
   if (learned) {
@@ -567,7 +564,7 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
   const SimResult& sim = run->sim;
   out << header << "method " << place.method << ": ";
   if (learned) {
-    const SearchResult& result = run->search;
+    const SearchTrace& result = run->search;
     out << "searched " << result.samples << " samples ("
         << (result.first_sample_of_this_run > 0
                 ? "resumed at " +
@@ -609,7 +606,8 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
              std::ostream& err) {
   Simulator simulator(*problem.cost);
   std::vector<MethodRun> results;
-  for (const PlacerEntry* e : Placers()) {
+  for (const MethodEntry* e : Methods()) {
+    if (TraitsOf(*e).learns) continue;
     err << "dplace: placing with " << e->name << " ...\n";
     StatusOr<MethodRun> run = RunMethod(e->name, {}, problem, {});
     if (!run.ok()) {
@@ -728,7 +726,7 @@ Status ParseRankValue(const std::string& flag, const std::string& text,
 // evaluate their placements (see mpi_environment.h). Only controller 0
 // prints and writes files.
 int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
-                 const PlacerOptions& options, const std::string& header,
+                 const MethodOptions& options, const std::string& header,
                  std::string trace, std::ostream& out, std::ostream& err) {
   MpiOptions mpi;
   mpi.controllers = place.controllers;
@@ -817,7 +815,7 @@ int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
 // this machine's devices (the cluster must be a detected one); the chosen
 // placement, from any method, is measured too.
 int PlaceMeasured(const PlacementProblem& problem, const PlaceFlags& place,
-                  const PlacerOptions& options, const std::string& header,
+                  const MethodOptions& options, const std::string& header,
                   const std::string& trace, std::ostream& out,
                   std::ostream& err) {
   StatusOr<std::unique_ptr<Environment>> env =
@@ -857,9 +855,9 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
                                             "placers")
                               : "method " + place.method + " is not one")));
   }
-  if (place.method != "all" && !IsKnownMethod(place.method)) {
+  if (place.method != "all" && !FindMethod(place.method)) {
     return Fail(err, NotFoundError("unknown method \"" + place.method +
-                                   "\" (methods: " + KnownMethodNames() + ")"));
+                                   "\" (methods: " + MethodNames() + ")"));
   }
   StatusOr<LoadedModel> model = LoadModel(flags.graph);
   if (!model.ok()) return Fail(err, model.status());
@@ -887,7 +885,7 @@ int Place(const CommonFlags& flags, const PlaceFlags& place, std::ostream& out,
     return PlaceAll(problem, out, err);
   }
 
-  StatusOr<PlacerOptions> options = PlacerOptions::Parse(place.options);
+  StatusOr<MethodOptions> options = MethodOptions::Parse(place.options);
   if (!options.ok()) return Fail(err, options.status());
 #ifdef DPLACE_WITH_MPI
   if (IsMpiEnv(place.env)) {

@@ -7,7 +7,6 @@
 #include <optional>
 #include <system_error>
 
-#include "dplace/bench/method_run.h"
 #include "dplace/cli/cli.h"
 #include "dplace/cli/format.h"
 #include "dplace/exec/calibration.h"
@@ -20,6 +19,8 @@
 #include "dplace/io/file.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
+#include "dplace/method/run.h"
+#include "dplace/model/load_model.h"
 
 namespace dplace {
 namespace {

@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "dplace/bench/method_run.h"
 #include "dplace/cli/cli.h"
 #include "dplace/cli/cli_test_util.h"
 #include "dplace/exec/executor.h"
@@ -22,6 +21,8 @@
 #include "dplace/io/file.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
+#include "dplace/method/run.h"
+#include "dplace/model/load_model.h"
 #include "dplace/report/xml_check.h"
 
 namespace dplace {

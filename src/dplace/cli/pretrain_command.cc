@@ -5,8 +5,8 @@
 
 #include "dplace/cli/cli.h"
 #include "dplace/cli/format.h"
-#include "dplace/placers/placer.h"
-#include "dplace/rl/mars.h"
+#include "dplace/method/method.h"
+#include "dplace/rl/agents/mars/mars.h"
 
 namespace dplace {
 CLI::App* AddPretrainCommand(CLI::App* app, PretrainFlags* flags) {
@@ -55,7 +55,7 @@ int RunPretrainCommand(
     }
     items.push_back("pretrain_steps=" + std::to_string(flags.steps));
   }
-  StatusOr<PlacerOptions> options = PlacerOptions::Parse(items);
+  StatusOr<MethodOptions> options = MethodOptions::Parse(items);
   if (!options.ok()) return fail(options.status());
   PlacementProblem problem;
   problem.graph = &*graph;

@@ -5,7 +5,8 @@
 //   if ((*mpi)->is_controller()) {
 //     std::unique_ptr<Environment> env =
 //         (*mpi)->NewEnvironment(graph, cluster);
-//     agent->Search(problem, env.get(), search);  // As with any Environment.
+//     context.environment = env.get();  // As with any Environment.
+//     agent->Place(problem, context);
 //   } else {
 //     (*mpi)->RunWorker(local_env.get());  // Until the controller stops it.
 //   }

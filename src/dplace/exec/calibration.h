@@ -44,7 +44,7 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
-#include "dplace/placers/placer.h"
+#include "dplace/method/method.h"
 #include "dplace/util/median.h"  // RoundStatistic
 #include "dplace/util/status.h"
 

@@ -232,12 +232,12 @@ std::vector<LabeledPlacement> FidelityPlacements(
   }
   for (const std::string& name : options.placers) {
     if (name == "expert" && !problem.expert) continue;
-    StatusOr<std::unique_ptr<Placer>> placer = MakePlacer(name);
-    if (!placer.ok()) continue;
-    StatusOr<Placement> placement = (*placer)->Place(problem);
-    if (!placement.ok()) continue;
-    if (!ValidatePlacement(graph, cluster, *placement).ok()) continue;
-    out.push_back({name, std::move(placement).value()});
+    StatusOr<std::unique_ptr<Method>> placer = MakeMethod(name);
+    if (!placer.ok() || (*placer)->traits().learns) continue;
+    StatusOr<PlaceResult> placed = (*placer)->Place(problem);
+    if (!placed.ok()) continue;
+    if (!ValidatePlacement(graph, cluster, placed->placement).ok()) continue;
+    out.push_back({name, std::move(placed->placement)});
   }
   // Contiguous cuts of the topological order between the first and the
   // last device: from lopsided to balanced, few edges cut, so the step

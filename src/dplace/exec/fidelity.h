@@ -26,7 +26,7 @@
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
 #include "dplace/exec/calibration.h"
-#include "dplace/placers/placer.h"
+#include "dplace/method/method.h"
 #include "dplace/util/median.h"  // RoundStatistic, OfRounds
 #include "dplace/util/status.h"
 

@@ -5,7 +5,8 @@
 //
 //   StatusOr<std::unique_ptr<Environment>> env =
 //       NewMeasuredEnvironment(graph, local_cluster, {});
-//   agent->Search(problem, env->get(), search);  // As with any Environment.
+//   context.environment = env->get();  // As with any Environment.
+//   agent->Place(problem, context);
 #ifndef DPLACE_EXEC_MEASURED_ENVIRONMENT_H_
 #define DPLACE_EXEC_MEASURED_ENVIRONMENT_H_
 

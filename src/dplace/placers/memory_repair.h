@@ -9,7 +9,7 @@
 #ifndef DPLACE_PLACERS_MEMORY_REPAIR_H_
 #define DPLACE_PLACERS_MEMORY_REPAIR_H_
 
-#include "dplace/placers/placer.h"
+#include "dplace/method/method.h"
 
 namespace dplace {
 

@@ -41,9 +41,10 @@ struct MetisSettings {
 
 class MetisPlacer : public Placer {
  public:
-  explicit MetisPlacer(MetisSettings settings) : settings_(settings) {}
+  explicit MetisPlacer(MetisSettings settings)
+      : Placer("metis"), settings_(settings) {}
 
-  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+  StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem));
     const Cluster& cluster = *problem.cluster;
     const PartitionGraph pg =
@@ -102,7 +103,7 @@ class MetisPlacer : public Placer {
         &num_parts, shares.data(), /*ubvec=*/nullptr, options, &cut,
         parts.data());
     if (rc != METIS_OK) {
-      return InternalError("metis: METIS_PartGraphKway failed with code " +
+      return InternalError("METIS_PartGraphKway failed with code " +
                            std::to_string(rc));
     }
     unit_device->assign(parts.begin(), parts.end());
@@ -112,7 +113,7 @@ class MetisPlacer : public Placer {
   MetisSettings settings_;
 };
 
-StatusOr<std::unique_ptr<Placer>> MakeMetis(const PlacerOptions& options) {
+StatusOr<std::unique_ptr<Method>> MakeMetis(const MethodOptions& options) {
   MetisSettings settings;
   OptionReader reader("metis", options);
   reader.Bool("coarsen", &settings.coarsen);
@@ -126,10 +127,10 @@ StatusOr<std::unique_ptr<Placer>> MakeMetis(const PlacerOptions& options) {
     return InvalidArgumentError(
         "method metis: repair_simulations must be >= 1");
   }
-  return std::unique_ptr<Placer>(new MetisPlacer(settings));
+  return std::unique_ptr<Method>(new MetisPlacer(settings));
 }
 
-REGISTER_PLACER("metis", 22,
+REGISTER_METHOD("metis", 22,
                 "METIS k-way partition, parts proportional to device speed, "
                 "then memory repair; options coarsen, imbalance, "
                 "repair_simulations",

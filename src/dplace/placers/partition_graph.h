@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "dplace/placers/placer.h"
+#include "dplace/method/method.h"
 
 namespace dplace {
 

@@ -8,9 +8,9 @@
 #include "dplace/graph/random_graph.h"
 #include "dplace/placers/memory_repair.h"
 #include "dplace/placers/placer.h"
-#include "dplace/placers/placer_test_util.h"
 #include "dplace/placers/placer_util.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/testing/placer_test_util.h"
 #include "dplace/zoo/zoo.h"
 
 namespace dplace {
@@ -113,8 +113,8 @@ TEST_P(PartitionPlacerTest, UsesEveryGpuOnALargeGraph) {
 }
 
 TEST_P(PartitionPlacerTest, RejectsUnknownOptions) {
-  StatusOr<std::unique_ptr<Placer>> placer =
-      MakePlacer(GetParam(), *PlacerOptions::Parse({"imbalanse=0.1"}));
+  StatusOr<std::unique_ptr<Method>> placer =
+      MakeMethod(GetParam(), *MethodOptions::Parse({"imbalanse=0.1"}));
   ASSERT_FALSE(placer.ok());
   EXPECT_THAT(
       placer.status().message(),

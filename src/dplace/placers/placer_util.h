@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dplace/placers/placer.h"
+#include "dplace/method/method.h"
 
 namespace dplace {
 

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "dplace/placers/placer.h"
-#include "dplace/placers/placer_test_util.h"
 #include "dplace/placers/placer_util.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/testing/placer_test_util.h"
 #include "dplace/zoo/zoo.h"
 
 namespace dplace {
@@ -65,31 +65,31 @@ struct Fixture {
 
 TEST(PlacerRegistryTest, ListsTheBaselinesFirstAndNamesUnknownMethods) {
   std::vector<std::string> names;
-  for (const PlacerEntry* e : Placers()) names.push_back(e->name);
+  for (const MethodEntry* e : Methods()) names.push_back(e->name);
   ASSERT_GE(names.size(), 5u);
   EXPECT_EQ(names[0], "single-cpu");
   EXPECT_EQ(names[1], "single-gpu");
   EXPECT_EQ(names[2], "expert");
-  StatusOr<std::unique_ptr<Placer>> unknown = MakePlacer("m-etff");
+  StatusOr<std::unique_ptr<Method>> unknown = MakeMethod("m-etff");
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(unknown.status().message(),
               HasSubstr("unknown method \"m-etff\" (methods: single-cpu"));
 }
 
 TEST(PlacerRegistryTest, OptionsAreCheckedByName) {
-  EXPECT_FALSE(PlacerOptions::Parse({"depth"}).ok());
-  EXPECT_FALSE(PlacerOptions::Parse({"depth=1", "depth=2"}).ok());
-  StatusOr<std::unique_ptr<Placer>> bad =
-      MakePlacer("round-robin", *PlacerOptions::Parse({"dept=1"}));
+  EXPECT_FALSE(MethodOptions::Parse({"depth"}).ok());
+  EXPECT_FALSE(MethodOptions::Parse({"depth=1", "depth=2"}).ok());
+  StatusOr<std::unique_ptr<Method>> bad =
+      MakeMethod("round-robin", *MethodOptions::Parse({"dept=1"}));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(),
               HasSubstr("unknown option \"dept\" (options: depth)"));
-  StatusOr<std::unique_ptr<Placer>> malformed =
-      MakePlacer("round-robin", *PlacerOptions::Parse({"depth=two"}));
+  StatusOr<std::unique_ptr<Method>> malformed =
+      MakeMethod("round-robin", *MethodOptions::Parse({"depth=two"}));
   ASSERT_FALSE(malformed.ok());
   EXPECT_THAT(malformed.status().message(), HasSubstr("expected an integer"));
-  StatusOr<std::unique_ptr<Placer>> none =
-      MakePlacer("single-gpu", *PlacerOptions::Parse({"depth=1"}));
+  StatusOr<std::unique_ptr<Method>> none =
+      MakeMethod("single-gpu", *MethodOptions::Parse({"depth=1"}));
   ASSERT_FALSE(none.ok());
   EXPECT_THAT(none.status().message(), HasSubstr("it takes no options"));
 }
@@ -118,7 +118,7 @@ TEST(SimplePlacersTest, SingleGpuSaysWhenTheClusterHasNoGpu) {
   const CostModel cost(f.graph, cpus);
   f.problem.cluster = &cpus;
   f.problem.cost = &cost;
-  StatusOr<Placement> p = (*MakePlacer("single-gpu"))->Place(f.problem);
+  StatusOr<Placement> p = TryPlace("single-gpu", f.problem);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kInfeasible);
   EXPECT_THAT(p.status().message(), HasSubstr("cluster cpus has no gpu"));
@@ -126,7 +126,7 @@ TEST(SimplePlacersTest, SingleGpuSaysWhenTheClusterHasNoGpu) {
 
 TEST(SimplePlacersTest, ExpertNeedsAModelFamily) {
   Fixture f;
-  StatusOr<Placement> p = (*MakePlacer("expert"))->Place(f.problem);
+  StatusOr<Placement> p = TryPlace("expert", f.problem);
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(p.status().message(), HasSubstr("no human-expert placement"));
 }

@@ -138,7 +138,7 @@ class ScotchMapping {
 
  private:
   static Status Fail(const char* call) {
-    return InternalError(std::string("scotch: SCOTCH_") + call + " failed");
+    return InternalError(std::string("SCOTCH_") + call + " failed");
   }
 
   static Status Build(SCOTCH_Graph* graph, bool* ready,
@@ -176,10 +176,12 @@ SCOTCH_Num StrategyFlags(const std::string& name) {
 
 class ScotchPlacer : public Placer {
  public:
-  ScotchPlacer(ScotchSettings settings, bool gpus_only)
-      : settings_(std::move(settings)), gpus_only_(gpus_only) {}
+  ScotchPlacer(std::string name, ScotchSettings settings, bool gpus_only)
+      : Placer(std::move(name)),
+        settings_(std::move(settings)),
+        gpus_only_(gpus_only) {}
 
-  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+  StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem, gpus_only_));
     const Cluster& cluster = *problem.cluster;
     const PartitionGraph pg =
@@ -298,9 +300,9 @@ class ScotchPlacer : public Placer {
   bool gpus_only_;
 };
 
-PlacerFactory MakeScotchFactory(const char* name, bool gpus_only) {
-  return [name, gpus_only](const PlacerOptions& options)
-             -> StatusOr<std::unique_ptr<Placer>> {
+MethodFactory MakeScotchFactory(const char* name, bool gpus_only) {
+  return [name, gpus_only](const MethodOptions& options)
+             -> StatusOr<std::unique_ptr<Method>> {
     ScotchSettings settings;
     OptionReader reader(name, options);
     reader.Bool("coarsen", &settings.coarsen);
@@ -320,16 +322,16 @@ PlacerFactory MakeScotchFactory(const char* name, bool gpus_only) {
     if (settings.repair_simulations < 1) {
       return InvalidArgumentError(method + "repair_simulations must be >= 1");
     }
-    return std::unique_ptr<Placer>(new ScotchPlacer(settings, gpus_only));
+    return std::unique_ptr<Method>(new ScotchPlacer(name, settings, gpus_only));
   };
 }
 
-REGISTER_PLACER("scotch", 20,
+REGISTER_METHOD("scotch", 20,
                 "Scotch static mapping onto the cluster (device speeds, link "
                 "costs), then memory repair; options coarsen, imbalance, "
                 "strategy, repair_simulations",
                 MakeScotchFactory("scotch", /*gpus_only=*/false));
-REGISTER_PLACER("mincut", 21,
+REGISTER_METHOD("mincut", 21,
                 "Scotch static mapping onto the GPUs only (CPU-only ops on "
                 "the CPU), then memory repair; options as scotch",
                 MakeScotchFactory("mincut", /*gpus_only=*/true));

@@ -24,24 +24,27 @@ StatusOr<Placement> OnFirstDeviceOf(const PlacementProblem& problem,
 
 class SingleCpuPlacer : public Placer {
  public:
-  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+  using Placer::Placer;
+  StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     return OnFirstDeviceOf(problem, DeviceKind::kCpu);
   }
 };
 
 class SingleGpuPlacer : public Placer {
  public:
-  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+  using Placer::Placer;
+  StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     return OnFirstDeviceOf(problem, DeviceKind::kGpu);
   }
 };
 
 class ExpertPlacer : public Placer {
  public:
-  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+  using Placer::Placer;
+  StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     if (!problem.expert) {
       return InvalidArgumentError(
-          "method expert: graph " + problem.graph->name() +
+          "graph " + problem.graph->name() +
           " has no human-expert placement (only zoo models have one; use "
           "--model zoo:NAME)");
     }
@@ -55,7 +58,8 @@ class ExpertPlacer : public Placer {
 // its update) on a uniformly random device among those its ops allow.
 class RandomPlacer : public Placer {
  public:
-  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+  using Placer::Placer;
+  StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     Status s = CheckPlaceable(problem);
     if (!s.ok()) return s;
     const Graph& g = *problem.graph;
@@ -105,9 +109,9 @@ struct RoundRobinSettings {
 class RoundRobinPlacer : public Placer {
  public:
   explicit RoundRobinPlacer(RoundRobinSettings settings)
-      : settings_(settings) {}
+      : Placer("round-robin"), settings_(settings) {}
 
-  StatusOr<Placement> Place(const PlacementProblem& problem) override {
+  StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     Status s = CheckPlaceable(problem, /*need_gpu=*/true);
     if (!s.ok()) return s;
     const Graph& g = *problem.graph;
@@ -130,7 +134,7 @@ class RoundRobinPlacer : public Placer {
   RoundRobinSettings settings_;
 };
 
-StatusOr<std::unique_ptr<Placer>> MakeRoundRobin(const PlacerOptions& options) {
+StatusOr<std::unique_ptr<Method>> MakeRoundRobin(const MethodOptions& options) {
   RoundRobinSettings settings;
   OptionReader reader("round-robin", options);
   reader.Int("depth", &settings.depth);
@@ -139,23 +143,23 @@ StatusOr<std::unique_ptr<Placer>> MakeRoundRobin(const PlacerOptions& options) {
   if (settings.depth < 0) {
     return InvalidArgumentError("method round-robin: depth must be >= 0");
   }
-  return std::unique_ptr<Placer>(new RoundRobinPlacer(settings));
+  return std::unique_ptr<Method>(new RoundRobinPlacer(settings));
 }
 
-REGISTER_PLACER("single-cpu", 0, "every op on the first CPU",
+REGISTER_METHOD("single-cpu", 0, "every op on the first CPU",
                 NoOptions<SingleCpuPlacer>("single-cpu"));
-REGISTER_PLACER("single-gpu", 1,
+REGISTER_METHOD("single-gpu", 1,
                 "every op on the first GPU; ops a GPU may not run on the CPU",
                 NoOptions<SingleGpuPlacer>("single-gpu"));
-REGISTER_PLACER("expert", 2,
+REGISTER_METHOD("expert", 2,
                 "the model family's human-expert placement (zoo models: CNNs "
                 "on one GPU, RNNs one LSTM layer per GPU)",
                 NoOptions<ExpertPlacer>("expert"));
-REGISTER_PLACER("random", 3,
+REGISTER_METHOD("random", 3,
                 "each colocation group on a uniformly random allowed device "
                 "(seeded)",
                 NoOptions<RandomPlacer>("random"));
-REGISTER_PLACER("round-robin", 4,
+REGISTER_METHOD("round-robin", 4,
                 "layers (scope paths) dealt to the GPUs in turn; option "
                 "depth=N",
                 MakeRoundRobin);

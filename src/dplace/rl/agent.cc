@@ -5,7 +5,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -28,11 +27,6 @@ using nlohmann::json;
 
 constexpr const char* kCheckpointFormat = "dplace-rl-checkpoint";
 constexpr int kCheckpointVersion = 1;
-
-std::vector<AgentEntry>& Registry() {
-  static std::vector<AgentEntry>* registry = new std::vector<AgentEntry>();
-  return *registry;
-}
 
 StatusOr<Grouping> MakeSearchGrouping(const PlacementProblem& problem,
                                       const SearchSettings& settings) {
@@ -589,20 +583,26 @@ Status ValidateSearchSettings(const std::string& method,
 
 Status Agent::InitPolicy(const PlacementProblem& problem,
                          const AgentSetup& setup) {
-  const std::string method = "method " + name_;
   try {
     torch::manual_seed(problem.seed);
-    return DoInit(setup).WithPrefix(method);
+    return DoInit(setup);
   } catch (const std::exception& e) {
-    return InternalError(
-        method + ": building the policy failed: " + FirstLine(e.what()));
+    return InternalError("building the policy failed: " + FirstLine(e.what()));
   }
+}
+
+MethodTraits Agent::traits() const {
+  MethodTraits traits;
+  traits.learns = true;
+  traits.can_resume = true;
+  traits.default_budget_samples = PaperBudgetSamples();
+  return traits;
 }
 
 StatusOr<CheckpointInfo> Agent::CheckCheckpoint(const PlacementProblem& problem,
                                                 const std::string& bytes,
                                                 const std::string& source) {
-  const std::string method = "method " + name_;
+  const std::string method = "method " + name();
   if (!problem.graph || !problem.cluster || !problem.cost) {
     return InvalidArgumentError(method + ": incomplete problem");
   }
@@ -613,7 +613,7 @@ StatusOr<CheckpointInfo> Agent::CheckCheckpoint(const PlacementProblem& problem,
                           MakeSetup(problem, settings_, budget));
   setup.resuming = true;
   LoopState s;
-  DPLACE_RETURN_IF_ERROR(InitPolicy(problem, setup));
+  DPLACE_RETURN_IF_ERROR(InitPolicy(problem, setup).WithPrefix(method));
   DPLACE_RETURN_IF_ERROR(LoadCheckpointBytes(
       bytes, source, CheckpointMeta(*this, setup, s),
       [this](torch::serialize::InputArchive* a) { DoLoad(a); }, &s));
@@ -624,252 +624,313 @@ StatusOr<CheckpointInfo> Agent::CheckCheckpoint(const PlacementProblem& problem,
   return info;
 }
 
-StatusOr<SearchResult> Agent::Search(const PlacementProblem& problem,
-                                     Environment* environment,
-                                     const SearchOptions& options) {
-  const std::string method = "method " + name_;
-  if (!problem.graph || !problem.cluster || !problem.cost || !environment) {
-    return InvalidArgumentError(method + ": incomplete problem");
-  }
-  if (options.budget.samples < 0 || options.budget.seconds < 0 ||
-      (options.budget.samples == 0 && options.budget.seconds == 0)) {
-    return InvalidArgumentError(
-        method + ": the search needs a budget: samples > 0 or seconds > 0");
-  }
-  const Cluster& cluster = *problem.cluster;
-  if (cluster.num_devices() < 2) {
-    return InvalidArgumentError(
-        method +
-        ": a learned placer needs a cluster of at least two devices; " +
-        "cluster " + cluster.name() + " has " +
-        std::to_string(cluster.num_devices()));
-  }
-  if (environment->graph().hash() != problem.graph->hash() ||
-      environment->cluster().name() != cluster.name()) {
-    return InvalidArgumentError(method +
-                                ": the environment evaluates another graph or "
-                                "cluster than the problem's");
-  }
-  if (options.checkpoint_every < 1) {
-    return InvalidArgumentError(method + ": checkpoint_every must be >= 1");
-  }
-  DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem).WithPrefix(method));
-  DPLACE_ASSIGN_OR_RETURN(AgentSetup setup,
-                          MakeSetup(problem, settings_, options.budget));
-  setup.resuming = !options.resume_path.empty();
+// One search, step by step: Start, then RunBatch while BudgetLeft, then
+// Finish. Owns what a checkpoint holds (LoopState), the log and the trace.
+class SearchLoop {
+ public:
+  SearchLoop(Agent* agent, const PlacementProblem& problem,
+             Environment* environment, const SearchOptions& options)
+      : agent_(*agent),
+        settings_(agent->settings_),
+        problem_(problem),
+        environment_(environment),
+        options_(options),
+        clock_(options.clock ? options.clock : SteadyClock()),
+        failing_reward_(-std::sqrt(settings_.failing_step_time)) {}
 
-  LoopState s;
-  s.rng.seed(problem.seed ^ (options.sampling_stream * 0x9E3779B97F4A7C15ull));
-  average_gradients_ = options.average_gradients;
-  DPLACE_RETURN_IF_ERROR(InitPolicy(problem, setup));
-  const json expected = CheckpointMeta(*this, setup, s);
-  if (!options.resume_path.empty()) {
-    DPLACE_RETURN_IF_ERROR(LoadCheckpoint(
-        options.resume_path, expected,
-        [this](torch::serialize::InputArchive* a) { DoLoad(a); }, &s));
-  }
-  std::ofstream log;
-  if (!options.log_path.empty()) {
-    if (!options.resume_path.empty()) {
-      DPLACE_RETURN_IF_ERROR(TruncateLog(options.log_path, s.samples));
+  // Checks the request, builds the groups and the policy, resumes from the
+  // checkpoint and opens the log.
+  Status Start() {
+    DPLACE_RETURN_IF_ERROR(CheckRequest());
+    DPLACE_ASSIGN_OR_RETURN(setup_,
+                            MakeSetup(problem_, settings_, options_.budget));
+    setup_.resuming = !options_.resume_path.empty();
+    s_.rng.seed(problem_.seed ^
+                (options_.sampling_stream * 0x9E3779B97F4A7C15ull));
+    agent_.average_gradients_ = options_.average_gradients;
+    DPLACE_RETURN_IF_ERROR(agent_.InitPolicy(problem_, setup_));
+    if (!options_.resume_path.empty()) {
+      DPLACE_RETURN_IF_ERROR(LoadCheckpoint(
+          options_.resume_path, CheckpointMeta(agent_, setup_, s_),
+          [this](torch::serialize::InputArchive* a) { agent_.DoLoad(a); },
+          &s_));
     }
-    log.open(options.log_path,
-             options.resume_path.empty() ? std::ios::trunc : std::ios::app);
-    if (!log) {
-      return InvalidArgumentError("log " + options.log_path +
-                                  ": cannot open for writing");
+    DPLACE_RETURN_IF_ERROR(OpenLog());
+    trace_.num_groups = setup_.groups.num_groups;
+    trace_.first_sample_of_this_run = s_.samples;
+    start_ = clock_();
+    if (settings_.baseline_starts_failing && !s_.baseline_set) {
+      s_.baseline = failing_reward_;
+      s_.baseline_set = true;
     }
+    updates_at_checkpoint_ = s_.updates;
+    return Status::Ok();
   }
-  auto save = [&]() -> Status {
-    if (options.checkpoint_path.empty()) return Status::Ok();
-    return WriteCheckpoint(
-        options.checkpoint_path, CheckpointMeta(*this, setup, s),
-        [this](torch::serialize::OutputArchive* a) { DoSave(a); });
-  };
 
-  SearchResult result;
-  result.num_groups = setup.groups.num_groups;
-  result.first_sample_of_this_run = s.samples;
-  const double failing_reward = -std::sqrt(settings_.failing_step_time);
-  const auto start = std::chrono::steady_clock::now();
-  auto wall = [&] {
-    return s.wall_seconds + std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - start)
-                                .count();
-  };
-  if (settings_.baseline_starts_failing && !s.baseline_set) {
-    s.baseline = failing_reward;
-    s.baseline_set = true;
+  bool BudgetLeft() const {
+    const SearchBudget& budget = options_.budget;
+    return !(budget.samples > 0 && s_.samples >= budget.samples) &&
+           !(budget.seconds > 0 && Wall() >= budget.seconds);
   }
-  int64_t updates_at_checkpoint = s.updates;
-  const SearchBudget& budget = options.budget;
-  while (!(budget.samples > 0 && s.samples >= budget.samples) &&
-         !(budget.seconds > 0 && wall() >= budget.seconds)) {
-    int k = BatchSize();
-    if (budget.samples > 0) {
-      k = static_cast<int>(std::min<int64_t>(k, budget.samples - s.samples));
+
+  // Samples one batch, evaluates it, logs it and learns from it; then
+  // checkpoints when due and reports progress.
+  Status RunBatch() {
+    int k = agent_.BatchSize();
+    if (options_.budget.samples > 0) {
+      k = static_cast<int>(
+          std::min<int64_t>(k, options_.budget.samples - s_.samples));
     }
     EvaluatedBatch batch;
-    batch.first_index = s.samples;
+    batch.first_index = s_.samples;
     try {
-      batch.group_devices = DoSample(k, &s.rng);
+      batch.group_devices = agent_.DoSample(k, &s_.rng);
     } catch (const std::exception& e) {
-      return InternalError(method +
-                           ": sampling failed: " + FirstLine(e.what()));
+      return InternalError("sampling failed: " + FirstLine(e.what()));
     }
-    const std::vector<std::pair<std::string, double>> stats = BatchStats();
+    const std::vector<std::pair<std::string, double>> stats =
+        agent_.BatchStats();
+    DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
+                            Evaluate(batch.group_devices));
+    DPLACE_RETURN_IF_ERROR(Record(measured, stats, &batch));
+    MoveBaseline(&batch);
+    s_.samples += k;
+    try {
+      s_.updates += agent_.DoUpdate(batch);
+    } catch (const std::exception& e) {
+      return InternalError("the policy update failed: " + FirstLine(e.what()));
+    }
+    DPLACE_RETURN_IF_ERROR(CheckpointWhenDue());
+    ReportProgress(batch, stats);
+    return Status::Ok();
+  }
+
+  // Saves the last checkpoint; the best placement and the trace.
+  StatusOr<PlaceResult> Finish() {
+    s_.wall_seconds = Wall();
+    DPLACE_RETURN_IF_ERROR(Save());
+    if (!s_.has_best) {
+      return InternalError("the search evaluated no placement");
+    }
+    PlaceResult result;
+    DPLACE_ASSIGN_OR_RETURN(
+        result.placement,
+        ExpandGroupPlacement(*problem_.graph, *problem_.cluster,
+                             setup_.grouping, s_.best_groups));
+    result.search = std::move(trace_);
+    result.search.samples = s_.samples;
+    result.search.updates = s_.updates;
+    result.search.wall_seconds = s_.wall_seconds;
+    result.search.best_step_time = s_.best_step_time;
+    result.search.best_feasible = s_.best_feasible;
+    return result;
+  }
+
+ private:
+  Status CheckRequest() const {
+    const PlacementProblem& problem = problem_;
+    if (!problem.graph || !problem.cluster || !problem.cost || !environment_) {
+      return InvalidArgumentError("incomplete problem");
+    }
+    const SearchBudget& budget = options_.budget;
+    if (budget.samples < 0 || budget.seconds < 0 ||
+        (budget.samples == 0 && budget.seconds == 0)) {
+      return InvalidArgumentError(
+          "the search needs a budget: samples > 0 or seconds > 0");
+    }
+    const Cluster& cluster = *problem.cluster;
+    if (cluster.num_devices() < 2) {
+      return InvalidArgumentError(
+          "a learned placer needs a cluster of at least two devices; "
+          "cluster " +
+          cluster.name() + " has " + std::to_string(cluster.num_devices()));
+    }
+    if (environment_->graph().hash() != problem.graph->hash() ||
+        environment_->cluster().name() != cluster.name()) {
+      return InvalidArgumentError(
+          "the environment evaluates another graph or cluster than the "
+          "problem's");
+    }
+    if (options_.checkpoint_every < 1) {
+      return InvalidArgumentError("checkpoint_every must be >= 1");
+    }
+    return CheckPlaceable(problem);
+  }
+
+  Status OpenLog() {
+    if (options_.log_path.empty()) return Status::Ok();
+    const bool resuming = !options_.resume_path.empty();
+    if (resuming) {
+      DPLACE_RETURN_IF_ERROR(TruncateLog(options_.log_path, s_.samples));
+    }
+    log_.open(options_.log_path, resuming ? std::ios::app : std::ios::trunc);
+    if (!log_) {
+      return InvalidArgumentError("log " + options_.log_path +
+                                  ": cannot open for writing");
+    }
+    return Status::Ok();
+  }
+
+  double Wall() const { return s_.wall_seconds + (clock_() - start_); }
+
+  StatusOr<std::vector<Measurement>> Evaluate(
+      const std::vector<std::vector<DeviceId>>& group_devices) {
     std::vector<Placement> placements;
-    for (const std::vector<DeviceId>& groups : batch.group_devices) {
-      DPLACE_ASSIGN_OR_RETURN(Placement p,
-                              ExpandGroupPlacement(*problem.graph, cluster,
-                                                   setup.grouping, groups));
+    for (const std::vector<DeviceId>& groups : group_devices) {
+      DPLACE_ASSIGN_OR_RETURN(
+          Placement p, ExpandGroupPlacement(*problem_.graph, *problem_.cluster,
+                                            setup_.grouping, groups));
       placements.push_back(std::move(p));
     }
-    DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
-                            environment->Evaluate(placements));
+    return environment_->Evaluate(placements);
+  }
 
+  // The batch's rewards and use, the best so far, and a log line and a
+  // trace record per sample.
+  Status Record(const std::vector<Measurement>& measured,
+                const std::vector<std::pair<std::string, double>>& stats,
+                EvaluatedBatch* batch) {
     const bool drop_infeasible = settings_.feasible_only_after >= 0 &&
-                                 s.samples >= settings_.feasible_only_after;
-    double batch_sum = 0;
-    int batch_feasible = 0, batch_used = 0;
-    double used_reward_sum = 0;
-    for (int i = 0; i < k; ++i) {
+                                 s_.samples >= settings_.feasible_only_after;
+    for (size_t i = 0; i < batch->group_devices.size(); ++i) {
       const Measurement& m = measured[i];
-      const double charged =
-          m.feasible ? m.step_time : settings_.failing_step_time;
       const double reward =
-          m.feasible ? -std::sqrt(m.step_time) : failing_reward;
-      batch.step_times.push_back(charged);
-      batch.feasible.push_back(m.feasible);
-      batch.rewards.push_back(reward);
-      batch.use.push_back(m.feasible || !drop_infeasible);
-      if (batch.use.back()) {
-        ++batch_used;
-        used_reward_sum += reward;
-      }
-      if (m.feasible) {
-        batch_sum += m.step_time;
-        ++batch_feasible;
-      }
-      if (Better(m.feasible, m.step_time, s)) {
-        s.has_best = true;
-        s.best_groups = batch.group_devices[i];
-        s.best_step_time = m.step_time;
-        s.best_feasible = m.feasible;
+          m.feasible ? -std::sqrt(m.step_time) : failing_reward_;
+      batch->step_times.push_back(m.feasible ? m.step_time
+                                             : settings_.failing_step_time);
+      batch->feasible.push_back(m.feasible);
+      batch->rewards.push_back(reward);
+      batch->use.push_back(m.feasible || !drop_infeasible);
+      if (Better(m.feasible, m.step_time, s_)) {
+        s_.has_best = true;
+        s_.best_groups = batch->group_devices[i];
+        s_.best_step_time = m.step_time;
+        s_.best_feasible = m.feasible;
       }
       SampleRecord r;
-      r.index = s.samples + i;
-      r.wall_seconds = wall();
+      r.index = s_.samples + static_cast<int64_t>(i);
+      r.wall_seconds = Wall();
       r.step_time = m.step_time;
       r.feasible = m.feasible;
       r.reward = reward;
-      r.best_step_time = s.best_feasible ? s.best_step_time : 0;
-      if (log.is_open()) {
+      r.best_step_time = s_.best_feasible ? s_.best_step_time : 0;
+      if (log_.is_open()) {
         json line = RecordJson(r);
         for (const auto& [key, value] : stats) line[key] = value;
-        log << line.dump() << "\n";
+        log_ << line.dump() << "\n";
       }
-      result.history.push_back(r);
+      trace_.history.push_back(r);
     }
-    if (log.is_open()) {
-      log.flush();
-      if (!log) {
-        return InvalidArgumentError("log " + options.log_path +
+    if (log_.is_open()) {
+      log_.flush();
+      if (!log_) {
+        return InvalidArgumentError("log " + options_.log_path +
                                     ": write failed");
       }
     }
-    // The baseline before this batch gives the advantages; then every used
-    // sample moves it.
-    if (!s.baseline_set && batch_used > 0) {
-      s.baseline = used_reward_sum / batch_used;
-      s.baseline_set = true;
+    return Status::Ok();
+  }
+
+  // The baseline before this batch gives the advantages; then every used
+  // sample moves it.
+  void MoveBaseline(EvaluatedBatch* batch) {
+    const size_t k = batch->rewards.size();
+    int used = 0;
+    double used_reward_sum = 0;
+    for (size_t i = 0; i < k; ++i) {
+      if (!batch->use[i]) continue;
+      ++used;
+      used_reward_sum += batch->rewards[i];
     }
-    for (int i = 0; i < k; ++i) {
-      batch.advantages.push_back(batch.rewards[i] - s.baseline);
+    if (!s_.baseline_set && used > 0) {
+      s_.baseline = used_reward_sum / used;
+      s_.baseline_set = true;
     }
-    for (int i = 0; i < k; ++i) {
-      if (!batch.use[i]) continue;
-      s.baseline = settings_.baseline_decay * s.baseline +
-                   (1 - settings_.baseline_decay) * batch.rewards[i];
+    for (size_t i = 0; i < k; ++i) {
+      batch->advantages.push_back(batch->rewards[i] - s_.baseline);
     }
-    s.samples += k;
-    try {
-      s.updates += DoUpdate(batch);
-    } catch (const std::exception& e) {
-      return InternalError(
-          method + ": the policy update failed: " + FirstLine(e.what()));
-    }
-    if (s.updates - updates_at_checkpoint >= options.checkpoint_every) {
-      updates_at_checkpoint = s.updates;
-      const double saved_wall = s.wall_seconds;
-      s.wall_seconds = wall();
-      Status saved = save();
-      s.wall_seconds = saved_wall;
-      DPLACE_RETURN_IF_ERROR(saved);
-    }
-    if (options.progress) {
-      SearchProgress p;
-      p.samples = s.samples;
-      p.updates = s.updates;
-      p.wall_seconds = wall();
-      p.budget = budget;
-      p.batch_mean_step_time = batch_feasible ? batch_sum / batch_feasible : 0;
-      p.best_step_time = s.best_feasible ? s.best_step_time : 0;
-      p.agent_stats = stats;
-      options.progress(p);
+    for (size_t i = 0; i < k; ++i) {
+      if (!batch->use[i]) continue;
+      s_.baseline = settings_.baseline_decay * s_.baseline +
+                    (1 - settings_.baseline_decay) * batch->rewards[i];
     }
   }
-  s.wall_seconds = wall();
-  DPLACE_RETURN_IF_ERROR(save());
 
-  result.samples = s.samples;
-  result.updates = s.updates;
-  result.wall_seconds = s.wall_seconds;
-  if (!s.has_best) {
-    return InternalError(method + ": the search evaluated no placement");
+  Status CheckpointWhenDue() {
+    if (s_.updates - updates_at_checkpoint_ < options_.checkpoint_every) {
+      return Status::Ok();
+    }
+    updates_at_checkpoint_ = s_.updates;
+    const double saved_wall = s_.wall_seconds;
+    s_.wall_seconds = Wall();
+    Status saved = Save();
+    s_.wall_seconds = saved_wall;
+    return saved;
   }
-  DPLACE_ASSIGN_OR_RETURN(
-      result.best, ExpandGroupPlacement(*problem.graph, cluster, setup.grouping,
-                                        s.best_groups));
-  result.best_step_time = s.best_step_time;
-  result.best_feasible = s.best_feasible;
-  return result;
-}
 
-bool RegisterAgent(AgentEntry entry) {
-  Registry().push_back(std::move(entry));
-  return true;
-}
-
-std::vector<const AgentEntry*> Agents() {
-  std::vector<const AgentEntry*> out;
-  for (const AgentEntry& e : Registry()) out.push_back(&e);
-  std::sort(out.begin(), out.end(),
-            [](const AgentEntry* a, const AgentEntry* b) {
-              return a->rank != b->rank ? a->rank < b->rank : a->name < b->name;
-            });
-  return out;
-}
-
-const AgentEntry* FindAgent(std::string_view name) {
-  for (const AgentEntry& e : Registry()) {
-    if (e.name == name) return &e;
+  Status Save() {
+    if (options_.checkpoint_path.empty()) return Status::Ok();
+    return WriteCheckpoint(
+        options_.checkpoint_path, CheckpointMeta(agent_, setup_, s_),
+        [this](torch::serialize::OutputArchive* a) { agent_.DoSave(a); });
   }
-  return nullptr;
-}
+
+  void ReportProgress(
+      const EvaluatedBatch& batch,
+      const std::vector<std::pair<std::string, double>>& stats) const {
+    if (!options_.progress) return;
+    double feasible_sum = 0;
+    int feasible = 0;
+    for (size_t i = 0; i < batch.feasible.size(); ++i) {
+      if (!batch.feasible[i]) continue;
+      feasible_sum += batch.step_times[i];
+      ++feasible;
+    }
+    SearchProgress p;
+    p.samples = s_.samples;
+    p.updates = s_.updates;
+    p.wall_seconds = Wall();
+    p.budget = options_.budget;
+    p.batch_mean_step_time = feasible ? feasible_sum / feasible : 0;
+    p.best_step_time = s_.best_feasible ? s_.best_step_time : 0;
+    p.agent_stats = stats;
+    options_.progress(p);
+  }
+
+  Agent& agent_;
+  const SearchSettings& settings_;
+  const PlacementProblem& problem_;
+  Environment* environment_;
+  const SearchOptions& options_;
+  const Clock clock_;
+  const double failing_reward_;
+  AgentSetup setup_;
+  LoopState s_;
+  std::ofstream log_;
+  SearchTrace trace_;
+  double start_ = 0;  // clock_() when this run began.
+  int64_t updates_at_checkpoint_ = 0;
+};
 
 StatusOr<std::unique_ptr<Agent>> MakeAgent(std::string_view name,
-                                           const PlacerOptions& options) {
-  const AgentEntry* entry = FindAgent(name);
-  if (!entry) {
-    std::string known;
-    for (const AgentEntry* e : Agents()) {
-      known += (known.empty() ? "" : ", ") + e->name;
-    }
-    return NotFoundError("unknown agent \"" + std::string(name) +
-                         "\" (agents: " + known + ")");
+                                           const MethodOptions& options) {
+  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Method> method,
+                          MakeMethod(name, options));
+  Agent* agent = dynamic_cast<Agent*>(method.get());
+  if (agent == nullptr) {
+    return InvalidArgumentError("method " + std::string(name) +
+                                " is not a learned agent");
   }
-  return entry->make(options);
+  method.release();
+  return std::unique_ptr<Agent>(agent);
+}
+
+StatusOr<PlaceResult> Agent::DoPlace(const PlacementProblem& problem,
+                                     const PlaceContext& context) {
+  SearchLoop loop(this, problem, context.environment, context.search);
+  DPLACE_RETURN_IF_ERROR(loop.Start());
+  while (loop.BudgetLeft()) DPLACE_RETURN_IF_ERROR(loop.RunBatch());
+  return loop.Finish();
 }
 
 }  // namespace dplace

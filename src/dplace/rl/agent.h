@@ -1,15 +1,15 @@
-// Learning placers ("agents"): stochastic policies over group placements,
-// trained on measurements from an Environment, registered by name.
+// Learning placers ("agents"): methods (method.h) whose stochastic policy
+// over group placements is trained on measurements from an Environment.
 //
-//   StatusOr<std::unique_ptr<Agent>> agent =
-//       MakeAgent("post", PlacerOptions::Parse({"ce_every=60"}).value());
+//   StatusOr<std::unique_ptr<Method>> agent =
+//       MakeMethod("post", MethodOptions::Parse({"ce_every=60"}).value());
 //   std::unique_ptr<Environment> env = NewSimulatedEnvironment(cost);
-//   SearchOptions options;
-//   options.budget.samples = 2400;
-//   StatusOr<SearchResult> result =
-//       (*agent)->Search(problem, env.get(), options);
+//   PlaceContext context;
+//   context.environment = env.get();
+//   context.search.budget.samples = 2400;
+//   StatusOr<PlaceResult> result = (*agent)->Place(problem, context);
 //
-// Every agent runs the same search loop (Agent::Search), as the papers do:
+// Every agent runs the same search loop (Agent::DoPlace), as the papers do:
 //   - ops are merged into groups (ColocRL's co-location heuristics by
 //     default, see grouping.h) and the policy places groups;
 //   - each batch of placements is sampled as one batch and evaluated through
@@ -30,7 +30,7 @@
 // cross-entropy solution every N; ColocRL: REINFORCE every batch).
 //
 // Thread safety: an Agent is used by one thread. Policies are initialised
-// from LibTorch's global generator (seeded by Search from problem.seed), so
+// from LibTorch's global generator (seeded by the search from problem.seed), so
 // run one search at a time per process when results must be reproducible.
 #ifndef DPLACE_RL_AGENT_H_
 #define DPLACE_RL_AGENT_H_
@@ -44,9 +44,8 @@
 #include <utility>
 #include <vector>
 
-#include "dplace/env/environment.h"
 #include "dplace/grouping/grouping.h"
-#include "dplace/placers/placer.h"
+#include "dplace/method/method.h"
 
 namespace torch {
 namespace serialize {
@@ -57,81 +56,11 @@ class InputArchive;
 
 namespace dplace {
 
-// When a search stops: after `samples` evaluated placements or `seconds` of
-// wall time, whichever comes first; a zero field is no limit, and at least
-// one must be positive. A resumed search counts what it resumed from.
-struct SearchBudget {
-  int64_t samples = 0;
-  double seconds = 0;
-};
-
-// One evaluated placement, as logged (a JSONL line per sample).
-struct SampleRecord {
-  int64_t index = 0;        // 0-based over the whole search.
-  double wall_seconds = 0;  // Since the search began (resumes included).
-  double step_time = 0;     // Measured, also when infeasible.
-  bool feasible = false;
-  double reward = 0;          // -sqrt(step time), or the failing signal.
-  double best_step_time = 0;  // Best feasible so far; 0 while none.
-};
-
-// Reported after every batch.
-struct SearchProgress {
-  int64_t samples = 0;
-  int64_t updates = 0;
-  double wall_seconds = 0;
-  SearchBudget budget;
-  double batch_mean_step_time = 0;  // Feasible samples of the last batch.
-  double best_step_time = 0;        // 0 while no feasible sample.
-  // What the agent reports about the batch (Agent::BatchStats).
-  std::vector<std::pair<std::string, double>> agent_stats;
-};
-
-// Replaces a flattened gradient by its mean over cooperating searches.
-using GradientAveraging = std::function<void(std::vector<float>* gradient)>;
-
-struct SearchOptions {
-  SearchBudget budget;
-  // JSONL log, one SampleRecord per line; on resume, lines past the
-  // checkpoint are dropped and new ones appended. Default: none.
-  std::string log_path;
-  // Written every `checkpoint_every` updates and when the search ends.
-  // Default: none.
-  std::string checkpoint_path;
-  int checkpoint_every = 10;  // Updates. Default: 10.
-  // A checkpoint of the same agent, problem and settings to continue from.
-  // Default: none (a fresh search).
-  std::string resume_path;
-  // Called after every batch, from the searching thread. Default: none.
-  std::function<void(const SearchProgress&)> progress;
-  // Multi-controller training (see mpi_environment.h): called before every
-  // gradient step with the policy's gradients, flattened, to replace them
-  // by their mean over the controllers. Every controller must make the
-  // same steps, so give them a sample budget. Default: none.
-  GradientAveraging average_gradients;
-  // Mixed into the seed of placement sampling only, so controllers that
-  // share one policy sample different placements; 0 samples as a search
-  // without it. Default: 0.
-  uint64_t sampling_stream = 0;
-};
-
 // What a checkpoint resumes from (Agent::CheckCheckpoint).
 struct CheckpointInfo {
   int64_t samples = 0;  // Evaluated before the checkpoint.
   int64_t updates = 0;
   bool has_best = false;
-};
-
-struct SearchResult {
-  Placement best;              // Op placement of the best sample.
-  double best_step_time = 0;   // Its measured step time.
-  bool best_feasible = false;  // False when no sample was feasible.
-  int num_groups = 0;
-  int64_t samples = 0;  // Evaluated over the whole search.
-  int64_t updates = 0;
-  double wall_seconds = 0;               // Over the whole search.
-  std::vector<SampleRecord> history;     // This run's samples, in order.
-  int64_t first_sample_of_this_run = 0;  // > 0 when resumed.
 };
 
 // Settings every agent shares: reward, baseline, warm-up, grouping.
@@ -200,14 +129,17 @@ struct EvaluatedBatch {
   std::vector<bool> use;           // False for samples the warm-up rule drops.
 };
 
-class Agent {
+class Agent : public Method {
  public:
-  explicit Agent(std::string name, SearchSettings settings)
-      : name_(std::move(name)), settings_(std::move(settings)) {}
-  virtual ~Agent();
+  Agent(std::string name, SearchSettings settings)
+      : Method(std::move(name)), settings_(std::move(settings)) {}
+  ~Agent() override;
 
-  const std::string& name() const { return name_; }
   const SearchSettings& settings() const { return settings_; }
+
+  // Learns, resumes, and searches its paper's budget (PaperBudgetSamples)
+  // when given none.
+  MethodTraits traits() const override;
 
   // The search budget of the agent's paper, for callers that give none.
   virtual int64_t PaperBudgetSamples() const { return 2400; }
@@ -219,28 +151,28 @@ class Agent {
     return {};
   }
 
-  // Runs (or, with options.resume_path, continues) a search on `problem`,
-  // whose placements `environment` evaluates. Errors: no budget, a cluster
-  // of fewer than two devices, an environment of another graph or cluster,
-  // ops no device may run, a missing, corrupt or mismatched checkpoint, an
-  // unwritable log or checkpoint.
-  StatusOr<SearchResult> Search(const PlacementProblem& problem,
-                                Environment* environment,
-                                const SearchOptions& options);
-
   // Reads the checkpoint `bytes` (a file's contents; `source` names it in
-  // errors) and checks it as Search does with options.resume_path, without
+  // errors) and checks it as a search does with a resume_path, without
   // searching: the meta against this agent and `problem`, the loop state,
   // and the agent's policy, optimizer and buffers (shapes, types, finite
   // values, ranges). Builds the agent's policy from problem.seed first, as
-  // Search does. Every error, a corrupt archive included, is a Status.
+  // a search does. Every error, a corrupt archive included, is a Status.
   StatusOr<CheckpointInfo> CheckCheckpoint(const PlacementProblem& problem,
                                            const std::string& bytes,
                                            const std::string& source);
 
  protected:
+  // Runs (or, with context.search.resume_path, continues) a search on
+  // `problem`, whose placements context.environment evaluates. Errors: no
+  // environment or budget, a cluster of fewer than two devices, an
+  // environment of another graph or cluster, ops no device may run, a
+  // missing, corrupt or mismatched checkpoint, an unwritable log or
+  // checkpoint.
+  StatusOr<PlaceResult> DoPlace(const PlacementProblem& problem,
+                                const PlaceContext& context) override;
+
   // Builds the policy (and optimizer) for `setup`; LibTorch's generator is
-  // already seeded. Called once per Search, before any other hook.
+  // already seeded. Called once per search, before any other hook.
   virtual Status DoInit(const AgentSetup& setup) = 0;
   // Placements per batch (the k of one update).
   virtual int BatchSize() const = 0;
@@ -262,40 +194,20 @@ class Agent {
   }
 
  private:
-  // DoInit under the problem's torch seed, LibTorch's exceptions as errors
-  // prefixed by "method <name>".
+  friend class SearchLoop;  // The search loop of DoPlace (agent.cc).
+
+  // DoInit under the problem's torch seed, LibTorch's exceptions as errors.
   Status InitPolicy(const PlacementProblem& problem, const AgentSetup& setup);
 
-  std::string name_;
   SearchSettings settings_;
   GradientAveraging average_gradients_;  // Of the running search.
 };
 
-using AgentFactory =
-    std::function<StatusOr<std::unique_ptr<Agent>>(const PlacerOptions&)>;
-
-struct AgentEntry {
-  std::string name;         // "post"
-  int rank = 0;             // Listing order.
-  std::string description;  // One line for `dplace place --list`.
-  AgentFactory make;
-};
-
-// Every registered agent, ordered by rank then name.
-std::vector<const AgentEntry*> Agents();
-const AgentEntry* FindAgent(std::string_view name);
-// Unknown names are errors listing the known agents.
+// The registered method `name` when it is an Agent (for what only agents
+// offer, such as CheckCheckpoint); errors as MakeMethod's, or that the
+// method is not a learned agent.
 StatusOr<std::unique_ptr<Agent>> MakeAgent(std::string_view name,
-                                           const PlacerOptions& options = {});
-
-// Registration at static-initialisation time; use REGISTER_AGENT.
-bool RegisterAgent(AgentEntry entry);
-
-// REGISTER_AGENT("post", 100, "one line", factory): factory is an
-// AgentFactory. The object file must be linked whole (see CMakeLists.txt).
-#define REGISTER_AGENT(name, rank, description, factory)                \
-  static const bool DPLACE_PLACER_CONCAT(agent_registered_, __LINE__) = \
-      ::dplace::RegisterAgent({name, rank, description, factory})
+                                           const MethodOptions& options = {});
 
 }  // namespace dplace
 

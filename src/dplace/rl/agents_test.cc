@@ -13,8 +13,8 @@
 
 #include "dplace/io/file.h"
 #include "dplace/rl/agent.h"
-#include "dplace/rl/agent_test_problems.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/testing/agent_test_problems.h"
 
 namespace dplace {
 namespace {
@@ -51,13 +51,13 @@ class LearningTest : public ::testing::TestWithParam<LearningCase> {
     options.push_back("grouping=ops");  // One op per group: 3^n placements.
     SearchOptions search;
     search.budget.samples = 2400;
-    StatusOr<SearchResult> r = RunSearch(problem, c.agent, options, search);
+    StatusOr<PlaceResult> r = RunSearch(problem, c.agent, options, search);
     ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_EQ(r->samples, 2400);
-    ASSERT_TRUE(r->best_feasible);
-    EXPECT_NEAR(r->best_step_time, problem.optimum, 1e-9)
+    EXPECT_EQ(r->search.samples, 2400);
+    ASSERT_TRUE(r->search.best_feasible);
+    EXPECT_NEAR(r->search.best_step_time, problem.optimum, 1e-9)
         << "optimum " << problem.optimum;
-    const std::vector<SampleRecord>& h = r->history;
+    const std::vector<SampleRecord>& h = r->search.history;
     EXPECT_GT(MeanReward(h, h.size() - 48, h.size()), MeanReward(h, 0, 48))
         << "no progress from the first samples to the last";
     int optimal = 0;
@@ -123,7 +123,7 @@ TEST_F(SearchLoopTest, LogsOneLinePerSampleWithTheBestSoFar) {
     ++progress_calls;
     EXPECT_LE(p.samples, 50);
   };
-  StatusOr<SearchResult> r =
+  StatusOr<PlaceResult> r =
       RunSearch(problem, "post", {"grouping=ops"}, search);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(progress_calls, 5);
@@ -144,9 +144,9 @@ TEST_F(SearchLoopTest, LogsOneLinePerSampleWithTheBestSoFar) {
     }
     EXPECT_GE(log[i]["wall_s"].get<double>(), 0);
   }
-  EXPECT_DOUBLE_EQ(r->best_step_time, best);
+  EXPECT_DOUBLE_EQ(r->search.best_step_time, best);
   Simulator sim(*problem.cost);
-  EXPECT_DOUBLE_EQ(sim.Simulate(r->best)->step_time, best);
+  EXPECT_DOUBLE_EQ(sim.Simulate(r->placement)->step_time, best);
 }
 
 // A search killed midway and resumed from its last checkpoint ends exactly
@@ -164,7 +164,7 @@ TEST_F(SearchLoopTest, ResumedSearchContinuesFromTheCheckpoint) {
     SearchOptions full;
     full.budget.samples = 96;
     full.log_path = dir_ + "/full.jsonl";
-    StatusOr<SearchResult> a = RunSearch(problem, agent, agent_options, full);
+    StatusOr<PlaceResult> a = RunSearch(problem, agent, agent_options, full);
     ASSERT_TRUE(a.ok()) << a.status().message();
 
     SearchOptions killed = full;
@@ -182,15 +182,14 @@ TEST_F(SearchLoopTest, ResumedSearchContinuesFromTheCheckpoint) {
     SearchOptions resumed = killed;
     resumed.progress = nullptr;
     resumed.resume_path = killed.checkpoint_path;
-    StatusOr<SearchResult> b =
-        RunSearch(problem, agent, agent_options, resumed);
+    StatusOr<PlaceResult> b = RunSearch(problem, agent, agent_options, resumed);
     ASSERT_TRUE(b.ok()) << b.status().message();
-    EXPECT_GT(b->first_sample_of_this_run, 0);
-    EXPECT_LT(b->first_sample_of_this_run, 50);
-    EXPECT_EQ(b->samples, a->samples);
-    EXPECT_EQ(b->updates, a->updates);
-    EXPECT_EQ(b->best, a->best);
-    EXPECT_EQ(b->best_step_time, a->best_step_time);
+    EXPECT_GT(b->search.first_sample_of_this_run, 0);
+    EXPECT_LT(b->search.first_sample_of_this_run, 50);
+    EXPECT_EQ(b->search.samples, a->search.samples);
+    EXPECT_EQ(b->search.updates, a->search.updates);
+    EXPECT_EQ(b->placement, a->placement);
+    EXPECT_EQ(b->search.best_step_time, a->search.best_step_time);
     const std::vector<nlohmann::json> la = ReadLog(full.log_path);
     const std::vector<nlohmann::json> lb = ReadLog(killed.log_path);
     ASSERT_EQ(la.size(), lb.size());
@@ -207,18 +206,18 @@ TEST_F(SearchLoopTest, SecondsBudgetStopsTheSearch) {
   const Problem problem = TwoChains();
   SearchOptions search;
   search.budget.seconds = 0.2;
-  StatusOr<SearchResult> r =
+  StatusOr<PlaceResult> r =
       RunSearch(problem, "post", {"grouping=ops"}, search);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_GT(r->samples, 0);
-  EXPECT_GE(r->wall_seconds, 0.2);
+  EXPECT_GT(r->search.samples, 0);
+  EXPECT_GE(r->search.wall_seconds, 0.2);
 }
 
 TEST_F(SearchLoopTest, BadInputIsAClearError) {
   const Problem problem = TwoChains();
   SearchOptions search;
   // No budget.
-  StatusOr<SearchResult> r = RunSearch(problem, "post", {}, search);
+  StatusOr<PlaceResult> r = RunSearch(problem, "post", {}, search);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(),
               HasSubstr("method post: the search needs a budget"));
@@ -238,7 +237,10 @@ TEST_F(SearchLoopTest, BadInputIsAClearError) {
   p.cost = &cost;
   auto env = NewSimulatedEnvironment(cost, 1);
   search.budget.samples = 10;
-  r = (*MakeAgent("colocrl"))->Search(p, env.get(), search);
+  PlaceContext context;
+  context.environment = env.get();
+  context.search = search;
+  r = (*MakeMethod("colocrl"))->Place(p, context);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(),
               HasSubstr("needs a cluster of at least two devices; cluster "
@@ -268,19 +270,21 @@ TEST_F(SearchLoopTest, BadInputIsAClearError) {
 
   // Options.
   EXPECT_THAT(
-      MakeAgent("post", *PlacerOptions::Parse({"bogus=1"})).status().message(),
+      MakeMethod("post", *MethodOptions::Parse({"bogus=1"})).status().message(),
       HasSubstr("method post: unknown option \"bogus\""));
-  EXPECT_THAT(MakeAgent("post", *PlacerOptions::Parse({"elite_ratio=2"}))
+  EXPECT_THAT(MakeMethod("post", *MethodOptions::Parse({"elite_ratio=2"}))
                   .status()
                   .message(),
               HasSubstr("elite_ratio must be in (0, 1]"));
-  EXPECT_THAT(MakeAgent("nope").status().message(),
-              HasSubstr("unknown agent \"nope\" (agents: post"));
+  EXPECT_THAT(MakeMethod("nope").status().message(),
+              HasSubstr("unknown method \"nope\" (methods: single-cpu"));
 }
 
 TEST(AgentRegistryTest, ListsThePapersAgents) {
   std::vector<std::string> names;
-  for (const AgentEntry* e : Agents()) names.push_back(e->name);
+  for (const MethodEntry* e : Methods()) {
+    if (TraitsOf(*e).learns) names.push_back(e->name);
+  }
   EXPECT_THAT(names, ::testing::ElementsAre(
                          "post", "post-ce", "post-pg", "spotlight", "colocrl",
                          "hierarchical", "simple", "eagle", "eagle-ce", "mars",

@@ -13,7 +13,7 @@
 #include <random>
 
 #include "dplace/rl/agent_parts.h"
-#include "dplace/rl/policy.h"
+#include "dplace/rl/nets/policy.h"
 
 namespace dplace {
 namespace {

@@ -1,0 +1,51 @@
+// Loading a model: a zoo benchmark, a random graph, a graph JSON file or an
+// ONNX model, as --model names it, with what its family knows about it
+// (the human expert's placement), and the problem of placing it.
+//
+//   StatusOr<LoadedModel> model = LoadModel("zoo:nmt:layers=4");
+//   const CostModel cost(model->graph, cluster);
+//   const PlacementProblem problem = ProblemOf(*model, cost, /*seed=*/1);
+#ifndef DPLACE_MODEL_LOAD_MODEL_H_
+#define DPLACE_MODEL_LOAD_MODEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dplace/graph/training.h"
+#include "dplace/io/onnx_import.h"
+#include "dplace/method/method.h"
+
+namespace dplace {
+
+// A graph with what its family knows about it.
+struct LoadedModel {
+  Graph graph;
+  // The human expert's placement of zoo models; empty for graph JSON, ONNX
+  // and random graphs, which have no family.
+  std::function<Placement(const Graph&, const Cluster&)> expert;
+};
+
+// Loads a model spec: zoo:NAME[:k=v,...], random:ops=N[,seed=K,width=W]
+// (a random layered DAG, see random_graph.h, for scaling studies), a graph JSON
+// file, or an ONNX model (imported with its own batch size and expanded for
+// training with SGD). Errors name the spec or the file.
+StatusOr<LoadedModel> LoadModel(const std::string& spec);
+
+// The problem of placing `model`'s graph on `cost`'s cluster, with the
+// model's expert placement when it has one. REQUIRES: `model` and `cost`
+// outlive the problem; cost.graph() is model.graph.
+PlacementProblem ProblemOf(const LoadedModel& model, const CostModel& cost,
+                           uint64_t seed);
+
+// Imports an ONNX model and expands it into its training graph; the
+// importer's warnings go to *warnings when given.
+StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,
+                                        const OnnxImportOptions& options,
+                                        Optimizer optimizer,
+                                        std::vector<std::string>* warnings);
+
+}  // namespace dplace
+
+#endif  // DPLACE_MODEL_LOAD_MODEL_H_

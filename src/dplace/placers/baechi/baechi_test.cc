@@ -1,0 +1,359 @@
+// Baechi's placers: m-ETF finds known optima, m-SCT's favourite children
+// help where they should, memory is respected, and too-large graphs get a
+// plain error.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "dplace/graph/random_graph.h"
+#include "dplace/placers/placer.h"
+#include "dplace/sim/simulator.h"
+#include "dplace/testing/placer_test_util.h"
+#include "dplace/zoo/zoo.h"
+
+namespace dplace {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kGB = 1000 * 1000 * 1000;
+
+// `num_gpus` GPUs (no CPU) doing 1e12 FLOP/s of MatMul at 70% efficiency,
+// so an op of 0.7e12 FLOPs runs 1 s; links of `bandwidth` bytes/s with no
+// latency and no launch overhead, so times are round; `copier` makes
+// their copies.
+Cluster Gpus(int num_gpus, double bandwidth = 1e9, int64_t memory = 10 * kGB,
+             Copier copier = Copier::kLink) {
+  ClusterBuilder b("gpus");
+  for (int i = 0; i < num_gpus; ++i) {
+    Device gpu;
+    gpu.name = "gpu:" + std::to_string(i);
+    gpu.kind = DeviceKind::kGpu;
+    gpu.peak_flops = 1e12;
+    gpu.memory_bandwidth = 1e15;
+    gpu.memory_bytes = memory;
+    b.AddDevice(gpu);
+    for (int j = 0; j < i; ++j) {
+      b.AddLink("gpu:" + std::to_string(j), gpu.name, bandwidth, 1e-9,
+                /*bidirectional=*/true, copier);
+    }
+  }
+  return *std::move(b).Build();
+}
+
+// Builds small DAGs of MatMul ops: Op(name, seconds of work), and
+// Edge(a, b, bytes) for b reading a tensor of its own from a.
+class Dag {
+ public:
+  OpId Op(const std::string& name, double seconds,
+          int64_t persistent_bytes = 0) {
+    OpSpec spec;
+    spec.name = name;
+    spec.type = "MatMul";
+    spec.flops = seconds * 0.7e12;
+    spec.persistent_bytes = persistent_bytes;
+    specs_.push_back(spec);
+    return static_cast<OpId>(specs_.size()) - 1;
+  }
+  void Edge(OpId a, OpId b, int64_t bytes) {
+    specs_[a].outputs.push_back({{1}, DataType::kFloat32, bytes});
+    edges_.push_back({a, static_cast<int>(specs_[a].outputs.size()) - 1, b});
+  }
+  Graph Build() && {
+    GraphBuilder b("dag");
+    for (OpSpec& spec : specs_) {
+      if (spec.outputs.empty()) spec.outputs.push_back({{1}});
+      b.AddOp(spec);
+    }
+    for (const auto& [src, output, dst] : edges_) b.AddEdge(src, output, dst);
+    return *std::move(b).Build();
+  }
+
+ private:
+  std::vector<OpSpec> specs_;
+  std::vector<std::tuple<OpId, int, OpId>> edges_;
+};
+
+using Problem = PlacerTestProblem;
+
+double StepTime(const Problem& p, const Placement& placement) {
+  Simulator simulator(p.cost);
+  const SimResult result = *simulator.Simulate(placement);
+  EXPECT_TRUE(result.feasible);
+  return result.step_time;
+}
+
+// The best step time over every placement, by the simulator.
+double BruteForceOptimum(const Problem& p) {
+  const int n = p.graph.num_ops();
+  const int d = p.cluster.num_devices();
+  Simulator simulator(p.cost);
+  Placement placement(n, 0);
+  double best = std::numeric_limits<double>::infinity();
+  for (;;) {
+    best = std::min(best, simulator.Simulate(placement)->step_time);
+    int i = 0;
+    while (i < n && ++placement[i] == d) placement[i++] = 0;
+    if (i == n) return best;
+  }
+}
+
+// src -> four 1 s branches -> sink, tensors of 0.1 s: two per GPU.
+Graph ForkJoin() {
+  Dag g;
+  const OpId src = g.Op("src", 0.5);
+  const OpId sink = g.Op("sink", 0.5);
+  for (int i = 0; i < 4; ++i) {
+    const OpId branch = g.Op("branch_" + std::to_string(i), 1);
+    g.Edge(src, branch, 100'000'000);
+    g.Edge(branch, sink, 100'000'000);
+  }
+  return std::move(g).Build();
+}
+
+// Two chains of three ops joined at the end, with tensors so heavy (2 s)
+// that splitting a chain never pays but running the chains apart does.
+Graph TwoHeavyChains() {
+  Dag g;
+  OpId last[2];
+  for (int c = 0; c < 2; ++c) {
+    last[c] = g.Op("chain" + std::to_string(c) + "_0", 1);
+    for (int i = 1; i < 3; ++i) {
+      const OpId op =
+          g.Op("chain" + std::to_string(c) + "_" + std::to_string(i), 1 + c);
+      g.Edge(last[c], op, 2 * kGB);
+      last[c] = op;
+    }
+  }
+  const OpId join = g.Op("join", 0.5);
+  g.Edge(last[0], join, 2 * kGB);
+  g.Edge(last[1], join, 2 * kGB);
+  return std::move(g).Build();
+}
+
+// An unbalanced diamond with a long tail on three GPUs: work splits three
+// ways where the tensors are light.
+Graph WideDiamond() {
+  Dag g;
+  const OpId a = g.Op("a", 0.2);
+  const OpId b = g.Op("b", 2);
+  const OpId c = g.Op("c", 1.5);
+  const OpId d = g.Op("d", 1);
+  const OpId e = g.Op("e", 1);
+  const OpId f = g.Op("f", 0.5);
+  const OpId h = g.Op("h", 0.3);
+  for (auto [from, to] : {std::pair{a, b},
+                          {a, c},
+                          {a, d},
+                          {d, e},
+                          {b, f},
+                          {c, h},
+                          {e, h},
+                          {f, h}}) {
+    g.Edge(from, to, 10'000'000);
+  }
+  return std::move(g).Build();
+}
+
+TEST(MEtfTest, FindsTheOptimumOfSmallDags) {
+  struct Case {
+    const char* name;
+    Graph graph;
+    int gpus;
+  };
+  Case cases[] = {{"fork-join", ForkJoin(), 2},
+                  {"two heavy chains", TwoHeavyChains(), 2},
+                  {"wide diamond", WideDiamond(), 3}};
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Problem p(std::move(c.graph), Gpus(c.gpus));
+    const double optimum = BruteForceOptimum(p);
+    EXPECT_NEAR(StepTime(p, Place("m-etf", p.problem)), optimum,
+                1e-6 * optimum);
+  }
+}
+
+// a's two children: c is light and first in topological order, b carries a
+// heavy tensor and heads a chain. m-ETF starts c on a's GPU (earliest start,
+// first in order), pushing the chain back; m-SCT keeps the GPU for b, a's
+// favourite child, and c goes to the other GPU.
+TEST(MSctTest, FavouriteChildBeatsEarliestTaskFirst) {
+  Dag g;
+  const OpId a = g.Op("a", 1);
+  const OpId c = g.Op("c", 1);
+  const OpId b = g.Op("b", 1);
+  const OpId d = g.Op("d", 1);
+  g.Edge(a, c, 1000);
+  g.Edge(a, b, 4 * kGB);
+  g.Edge(b, d, 1000);
+  const Problem p(std::move(g).Build(), Gpus(2));
+  const double etf = StepTime(p, Place("m-etf", p.problem));
+  const double sct = StepTime(p, Place("m-sct", p.problem));
+  EXPECT_LT(sct, etf - 0.5);
+  EXPECT_NEAR(sct, BruteForceOptimum(p), 1e-6);
+}
+
+// a (1 s) feeds b (1 s, a small tensor) and c (1 s, 0.6 GB: 0.6 s to
+// copy), b feeds d; x (1.5 s) keeps the other GPU busy. Once b follows a,
+// c could start on x's GPU at 1.6 with a link copying beside x, but at
+// 2.1 when that GPU copies after x: then a's GPU, free at 2, is better.
+Graph CopyOrWait() {
+  Dag g;
+  const OpId a = g.Op("a", 1);
+  g.Op("x", 1.5);
+  const OpId b = g.Op("b", 1);
+  const OpId c = g.Op("c", 1);
+  const OpId d = g.Op("d", 0.1);
+  g.Edge(a, b, 1000);
+  g.Edge(a, c, 6 * kGB / 10);
+  g.Edge(b, d, 1000);
+  return std::move(g).Build();
+}
+
+TEST(MEtfTest, BooksACopyOnTheDestinationWhenTheDestinationMakesIt) {
+  const OpId a = 0, x = 1, c = 3;
+  const Problem by_link(CopyOrWait(), Gpus(2));
+  const Problem by_destination(CopyOrWait(),
+                               Gpus(2, 1e9, 10 * kGB, Copier::kDestination));
+  const Placement beside = Place("m-etf", by_link.problem);
+  const Placement after = Place("m-etf", by_destination.problem);
+  ASSERT_FALSE(beside.empty());
+  ASSERT_FALSE(after.empty());
+  EXPECT_NE(beside[c], beside[a]) << "c crosses to x's GPU";
+  EXPECT_NE(beside[x], beside[a]);
+  EXPECT_EQ(after[c], after[a]) << "c stays with a";
+  // Under the destination's copies, what the scheduler chose is faster.
+  EXPECT_LT(StepTime(by_destination, after),
+            StepTime(by_destination, beside) - 0.05);
+}
+
+// Ten 3 GB weights in a chain on GPUs of 10 GB: no GPU holds them all.
+Graph HeavyWeightsChain(int ops) {
+  Dag g;
+  OpId prev = -1;
+  for (int i = 0; i < ops; ++i) {
+    const OpId op = g.Op("layer_" + std::to_string(i), 0.1, 3 * kGB);
+    if (prev >= 0) g.Edge(prev, op, 1000);
+    prev = op;
+  }
+  return std::move(g).Build();
+}
+
+TEST(BaechiTest, SpreadsWhatOneDeviceCannotHold) {
+  const Problem p(HeavyWeightsChain(10), Gpus(4));
+  for (const char* method : {"m-topo", "m-etf", "m-sct"}) {
+    SCOPED_TRACE(method);
+    const Placement placement = Place(method, p.problem);
+    Simulator simulator(p.cost);
+    const SimResult result = *simulator.Simulate(placement);
+    EXPECT_TRUE(result.feasible) << DescribeInfeasibility(p.cluster, result);
+    EXPECT_GE(std::set<DeviceId>(placement.begin(), placement.end()).size(),
+              4u);
+  }
+}
+
+TEST(BaechiTest, SaysPlainlyWhenTheGraphExceedsTotalMemory) {
+  const Problem p(HeavyWeightsChain(14), Gpus(4));  // 42 GB > 40 GB.
+  for (const char* method : {"m-topo", "m-etf", "m-sct"}) {
+    SCOPED_TRACE(method);
+    StatusOr<Placement> placement = TryPlace(method, p.problem);
+    ASSERT_FALSE(placement.ok());
+    EXPECT_EQ(placement.status().code(), StatusCode::kInfeasible);
+    EXPECT_THAT(placement.status().message(),
+                HasSubstr("graph dag needs 42.00 GB"));
+    EXPECT_THAT(placement.status().message(), HasSubstr("hold 40.00 GB"));
+  }
+}
+
+TEST(BaechiTest, OutputsThatOutgrowADeviceAreOutOfMemory) {
+  Dag g;
+  const OpId a = g.Op("a", 1);
+  const OpId b = g.Op("b", 1);
+  g.Edge(a, b, 11 * kGB);
+  const Problem p(std::move(g).Build(), Gpus(2));
+  for (const char* method : {"m-etf", "m-sct"}) {
+    StatusOr<Placement> placement = TryPlace(method, p.problem);
+    ASSERT_FALSE(placement.ok()) << method;
+    EXPECT_EQ(placement.status().code(), StatusCode::kInfeasible);
+    EXPECT_THAT(placement.status().message(),
+                HasSubstr("out of memory: op a needs 11.00 GB"));
+  }
+}
+
+struct Zoo {
+  explicit Zoo(const char* spec, const char* preset)
+      : p(*MakeZooModel(spec), *MakeClusterPreset(preset)) {}
+  Problem p;
+};
+
+TEST(BaechiTest, ZooModelPlacementsAreValidFeasibleAndKeepColocation) {
+  const Zoo zoo("inception_v3:batch=8", "k40x4");
+  const Graph& g = zoo.p.graph;
+  const DeviceId cpu = zoo.p.cluster.DevicesOfKind(DeviceKind::kCpu)[0];
+  for (const char* method : {"m-topo", "m-etf", "m-sct"}) {
+    SCOPED_TRACE(method);
+    const Placement placement = Place(method, zoo.p.problem);
+    Simulator simulator(zoo.p.cost);
+    const SimResult result = *simulator.Simulate(placement);
+    EXPECT_TRUE(result.feasible)
+        << DescribeInfeasibility(zoo.p.cluster, result);
+    std::map<std::string, DeviceId> group_device;
+    for (OpId op = 0; op < g.num_ops(); ++op) {
+      if (!g.allowed_devices(op).Contains(DeviceKind::kGpu)) {
+        EXPECT_EQ(placement[op], cpu) << g.op_name(op);
+        continue;
+      }
+      EXPECT_NE(placement[op], cpu) << g.op_name(op);  // Baechi: GPUs only.
+      if (g.colocation_group(op).empty()) continue;
+      auto [it, inserted] =
+          group_device.emplace(g.colocation_group(op), placement[op]);
+      EXPECT_EQ(it->second, placement[op]) << g.op_name(op);
+    }
+  }
+}
+
+TEST(BaechiTest, MTopoFillsGpusInTopologicalOrder) {
+  const Problem p(HeavyWeightsChain(8), Gpus(4));
+  // Uniform: 24 GB over 4 GPUs is a share of 6 GB plus the largest layer,
+  // just short of three layers (their outputs tip it over): two per GPU.
+  EXPECT_EQ(Place("m-topo", p.problem), (Placement{0, 0, 1, 1, 2, 2, 3, 3}));
+  // Otherwise each 10 GB GPU is filled before the next: three per GPU.
+  EXPECT_EQ(Place("m-topo", p.problem, {"uniform=false"}),
+            (Placement{0, 0, 0, 1, 1, 1, 2, 2}));
+}
+
+TEST(BaechiTest, SameInputSamePlacement) {
+  RandomGraphOptions options;
+  options.num_ops = 600;
+  options.seed = 11;
+  const Problem p(MakeRandomLayeredGraph(options), *MakeClusterPreset("k80x4"));
+  for (const char* method : {"m-topo", "m-etf", "m-sct"}) {
+    SCOPED_TRACE(method);
+    const Placement first = Place(method, p.problem);
+    EXPECT_EQ(first, Place(method, p.problem));
+    Simulator simulator(p.cost);
+    EXPECT_TRUE(simulator.Simulate(first)->feasible);
+  }
+}
+
+TEST(BaechiTest, SettingsAreChecked) {
+  const Problem p(ForkJoin(), Gpus(2));
+  StatusOr<Placement> bad = TryPlace("m-sct", p.problem, {"threshold=2"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("threshold must be in (0, 1]"));
+  bad = TryPlace("m-etf", p.problem, {"lp_max_ops=5"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("unknown option"));
+  bad = TryPlace("m-topo", p.problem, {"memory_fraction=0"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("memory_fraction"));
+  // Windows of the LP give a valid placement too.
+  Place("m-sct", p.problem, {"lp_max_ops=2"});
+}
+
+}  // namespace
+}  // namespace dplace

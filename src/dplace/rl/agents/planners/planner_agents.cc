@@ -1,0 +1,570 @@
+// The hierarchical planners and their ablations, one agent class:
+//   hierarchical  the Hierarchical Planner (Mirhoseini et al., ICLR 2018): a
+//                 feed-forward grouper (hidden 64, 256 groups) and a seq2seq
+//                 placer (bi-LSTM encoder, attention after the decoder,
+//                 hidden 256), trained jointly with REINFORCE (one grouping
+//                 and k = 4 placements per update, eqs. 4 and 6);
+//   eagle         EAGLE (Lan et al.): the same grouper, an LSTM linking the
+//                 grouper's output to the placer's input, attention before
+//                 the decoder LSTM, hidden 512, PPO;
+//   eagle-ce      EAGLE with PPO and cross-entropy (elite imitation);
+//   simple        the Simple Planner (HP, sec. 4): no grouping, a
+//                 feed-forward net places every unit on its own.
+// Options swap any part for the papers' ablations: grouper=learned|random|
+// metis|fluid|colocation|none, placer=seq2seq|gcn|ff, attention=before|
+// after, algorithm=reinforce|ppo|ppo-ce, link=true|false.
+//
+// Every agent places the search grouping's units (default: the graph's
+// co-location hints, the hard constraints), so ops that must share a device
+// always do; the learned grouper assigns units, not ops, to groups.
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <limits>
+#include <random>
+
+#include "dplace/rl/agent.h"
+#include "dplace/rl/agent_parts.h"
+#include "dplace/rl/algorithms.h"
+#include "dplace/rl/nets/grouper_net.h"
+#include "dplace/rl/nets/placer_net.h"
+#include "dplace/rl/nets/policy.h"
+
+namespace dplace {
+namespace {
+
+constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
+
+struct PlannerSettings {
+  SearchSettings search;
+  // What groups the units: "learned" (the feed-forward grouper, trained
+  // jointly), "random" (a fixed random group per unit, HP's ablation),
+  // "metis", "fluid", "colocation" (a fixed heuristic grouping of the ops
+  // into `groups` groups, EAGLE's Table I), "none" (every unit is a group).
+  // Default: "learned" ("none" for simple).
+  std::string grouper = "learned";
+  // "seq2seq", "gcn" (EAGLE's Table II) or "ff" (the Simple Planner's
+  // per-unit feed-forward placer; needs grouper=none). Default: "seq2seq"
+  // ("ff" for simple).
+  std::string placer = "seq2seq";
+  // Where the seq2seq placer attends: "after" the decoder LSTM (HP) or
+  // "before" it (EAGLE). Default: "after" (hierarchical), "before" (eagle).
+  std::string attention = "after";
+  // "reinforce" (HP), "ppo" (eagle) or "ppo-ce" (eagle-ce).
+  std::string algorithm = "reinforce";
+  // EAGLE's RNN from the grouper's output to the placer's input (only with
+  // grouper=learned). Default: false (hierarchical), true (eagle).
+  bool link = false;
+  // Placements per update (k; one grouping per update, m = 1).
+  // Default: 4 (HP), 10 (EAGLE).
+  int batch = 4;
+  int hidden = 256;            // Placer size. Default: 256 (HP), 512 (EAGLE).
+  int grouper_hidden = 64;     // Default: 64 (HP, EAGLE).
+  int grouper_layers = 1;      // Hidden layers. Default: 1.
+  int type_embedding = 20;     // Default: 20 (HP).
+  int type_vocabulary = 200;   // Most frequent op types. Default: 200 (HP).
+  int device_embedding = 16;   // Default: 16 (no paper gives one).
+  int attention_size = 64;     // Default: 64 (no paper gives one).
+  double learning_rate = 0.1;  // Adam. Default: 0.1 (HP), 0.01 (EAGLE).
+  double grad_clip = 1;        // Norm. Default: 1 (both papers).
+  // The placer samples from softmax(C tanh(l / T)); C = 0: plain softmax.
+  // Default: C = 5, T = 10 (HP); C = 0 (EAGLE gives none).
+  double tanh_constant = 5;
+  double temperature = 10;
+  // Logit noise (std relative to the logits' RMS) for the first
+  // `noise_updates` updates. Default: 0.1 for 500 (HP); none (EAGLE).
+  double noise = 0.1;
+  int64_t noise_updates = 500;
+  // After this many updates only valid (feasible) samples update the
+  // policy and the baseline; negative: never. Sets feasible_only_after to
+  // this x batch unless that option is given. Default: 500 (HP); -1
+  // (EAGLE, which, like Post, keeps learning from the OOM signal).
+  int64_t valid_only_after = 500;
+  // PPO. Default: clip 0.3, entropy 0.01, 4 epochs (EAGLE).
+  double clip = 0.3;
+  double entropy_bonus = 0.01;
+  int ppo_epochs = 4;
+  // Cross entropy (ppo-ce): every `ce_every` placements, `ce_steps` steps
+  // of maximum likelihood of the `elites` best of them. Default: 50, 5, 1.
+  int ce_every = 50;
+  int elites = 5;
+  int ce_steps = 1;
+  int64_t paper_budget = 4000;  // HP: 1000 updates x 4.
+};
+
+// Log-probabilities of one grouping and of placements given it.
+struct JointLogProbs {
+  torch::Tensor placer;   // [n, K, D] ([n, U, D] for the Simple Planner).
+  torch::Tensor grouper;  // [U, K]; undefined without a learned grouper.
+};
+
+class PlannerAgent : public Agent {
+ public:
+  PlannerAgent(std::string name, PlannerSettings settings)
+      : Agent(std::move(name), settings.search),
+        settings_(std::move(settings)) {}
+
+  int64_t PaperBudgetSamples() const override { return settings_.paper_budget; }
+
+ protected:
+  Status DoInit(const AgentSetup& setup) override {
+    const PlannerSettings& s = settings_;
+    features_ = MakeOpFeatures(*setup.problem->graph, setup.grouping,
+                               *setup.problem->cluster, s.type_vocabulary);
+    num_units_ = setup.grouping.num_groups;
+    num_devices_ = setup.num_devices;
+    simple_ = s.placer == "ff";
+    learned_ = s.grouper == "learned";
+    modules_ = std::make_shared<torch::nn::Module>("Planner");
+    fixed_ = torch::Tensor();
+    if (simple_ || learned_) {
+      GrouperConfig g;
+      g.type_embedding = s.type_embedding;
+      g.hidden = s.grouper_hidden;
+      g.layers = s.grouper_layers;
+      g.outputs = simple_ ? num_devices_ : s.search.num_groups;
+      grouper_ = modules_->register_module("grouper",
+                                           GrouperNet(features_.vocabulary, g));
+    }
+    if (simple_) {
+      torch::Tensor forbids = features_.unit_forbids > 0;
+      forbids = forbids & ~forbids.all(1, /*keepdim=*/true);
+      unit_mask_ = forbids.to(torch::kFloat32) * -1e9f;
+      num_groups_ = num_units_;
+    } else {
+      if (learned_) {
+        num_groups_ = s.search.num_groups;
+      } else if (s.grouper == "random") {
+        num_groups_ = s.search.num_groups;
+        std::mt19937_64 rng(setup.problem->seed ^ 0x6a09e667f3bcc908ULL);
+        fixed_ = torch::empty({num_units_}, torch::kInt64);
+        for (int u = 0; u < num_units_; ++u) {
+          fixed_[u] = static_cast<int64_t>(rng() % num_groups_);
+        }
+      } else {  // A heuristic grouping, or none: the units are the groups.
+        num_groups_ = num_units_;
+        fixed_ = torch::arange(num_units_, torch::kInt64);
+      }
+      if (fixed_.defined()) {
+        fixed_input_ = MakeGroupEmbeddings(features_, fixed_, num_groups_);
+      }
+      const int64_t features =
+          features_.vocabulary + kEmbeddedOutputs * kEmbeddedDims;
+      const int64_t link = learned_ && s.link ? s.grouper_hidden : 0;
+      if (s.placer == "gcn") {
+        GcnPlacerConfig c;
+        c.input_size = features + link;
+        c.num_devices = num_devices_;
+        c.hidden = s.hidden;
+        placer_ = modules_->register_module("placer",
+                                            std::make_shared<GcnPlacerImpl>(c));
+      } else {
+        Seq2SeqPlacerConfig c;
+        c.input_size = features + 2 * static_cast<int64_t>(num_groups_);
+        c.link_size = link;
+        c.num_devices = num_devices_;
+        c.hidden = s.hidden;
+        c.device_embedding = s.device_embedding;
+        c.attention_size = s.attention_size;
+        c.attention_before = s.attention == "before";
+        placer_ = modules_->register_module(
+            "placer", std::make_shared<Seq2SeqPlacerImpl>(c));
+      }
+    }
+    optimizer_ = std::make_unique<torch::optim::Adam>(
+        modules_->parameters(), torch::optim::AdamOptions(s.learning_rate));
+    updates_ = 0;
+    // Rows: [grouping (U) |] placement (K).
+    buffer_.Reset((learned_ ? num_units_ : 0) + num_groups_);
+    return Status::Ok();
+  }
+
+  int BatchSize() const override { return settings_.batch; }
+
+  // groups_used: the groups of the batch's grouping that have ops (the
+  // Hierarchical Planner's observation: it falls as the grouper learns).
+  std::vector<std::pair<std::string, double>> BatchStats() const override {
+    if (simple_ || !pending_grouping_.defined()) return {};
+    const torch::Tensor used = torch::zeros({num_groups_}, torch::kInt64)
+                                   .index_fill_(0, pending_grouping_, 1);
+    return {{"groups_used", used.sum().item<double>()}};
+  }
+
+  std::vector<std::vector<DeviceId>> DoSample(int k,
+                                              std::mt19937_64* rng) override {
+    torch::NoGradGuard no_grad;
+    const LogitShaping shaping = PlacerShaping(/*sampling=*/true);
+    if (simple_) {
+      const torch::Tensor logits =
+          grouper_->UnitLogits(features_, grouper_->Hidden(features_));
+      pending_placements_ = torch::empty({k, num_units_}, torch::kInt64);
+      for (int i = 0; i < k; ++i) {
+        pending_placements_[i] = SampleRows(
+            SamplingProbabilities(logits, unit_mask_, shaping, rng), rng);
+      }
+      return ActionRows(pending_placements_);
+    }
+    PlacerInput input;
+    if (learned_) {
+      const torch::Tensor hidden = grouper_->Hidden(features_);
+      LogitShaping grouping = GrouperShaping();
+      grouping.noise = shaping.noise;
+      pending_grouping_ = SampleRows(
+          SamplingProbabilities(grouper_->UnitLogits(features_, hidden),
+                                torch::zeros({}), grouping, rng),
+          rng);
+      input = LearnedInput(pending_grouping_, hidden);
+    } else {
+      pending_grouping_ = fixed_;
+      input = fixed_input_;
+    }
+    pending_placements_ = placer_->Sample(input, k, shaping, rng);
+    return ActionRows(pending_placements_.index_select(1, pending_grouping_));
+  }
+
+  int DoUpdate(const EvaluatedBatch& batch) override {
+    int updates = 0;
+    std::vector<int64_t> used;
+    for (size_t i = 0; i < batch.use.size(); ++i) {
+      if (batch.use[i]) used.push_back(static_cast<int64_t>(i));
+    }
+    if (!used.empty()) {
+      const torch::Tensor actions =
+          pending_placements_.index_select(0, torch::tensor(used));
+      const torch::Tensor advantages = UsedAdvantages(batch);
+      if (settings_.algorithm == "reinforce") {
+        Step(ReinforceObjective(LogProbs(pending_grouping_, actions), actions,
+                                advantages));
+      } else {
+        JointLogProbs old;
+        {
+          torch::NoGradGuard no_grad;
+          old = LogProbs(pending_grouping_, actions);
+        }
+        for (int epoch = 0; epoch < settings_.ppo_epochs; ++epoch) {
+          Step(PpoObjective(LogProbs(pending_grouping_, actions), old, actions,
+                            advantages));
+        }
+      }
+      ++updates;
+    }
+    if (settings_.algorithm == "ppo-ce") {
+      torch::Tensor rows = pending_placements_;
+      if (learned_) {
+        rows = torch::cat(
+            {pending_grouping_.unsqueeze(0).expand({rows.size(0), num_units_}),
+             rows},
+            1);
+      }
+      buffer_.Append(rows, batch.step_times);
+      if (buffer_.size() >= settings_.ce_every) {
+        CrossEntropyUpdate();
+        ++updates;
+      }
+    }
+    if (updates > 0) ++updates_;
+    return updates;
+  }
+
+  void DoSave(torch::serialize::OutputArchive* archive) const override {
+    SavePolicy(*modules_, *optimizer_, archive);
+    archive->write("planner_updates", torch::tensor({updates_}));
+    buffer_.Save(archive);
+  }
+
+  void DoLoad(torch::serialize::InputArchive* archive) override {
+    LoadPolicy(modules_.get(), optimizer_.get(), archive);
+    torch::Tensor updates;
+    archive->read("planner_updates", updates);
+    updates_ = LoadedCount(updates, "planner_updates");
+    buffer_.Load(archive, std::max(num_groups_, num_devices_));
+  }
+
+ private:
+  LogitShaping PlacerShaping(bool sampling) const {
+    LogitShaping shaping;
+    shaping.tanh_constant = settings_.tanh_constant;
+    shaping.temperature = settings_.temperature;
+    if (sampling && updates_ < settings_.noise_updates) {
+      shaping.noise = settings_.noise;
+    }
+    return shaping;
+  }
+  static LogitShaping GrouperShaping() { return LogitShaping(); }
+
+  PlacerInput LearnedInput(const torch::Tensor& grouping,
+                           const torch::Tensor& hidden) {
+    PlacerInput input = MakeGroupEmbeddings(features_, grouping, num_groups_);
+    if (settings_.link) {
+      input.link = GroupMeans(features_, grouping, num_groups_, hidden);
+    }
+    return input;
+  }
+
+  JointLogProbs LogProbs(const torch::Tensor& grouping,
+                         const torch::Tensor& actions) {
+    const LogitShaping shaping = PlacerShaping(/*sampling=*/false);
+    JointLogProbs j;
+    if (simple_) {
+      const torch::Tensor log_probs = PolicyLogProbs(
+          grouper_->UnitLogits(features_, grouper_->Hidden(features_)),
+          unit_mask_, shaping);
+      j.placer = log_probs.unsqueeze(0).expand(
+          {actions.size(0), num_units_, num_devices_});
+      return j;
+    }
+    if (learned_) {
+      const torch::Tensor hidden = grouper_->Hidden(features_);
+      j.grouper = PolicyLogProbs(grouper_->UnitLogits(features_, hidden),
+                                 torch::zeros({}), GrouperShaping());
+      j.placer =
+          placer_->LogProbs(LearnedInput(grouping, hidden), actions, shaping);
+    } else {
+      j.placer = placer_->LogProbs(fixed_input_, actions, shaping);
+    }
+    return j;
+  }
+
+  // HP eqs. 4 and 6: the placer's term per placement, the grouper's with
+  // the mean advantage of the placements of its (one) grouping.
+  torch::Tensor ReinforceObjective(const JointLogProbs& j,
+                                   const torch::Tensor& actions,
+                                   const torch::Tensor& advantages) {
+    torch::Tensor loss = ReinforceLoss(j.placer, actions, advantages);
+    if (j.grouper.defined()) {
+      loss = loss + ReinforceLoss(j.grouper.unsqueeze(0),
+                                  pending_grouping_.unsqueeze(0),
+                                  advantages.mean().unsqueeze(0));
+    }
+    return loss;
+  }
+
+  // Clipped PPO on per-group ratios for the placer and per-unit ratios for
+  // the grouper (its one grouping weighted by the mean advantage).
+  torch::Tensor PpoObjective(const JointLogProbs& j, const JointLogProbs& old,
+                             const torch::Tensor& actions,
+                             const torch::Tensor& advantages) {
+    PpoSettings ppo;
+    ppo.clip = settings_.clip;
+    ppo.entropy_bonus = settings_.entropy_bonus;
+    torch::Tensor loss =
+        PpoLoss(j.placer, old.placer, actions, advantages, ppo);
+    if (j.grouper.defined()) {
+      loss = loss + PpoLoss(j.grouper.unsqueeze(0), old.grouper.unsqueeze(0),
+                            pending_grouping_.unsqueeze(0),
+                            advantages.mean().unsqueeze(0), ppo);
+    }
+    return loss;
+  }
+
+  // Maximum likelihood of the best `elites` placements (with their
+  // groupings) of the last `ce_every`.
+  void CrossEntropyUpdate() {
+    const torch::Tensor elite =
+        buffer_.Elite(static_cast<double>(settings_.elites) / buffer_.size());
+    for (int step = 0; step < settings_.ce_steps; ++step) {
+      torch::Tensor loss = torch::zeros({});
+      for (int64_t e = 0; e < elite.size(0); ++e) {
+        const torch::Tensor row = elite[e];
+        const torch::Tensor grouping =
+            learned_ ? row.slice(0, 0, num_units_) : fixed_;
+        const torch::Tensor placement =
+            row.slice(0, learned_ ? num_units_ : 0).unsqueeze(0);
+        const JointLogProbs j = LogProbs(grouping, placement);
+        loss = loss + EliteLikelihoodLoss(j.placer, placement);
+        if (j.grouper.defined()) {
+          loss = loss + EliteLikelihoodLoss(j.grouper.unsqueeze(0),
+                                            grouping.unsqueeze(0));
+        }
+      }
+      Step(loss / static_cast<double>(elite.size(0)));
+    }
+    buffer_.Reset((learned_ ? num_units_ : 0) + num_groups_);
+  }
+
+  void Step(const torch::Tensor& loss) {
+    GradientStep(loss, modules_.get(), optimizer_.get(), settings_.grad_clip,
+                 gradient_averaging());
+  }
+
+  PlannerSettings settings_;
+  OpFeatures features_;
+  int num_units_ = 0;
+  int num_groups_ = 0;  // K: what the placer places.
+  int num_devices_ = 0;
+  bool simple_ = false;
+  bool learned_ = false;
+  std::shared_ptr<torch::nn::Module> modules_;
+  GrouperNet grouper_{nullptr};
+  std::shared_ptr<PlacerNetImpl> placer_;
+  torch::Tensor unit_mask_;  // [U, D] (Simple Planner).
+  torch::Tensor fixed_;      // [U] int64: a fixed grouping's group per unit.
+  PlacerInput fixed_input_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  int64_t updates_ = 0;  // Policy updates so far (the noise schedule).
+  EliteBuffer buffer_;   // Samples since the last cross-entropy update.
+  // The batch DoSample drew, for the DoUpdate that follows it.
+  torch::Tensor pending_grouping_;    // [U].
+  torch::Tensor pending_placements_;  // [k, K] ([k, U] for simple).
+};
+
+enum class Preset { kHierarchical, kEagle, kEagleCe, kSimple };
+
+PlannerSettings PresetSettings(Preset preset) {
+  PlannerSettings s;
+  s.search.grouping = "";  // Resolved after the options (see below).
+  s.search.feasible_only_after = kUnset;
+  if (preset == Preset::kSimple) {
+    s.grouper = "none";
+    s.placer = "ff";
+  }
+  if (preset == Preset::kEagle || preset == Preset::kEagleCe) {
+    s.attention = "before";
+    s.algorithm = preset == Preset::kEagle ? "ppo" : "ppo-ce";
+    s.link = true;
+    s.batch = 10;
+    s.hidden = 512;
+    s.learning_rate = 0.01;
+    s.tanh_constant = 0;
+    s.noise = 0;
+    s.noise_updates = 0;
+    s.valid_only_after = -1;
+    s.paper_budget = 2400;
+  }
+  return s;
+}
+
+bool OneOf(const std::string& value, std::initializer_list<const char*> set) {
+  for (const char* v : set) {
+    if (value == v) return true;
+  }
+  return false;
+}
+
+MethodFactory MakePlannerFactory(std::string name, Preset preset) {
+  return
+      [name, preset](
+          const MethodOptions& options) -> StatusOr<std::unique_ptr<Method>> {
+        PlannerSettings s = PresetSettings(preset);
+        OptionReader reader(name, options);
+        ReadSearchSettings(&reader, &s.search);
+        reader.String("grouper", &s.grouper);
+        reader.String("placer", &s.placer);
+        reader.String("attention", &s.attention);
+        reader.String("algorithm", &s.algorithm);
+        reader.Bool("link", &s.link);
+        reader.Int("batch", &s.batch);
+        reader.Int("hidden", &s.hidden);
+        reader.Int("grouper_hidden", &s.grouper_hidden);
+        reader.Int("grouper_layers", &s.grouper_layers);
+        reader.Int("type_embedding", &s.type_embedding);
+        reader.Int("type_vocabulary", &s.type_vocabulary);
+        reader.Int("device_embedding", &s.device_embedding);
+        reader.Int("attention_size", &s.attention_size);
+        reader.Double("learning_rate", &s.learning_rate);
+        reader.Double("grad_clip", &s.grad_clip);
+        reader.Double("tanh_constant", &s.tanh_constant);
+        reader.Double("temperature", &s.temperature);
+        reader.Double("noise", &s.noise);
+        reader.Int("noise_updates", &s.noise_updates);
+        reader.Int("valid_only_after", &s.valid_only_after);
+        reader.Double("clip", &s.clip);
+        reader.Double("entropy_bonus", &s.entropy_bonus);
+        reader.Int("ppo_epochs", &s.ppo_epochs);
+        reader.Int("ce_every", &s.ce_every);
+        reader.Int("elites", &s.elites);
+        reader.Int("ce_steps", &s.ce_steps);
+        DPLACE_RETURN_IF_ERROR(reader.Finish());
+        auto bad = [&](const std::string& what) {
+          return InvalidArgumentError("method " + name + ": option " + what);
+        };
+        if (!OneOf(s.grouper, {"learned", "random", "metis", "fluid",
+                               "colocation", "none"})) {
+          return bad("grouper=" + s.grouper +
+                     ": expected learned, random, metis, fluid, colocation or "
+                     "none");
+        }
+        // A heuristic grouper is the search's grouping; the others group the
+        // units of the search's grouping (default: the co-location hints).
+        if (OneOf(s.grouper, {"metis", "fluid", "colocation"})) {
+          if (!s.search.grouping.empty()) {
+            return bad("grouping=" + s.search.grouping +
+                       " with grouper=" + s.grouper +
+                       ": the grouper groups the ops itself; give one "
+                       "of them");
+          }
+          s.search.grouping = s.grouper;
+        } else if (s.search.grouping.empty()) {
+          s.search.grouping = "hints";
+        }
+        if (s.search.feasible_only_after == kUnset) {
+          s.search.feasible_only_after =
+              s.valid_only_after < 0 ? -1 : s.valid_only_after * s.batch;
+        }
+        DPLACE_RETURN_IF_ERROR(ValidateSearchSettings(name, s.search));
+        if (!OneOf(s.placer, {"seq2seq", "gcn", "ff"})) {
+          return bad("placer=" + s.placer + ": expected seq2seq, gcn or ff");
+        }
+        if (s.placer == "ff" && s.grouper != "none") {
+          return bad(
+              "placer=ff is the Simple Planner's per-unit feed-forward "
+              "placer: it needs grouper=none, not grouper=" +
+              s.grouper);
+        }
+        if (!OneOf(s.attention, {"before", "after"})) {
+          return bad("attention=" + s.attention + ": expected before or after");
+        }
+        if (!OneOf(s.algorithm, {"reinforce", "ppo", "ppo-ce"})) {
+          return bad("algorithm=" + s.algorithm +
+                     ": expected reinforce, ppo or ppo-ce");
+        }
+        if (s.batch < 1) return bad("batch must be >= 1");
+        if (s.hidden < 2 || s.hidden % 2 != 0) {
+          return bad(
+              "hidden must be even and >= 2 (the bi-LSTM encoder has "
+              "hidden/2 per direction)");
+        }
+        if (s.grouper_hidden < 1 || s.grouper_layers < 1 ||
+            s.type_embedding < 1 || s.type_vocabulary < 2 ||
+            s.device_embedding < 1 || s.attention_size < 1) {
+          return bad(
+              "grouper_hidden, grouper_layers, type_embedding, "
+              "device_embedding and attention_size must be >= 1, "
+              "type_vocabulary >= 2");
+        }
+        if (!(s.learning_rate > 0)) return bad("learning_rate must be > 0");
+        if (s.grad_clip < 0) return bad("grad_clip must be >= 0");
+        if (s.tanh_constant < 0) return bad("tanh_constant must be >= 0");
+        if (!(s.temperature > 0)) return bad("temperature must be > 0");
+        if (s.noise < 0) return bad("noise must be >= 0");
+        if (!(s.clip > 0)) return bad("clip must be > 0");
+        if (s.ppo_epochs < 1 || s.ce_steps < 1) {
+          return bad("ppo_epochs and ce_steps must be >= 1");
+        }
+        if (s.ce_every < 1 || s.elites < 1 || s.elites > s.ce_every) {
+          return bad("ce_every must be >= 1 and elites in [1, ce_every]");
+        }
+        return std::unique_ptr<Method>(new PlannerAgent(name, s));
+      };
+}
+
+REGISTER_METHOD("hierarchical", 120,
+                "Hierarchical Planner: learned feed-forward grouper (256 "
+                "groups) + seq2seq placer, joint REINFORCE; options grouper, "
+                "placer, attention, algorithm, groups, ...",
+                MakePlannerFactory("hierarchical", Preset::kHierarchical));
+REGISTER_METHOD("eagle", 130,
+                "EAGLE: learned grouper linked by an LSTM to a seq2seq placer "
+                "with attention before the decoder, PPO; same options",
+                MakePlannerFactory("eagle", Preset::kEagle));
+REGISTER_METHOD("eagle-ce", 131,
+                "EAGLE with PPO + cross entropy (top 5 of every 50 "
+                "placements)",
+                MakePlannerFactory("eagle-ce", Preset::kEagleCe));
+REGISTER_METHOD("simple", 121,
+                "Simple Planner (HP's ablation): no grouping, a feed-forward "
+                "net places every co-location unit, REINFORCE",
+                MakePlannerFactory("simple", Preset::kSimple));
+
+}  // namespace
+}  // namespace dplace

@@ -1,0 +1,158 @@
+// The planners' placers: networks that map group embeddings to a device per
+// group, for inputs that change with every grouping (the Hierarchical
+// Planner's and EAGLE's learned groupers) or stay fixed (heuristic groupers).
+//
+//   - Seq2SeqPlacer: a bidirectional LSTM encoder over the groups in id
+//     order, an LSTM decoder that emits one device per group, fed the
+//     embedding of the previous group's device and the encoder state of the
+//     group it places, with additive (Bahdanau) content-based attention over
+//     the encoder states either after the decoder LSTM (the Hierarchical
+//     Planner, EAGLE's Fig. 4b) or before it (EAGLE, Fig. 4a). Optionally an
+//     extra LSTM ("link") reads the groups' embeddings together with the
+//     grouper's mean hidden state per group and feeds the encoder: EAGLE's
+//     RNN that turns the grouper's output into the placer's input.
+//   - GcnPlacer: two graph-convolution layers (Kipf & Welling) over the
+//     group graph, ReLU, a softmax per group (EAGLE's GCN placer).
+//
+// Logits are shaped as C tanh(l / T) when C > 0 (Bello et al.; the
+// Hierarchical Planner's C = 5, T = 10). Sampling may add Gaussian noise to
+// the raw logits (the Hierarchical Planner's exploration noise); the
+// log-probabilities a policy update uses are those of the noiseless policy.
+// Log-probabilities of groups without ops are 0 (constant): their devices
+// change nothing, so they carry no gradient.
+#ifndef DPLACE_RL_NETS_PLACER_NET_H_
+#define DPLACE_RL_NETS_PLACER_NET_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace dplace {
+
+// What a placer reads for one grouping of K groups on D devices.
+struct PlacerInput {
+  torch::Tensor features;   // [K, F]: op-type counts and output shapes.
+  torch::Tensor adjacency;  // [K, 2K]: edge counts to, then from, groups.
+  torch::Tensor mask_bias;  // [K, D]: 0 where allowed, -1e9 where not.
+  torch::Tensor active;     // [K] float: 1 for groups with ops, else 0.
+  // [K, L]: the grouper's mean hidden state per group (EAGLE's link);
+  // undefined when the placer has no link.
+  torch::Tensor link;
+};
+
+struct LogitShaping {
+  double tanh_constant = 0;  // C; 0: logits used as they are.
+  double temperature = 1;    // T.
+  // Standard deviation of the noise added when sampling, relative to the
+  // root mean square of the logits (TensorFlow grappler's rule); 0: none.
+  double noise = 0;
+};
+
+// C tanh(l / T), or l when C is 0.
+torch::Tensor ShapeLogits(const torch::Tensor& logits,
+                          const LogitShaping& shaping);
+
+// Probabilities to sample from: `logits` plus noise drawn from `rng` (when
+// shaping.noise > 0), shaped, plus `mask_bias`, softmax over the last dim.
+torch::Tensor SamplingProbabilities(const torch::Tensor& logits,
+                                    const torch::Tensor& mask_bias,
+                                    const LogitShaping& shaping,
+                                    std::mt19937_64* rng);
+
+// Log-probabilities of the noiseless policy: log_softmax(shaped + mask).
+torch::Tensor PolicyLogProbs(const torch::Tensor& logits,
+                             const torch::Tensor& mask_bias,
+                             const LogitShaping& shaping);
+
+class PlacerNetImpl : public torch::nn::Module {
+ public:
+  // k placements [k, K] int64, without gradient, drawing from `rng` only.
+  virtual torch::Tensor Sample(const PlacerInput& input, int k,
+                               const LogitShaping& shaping,
+                               std::mt19937_64* rng) = 0;
+  // Log-probabilities [k, K, D] given placements `actions` [k, K] (an
+  // autoregressive placer conditions group t on the devices before it);
+  // rows of groups without ops are 0. Differentiable.
+  virtual torch::Tensor LogProbs(const PlacerInput& input,
+                                 const torch::Tensor& actions,
+                                 const LogitShaping& shaping) = 0;
+};
+
+struct Seq2SeqPlacerConfig {
+  int64_t input_size = 0;  // F + 2K.
+  int64_t link_size = 0;   // L; 0: no link RNN.
+  int num_devices = 0;
+  int hidden = 256;               // Encoder (both directions) and decoder.
+  int device_embedding = 16;      // Default: 16.
+  int attention_size = 64;        // Additive attention's inner size.
+  bool attention_before = false;  // EAGLE's Fig. 4a; else Fig. 4b.
+};
+
+class Seq2SeqPlacerImpl : public PlacerNetImpl {
+ public:
+  explicit Seq2SeqPlacerImpl(const Seq2SeqPlacerConfig& config);
+
+  torch::Tensor Sample(const PlacerInput& input, int k,
+                       const LogitShaping& shaping,
+                       std::mt19937_64* rng) override;
+  torch::Tensor LogProbs(const PlacerInput& input, const torch::Tensor& actions,
+                         const LogitShaping& shaping) override;
+
+ private:
+  struct Encoded {
+    torch::Tensor states;  // [K, H].
+    torch::Tensor keys;    // [K, A]: states projected for attention.
+    torch::Tensor h, c;    // [1, H]: the decoder's initial state.
+  };
+  Encoded Encode(const PlacerInput& input);
+  // Context vectors [..., H] for decoder queries [..., H].
+  torch::Tensor Attend(const Encoded& e, const torch::Tensor& query);
+  // One decoder step of the attention-before placer: logits [k, D] and the
+  // new state, given the previous devices [k] and state.
+  torch::Tensor StepBefore(const Encoded& e, int64_t t,
+                           const torch::Tensor& previous, torch::Tensor* h,
+                           torch::Tensor* c);
+
+  Seq2SeqPlacerConfig config_;
+  torch::nn::Linear input_projection_{nullptr};
+  torch::nn::LSTM link_{nullptr};
+  torch::nn::LSTM encoder_{nullptr};
+  torch::nn::Embedding device_embedding_{nullptr};  // D + 1: start token.
+  torch::nn::LSTM decoder_{nullptr};                // Attention after.
+  torch::nn::LSTMCell decoder_cell_{nullptr};       // Attention before.
+  torch::nn::Linear attention_keys_{nullptr};
+  torch::nn::Linear attention_query_{nullptr};
+  torch::nn::Linear attention_score_{nullptr};
+  torch::nn::Linear combine_{nullptr};
+  torch::nn::Linear output_{nullptr};
+};
+TORCH_MODULE(Seq2SeqPlacer);
+
+struct GcnPlacerConfig {
+  int64_t input_size = 0;  // F (+ L with a link): no adjacency columns.
+  int num_devices = 0;
+  int hidden = 256;
+};
+
+class GcnPlacerImpl : public PlacerNetImpl {
+ public:
+  explicit GcnPlacerImpl(const GcnPlacerConfig& config);
+
+  torch::Tensor Sample(const PlacerInput& input, int k,
+                       const LogitShaping& shaping,
+                       std::mt19937_64* rng) override;
+  torch::Tensor LogProbs(const PlacerInput& input, const torch::Tensor& actions,
+                         const LogitShaping& shaping) override;
+
+ private:
+  torch::Tensor Logits(const PlacerInput& input);  // [K, D].
+
+  torch::nn::Linear layer1_{nullptr}, layer2_{nullptr}, output_{nullptr};
+};
+TORCH_MODULE(GcnPlacer);
+
+}  // namespace dplace
+
+#endif  // DPLACE_RL_NETS_PLACER_NET_H_

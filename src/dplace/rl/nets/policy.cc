@@ -1,0 +1,258 @@
+#include "dplace/rl/nets/policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dplace {
+namespace {
+
+constexpr double kDisallowed = -1e9;
+constexpr int kShapeDims = 4;  // Dims of the largest output kept.
+
+double Uniform(std::mt19937_64* rng) {
+  return static_cast<double>((*rng)() >> 11) * 0x1.0p-53;  // [0, 1).
+}
+
+// Scales every column of `m` [rows, cols] into [0, 1] by its largest value.
+void NormalizeColumns(std::vector<std::vector<double>>* m) {
+  if (m->empty()) return;
+  for (size_t c = 0; c < (*m)[0].size(); ++c) {
+    double top = 0;
+    for (const auto& row : *m) top = std::max(top, row[c]);
+    if (top <= 0) continue;
+    for (auto& row : *m) row[c] /= top;
+  }
+}
+
+torch::Tensor ToTensor(const std::vector<std::vector<double>>& m, int cols) {
+  torch::Tensor t = torch::zeros({static_cast<int64_t>(m.size()), cols});
+  auto a = t.accessor<float, 2>();
+  for (size_t r = 0; r < m.size(); ++r) {
+    for (int c = 0; c < cols; ++c) a[r][c] = static_cast<float>(m[r][c]);
+  }
+  return t;
+}
+
+}  // namespace
+
+PlacementPolicy::PlacementPolicy(int num_groups, int num_devices,
+                                 const std::vector<uint8_t>& allowed)
+    : num_groups_(num_groups), num_devices_(num_devices) {
+  torch::Tensor bias = torch::zeros({num_groups, num_devices});
+  auto a = bias.accessor<float, 2>();
+  for (int g = 0; g < num_groups; ++g) {
+    for (int d = 0; d < num_devices; ++d) {
+      if (!allowed[static_cast<size_t>(g) * num_devices + d]) {
+        a[g][d] = kDisallowed;
+      }
+    }
+  }
+  mask_bias_ = register_buffer("mask_bias", bias);
+}
+
+torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng) {
+  const torch::Tensor p = probs.detach().to(torch::kFloat64).contiguous();
+  const int64_t n = p.size(0), num_devices = p.size(1);
+  torch::Tensor out = torch::empty({n}, torch::kInt64);
+  auto pa = p.accessor<double, 2>();
+  auto oa = out.accessor<int64_t, 1>();
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = Uniform(rng);
+    double cumulative = 0;
+    int64_t choice = -1, last_positive = 0;
+    for (int64_t d = 0; d < num_devices; ++d) {
+      if (pa[i][d] <= 0) continue;
+      last_positive = d;
+      cumulative += pa[i][d];
+      if (u < cumulative) {
+        choice = d;
+        break;
+      }
+    }
+    oa[i] = choice >= 0 ? choice : last_positive;  // Rounding at the top.
+  }
+  return out;
+}
+
+SoftmaxPolicy::SoftmaxPolicy(int num_groups, int num_devices,
+                             const std::vector<uint8_t>& allowed)
+    : PlacementPolicy(num_groups, num_devices, allowed) {
+  // Post, Algorithm 1: u starts at zero (uniform over allowed devices).
+  logits_ =
+      register_parameter("logits", torch::zeros({num_groups, num_devices}));
+}
+
+torch::Tensor SoftmaxPolicy::Probabilities() {
+  torch::NoGradGuard no_grad;
+  return torch::softmax(logits_ + mask_bias(), 1);
+}
+
+torch::Tensor SoftmaxPolicy::Sample(int k, std::mt19937_64* rng) {
+  const torch::Tensor probs = Probabilities();
+  torch::Tensor out = torch::empty({k, num_groups()}, torch::kInt64);
+  for (int i = 0; i < k; ++i) out[i] = SampleRows(probs, rng);
+  return out;
+}
+
+torch::Tensor SoftmaxPolicy::LogProbs(const torch::Tensor& actions) {
+  const torch::Tensor log_probs = torch::log_softmax(logits_ + mask_bias(), 1);
+  return log_probs.unsqueeze(0).expand(
+      {actions.size(0), num_groups(), num_devices()});
+}
+
+void SoftmaxPolicy::SetProbabilities(const torch::Tensor& probs) {
+  torch::NoGradGuard no_grad;
+  logits_.copy_(torch::log(probs.to(torch::kFloat32).clamp_min(1e-12)));
+}
+
+GroupFeatures MakeGroupFeatures(const Graph& graph, const Grouping& grouping,
+                                const GroupGraph& groups) {
+  const int num_groups = groups.num_groups;
+  const int num_types = static_cast<int>(graph.op_types().size());
+  GroupFeatures f;
+  f.type_fractions = torch::zeros({num_groups, num_types});
+  auto types = f.type_fractions.accessor<float, 2>();
+  std::vector<int64_t> largest(num_groups, -1);
+  std::vector<std::vector<double>> sizes(
+      num_groups, std::vector<double>(6 + kShapeDims, 0));
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const GroupId g = grouping.group[op];
+    types[g][graph.op_type_id(op)] += 1.0f / groups.num_ops[g];
+    for (int o = 0; o < graph.num_outputs(op); ++o) {
+      const TensorInfo& t = graph.tensor(graph.output(op, o));
+      if (t.bytes <= largest[g]) continue;
+      largest[g] = t.bytes;
+      for (int d = 0; d < kShapeDims; ++d) {
+        sizes[g][6 + d] =
+            d < static_cast<int>(t.shape.size())
+                ? std::log1p(static_cast<double>(
+                      std::max<int64_t>(t.shape[t.shape.size() - 1 - d], 0)))
+                : 0;
+      }
+    }
+  }
+  for (GroupId g = 0; g < num_groups; ++g) {
+    sizes[g][0] = std::log1p(groups.flops[g]);
+    sizes[g][1] = std::log1p(static_cast<double>(groups.bytes_accessed[g]));
+    sizes[g][2] = std::log1p(static_cast<double>(groups.persistent_bytes[g]));
+    sizes[g][3] = std::log1p(static_cast<double>(groups.output_bytes[g]));
+    sizes[g][4] = std::log1p(static_cast<double>(groups.memory_estimate[g]));
+    sizes[g][5] = std::log1p(static_cast<double>(groups.num_ops[g]));
+  }
+  NormalizeColumns(&sizes);
+  f.sizes = ToTensor(sizes, 6 + kShapeDims);
+  f.adjacency = torch::zeros({num_groups, 2 * num_groups});
+  auto adj = f.adjacency.accessor<float, 2>();
+  for (const GroupEdge& e : groups.edges) {
+    adj[e.dst][e.src] = 1;               // Inputs of dst.
+    adj[e.src][num_groups + e.dst] = 1;  // Outputs of src.
+  }
+  f.order.assign(groups.order.begin(), groups.order.end());
+  return f;
+}
+
+Seq2SeqPolicy::Seq2SeqPolicy(GroupFeatures features, int num_devices,
+                             const std::vector<uint8_t>& allowed,
+                             const Seq2SeqConfig& config)
+    : PlacementPolicy(static_cast<int>(features.order.size()), num_devices,
+                      allowed),
+      features_(std::move(features)) {
+  const int hidden = config.hidden;
+  order_ = register_buffer("order", torch::tensor(features_.order));
+  inverse_order_ = register_buffer("inverse_order",
+                                   torch::empty_like(order_).scatter_(
+                                       0, order_, torch::arange(num_groups())));
+  seq_mask_bias_ = mask_bias().index_select(0, order_);
+  const int64_t num_types = features_.type_fractions.size(1);
+  type_embedding_ = register_module(
+      "type_embedding",
+      torch::nn::Linear(
+          torch::nn::LinearOptions(num_types, config.embedding).bias(false)));
+  const int64_t input_size =
+      config.embedding + features_.sizes.size(1) + features_.adjacency.size(1);
+  input_projection_ = register_module("input_projection",
+                                      torch::nn::Linear(input_size, hidden));
+  encoder_ = register_module(
+      "encoder", torch::nn::LSTM(torch::nn::LSTMOptions(hidden, hidden)));
+  device_embedding_ =
+      register_module("device_embedding",
+                      torch::nn::Embedding(num_devices + 1, config.embedding));
+  decoder_ = register_module("decoder", torch::nn::LSTM(torch::nn::LSTMOptions(
+                                            config.embedding, hidden)));
+  attention_ = register_module(
+      "attention",
+      torch::nn::Linear(torch::nn::LinearOptions(hidden, hidden).bias(false)));
+  combine_ = register_module("combine", torch::nn::Linear(2 * hidden, hidden));
+  output_ = register_module("output", torch::nn::Linear(hidden, num_devices));
+}
+
+Seq2SeqPolicy::Encoded Seq2SeqPolicy::Encode() {
+  const torch::Tensor input =
+      torch::cat({type_embedding_(features_.type_fractions), features_.sizes,
+                  features_.adjacency},
+                 1)
+          .index_select(0, order_);
+  const torch::Tensor projected = torch::tanh(input_projection_(input));
+  auto [states, final_state] = encoder_(projected.unsqueeze(1));
+  Encoded e;
+  e.states = states.squeeze(1);
+  e.keys = attention_(e.states);
+  e.h = std::get<0>(final_state);
+  e.c = std::get<1>(final_state);
+  return e;
+}
+
+torch::Tensor Seq2SeqPolicy::Logits(const Encoded& encoded,
+                                    const torch::Tensor& decoded,
+                                    int64_t first) {
+  // Content-based attention over every encoder state.
+  const torch::Tensor weights =
+      torch::softmax(torch::matmul(decoded, encoded.keys.t()), -1);
+  const torch::Tensor context = torch::matmul(weights, encoded.states);
+  const torch::Tensor combined =
+      torch::tanh(combine_(torch::cat({decoded, context}, -1)));
+  return output_(combined) +
+         seq_mask_bias_.slice(0, first, first + decoded.size(1));
+}
+
+torch::Tensor Seq2SeqPolicy::Sample(int k, std::mt19937_64* rng) {
+  torch::NoGradGuard no_grad;
+  const Encoded encoded = Encode();
+  const int64_t length = num_groups();
+  std::tuple<torch::Tensor, torch::Tensor> state = {
+      encoded.h.expand({1, k, encoded.h.size(2)}).contiguous(),
+      encoded.c.expand({1, k, encoded.c.size(2)}).contiguous()};
+  torch::Tensor previous = torch::full({k}, num_devices(), torch::kInt64);
+  torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
+  for (int64_t t = 0; t < length; ++t) {
+    auto [out, next] =
+        decoder_(device_embedding_(previous).unsqueeze(0), state);
+    state = next;
+    const torch::Tensor logits = Logits(encoded, out.transpose(0, 1), t);
+    previous = SampleRows(torch::softmax(logits.squeeze(1), -1), rng);
+    sequence.select(1, t).copy_(previous);
+  }
+  return sequence.index_select(1, inverse_order_);
+}
+
+torch::Tensor Seq2SeqPolicy::LogProbs(const torch::Tensor& actions) {
+  const Encoded encoded = Encode();
+  const int64_t k = actions.size(0);
+  const torch::Tensor sequence = actions.index_select(1, order_);
+  // Teacher forcing: the decoder reads the start token, then the device of
+  // every group but the last, all in one LSTM call.
+  const torch::Tensor inputs =
+      torch::cat({torch::full({k, 1}, num_devices(), torch::kInt64),
+                  sequence.slice(1, 0, sequence.size(1) - 1)},
+                 1);
+  std::tuple<torch::Tensor, torch::Tensor> state = {
+      encoded.h.expand({1, k, encoded.h.size(2)}).contiguous(),
+      encoded.c.expand({1, k, encoded.c.size(2)}).contiguous()};
+  auto [out, final_state] =
+      decoder_(device_embedding_(inputs).transpose(0, 1), state);
+  const torch::Tensor log_probs =
+      torch::log_softmax(Logits(encoded, out.transpose(0, 1), 0), -1);
+  return log_probs.index_select(1, inverse_order_);
+}
+
+}  // namespace dplace

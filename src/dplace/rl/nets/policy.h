@@ -1,0 +1,145 @@
+// Placement policies: LibTorch modules that give a distribution over the
+// device of every group, sampled a batch at a time.
+//
+//   - SoftmaxPolicy: an independent softmax per group (Post), parameters
+//     u[g][d] starting at zero.
+//   - Seq2SeqPolicy: ColocRL's attentional sequence-to-sequence model. An
+//     LSTM encoder reads the groups in order (embedding: op types, output
+//     shapes and sizes, adjacency); an LSTM decoder emits one device per
+//     group, fed the embedding of the previous group's device, attending
+//     over the encoder's states.
+//
+// Devices a group may not run on get probability 0 in every policy.
+// Sampling draws from a caller's std::mt19937_64 only, so a search's
+// randomness is one generator that a checkpoint can hold.
+#ifndef DPLACE_RL_NETS_POLICY_H_
+#define DPLACE_RL_NETS_POLICY_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "dplace/graph/graph.h"
+#include "dplace/grouping/grouping.h"
+
+namespace dplace {
+
+class PlacementPolicy : public torch::nn::Module {
+ public:
+  // allowed[g * num_devices + d]: group g may go to device d; every group
+  // allows at least one device.
+  PlacementPolicy(int num_groups, int num_devices,
+                  const std::vector<uint8_t>& allowed);
+
+  int num_groups() const { return num_groups_; }
+  int num_devices() const { return num_devices_; }
+
+  // k placements decoded as one batch, without gradient: [k, G] int64, the
+  // device of every group (groups by id).
+  virtual torch::Tensor Sample(int k, std::mt19937_64* rng) = 0;
+
+  // Log-probabilities of every device for every group, [k, G, D], given
+  // the placements `actions` [k, G] (an autoregressive policy conditions
+  // group g on the devices of the groups before it). Differentiable.
+  // Disallowed devices get a log-probability of about -1e9 (probability 0).
+  virtual torch::Tensor LogProbs(const torch::Tensor& actions) = 0;
+
+ protected:
+  // [G, D]: 0 where allowed, -1e9 where not; added to logits.
+  const torch::Tensor& mask_bias() const { return mask_bias_; }
+
+ private:
+  int num_groups_;
+  int num_devices_;
+  torch::Tensor mask_bias_;
+};
+
+// One draw per row of `probs` [n, D] (rows sum to 1) by the inverse CDF of
+// a uniform from `rng`; a device of probability 0 is never drawn. [n] int64.
+torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng);
+
+class SoftmaxPolicy : public PlacementPolicy {
+ public:
+  SoftmaxPolicy(int num_groups, int num_devices,
+                const std::vector<uint8_t>& allowed);
+
+  torch::Tensor Sample(int k, std::mt19937_64* rng) override;
+  torch::Tensor LogProbs(const torch::Tensor& actions) override;
+
+  // The per-group distributions, [G, D].
+  torch::Tensor Probabilities();
+  // Sets u = log(probs) (probabilities below 1e-12 count as 1e-12), so the
+  // policy's distributions become `probs` [G, D].
+  void SetProbabilities(const torch::Tensor& probs);
+  // The parameters u, [G, D].
+  torch::Tensor& logits() { return logits_; }
+
+ private:
+  torch::Tensor logits_;
+};
+
+// The inputs of a Seq2SeqPolicy: one row per group, in group-id order.
+struct GroupFeatures {
+  // [G, T] float: the fraction of the group's ops of each op type.
+  torch::Tensor type_fractions;
+  // [G, F] float: log-scaled FLOPs, bytes, memory, op count, and the dims
+  // of the group's largest output tensor (zero-padded), each column divided
+  // by its largest value.
+  torch::Tensor sizes;
+  // [G, 2G] float: one-hot of the groups feeding the group, then of those
+  // it feeds.
+  torch::Tensor adjacency;
+  // The order the encoder reads groups in (GroupGraph::order).
+  std::vector<int64_t> order;
+};
+
+GroupFeatures MakeGroupFeatures(const Graph& graph, const Grouping& grouping,
+                                const GroupGraph& groups);
+
+struct Seq2SeqConfig {
+  // LSTM size of encoder and decoder. Default: 256.
+  int hidden = 256;
+  // Size of the op-type and device embeddings. Default: 32.
+  int embedding = 32;
+};
+
+class Seq2SeqPolicy : public PlacementPolicy {
+ public:
+  Seq2SeqPolicy(GroupFeatures features, int num_devices,
+                const std::vector<uint8_t>& allowed,
+                const Seq2SeqConfig& config);
+
+  torch::Tensor Sample(int k, std::mt19937_64* rng) override;
+  torch::Tensor LogProbs(const torch::Tensor& actions) override;
+
+ private:
+  struct Encoded {
+    torch::Tensor states;  // [G, H], in reading order.
+    torch::Tensor keys;    // [G, H]: states projected for attention.
+    torch::Tensor h, c;    // [1, 1, H]: the encoder's final state.
+  };
+  Encoded Encode();
+  // Logits [k, n, D] of decoder outputs `decoded` [k, n, H] at reading
+  // positions [first, first + n).
+  torch::Tensor Logits(const Encoded& encoded, const torch::Tensor& decoded,
+                       int64_t first);
+
+  GroupFeatures features_;
+  torch::Tensor order_;          // [G] int64: reading position -> group.
+  torch::Tensor inverse_order_;  // [G] int64: group -> reading position.
+  torch::Tensor seq_mask_bias_;  // mask_bias() in reading order.
+  torch::nn::Linear type_embedding_{nullptr};
+  torch::nn::Linear input_projection_{nullptr};
+  torch::nn::LSTM encoder_{nullptr};
+  torch::nn::Embedding device_embedding_{nullptr};  // D + 1: the start token.
+  torch::nn::LSTM decoder_{nullptr};
+  torch::nn::Linear attention_{nullptr};
+  torch::nn::Linear combine_{nullptr};
+  torch::nn::Linear output_{nullptr};
+};
+
+}  // namespace dplace
+
+#endif  // DPLACE_RL_NETS_POLICY_H_

@@ -1,0 +1,700 @@
+#include "dplace/suite/bench.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "dplace/io/cluster_json.h"
+#include "dplace/method/run.h"
+#include "dplace/model/load_model.h"
+
+namespace dplace {
+namespace {
+
+using nlohmann::json;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+std::string UtcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+int64_t CurrentRssBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+int64_t PeakRssBytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux: kB.
+}
+
+RunRecord RecordOf(uint64_t seed, const Cluster& cluster, const MethodRun& r) {
+  RunRecord rec;
+  rec.seed = seed;
+  rec.placed = r.placed;
+  rec.wall_seconds = r.wall_seconds;
+  if (!r.placed) {
+    rec.error = r.error;
+    return rec;
+  }
+  rec.step_time = r.sim.step_time;
+  rec.feasible = r.sim.feasible;
+  rec.infeasible = DescribeInfeasibility(cluster, r.sim);
+  rec.peak_memory_bytes = r.sim.device_peak_bytes;
+  if (r.learned) {
+    rec.samples = r.search.samples;
+    rec.num_groups = r.search.num_groups;
+    for (const SampleRecord& s : r.search.history) {
+      if (s.feasible && s.step_time == r.search.best_step_time) {
+        rec.samples_to_best = s.index + 1;
+        rec.seconds_to_best = s.wall_seconds;
+        break;
+      }
+    }
+    rec.curve = CurveOf(r.search.history);
+  }
+  return rec;
+}
+
+void Summarise(double lower_bound, MethodResults* m) {
+  std::vector<double> times, samples, seconds, walls;
+  for (const RunRecord& r : m->runs) {
+    walls.push_back(r.wall_seconds);
+    if (!r.placed || !r.feasible) continue;
+    times.push_back(r.step_time);
+    if (m->learned) {
+      samples.push_back(r.samples_to_best);
+      seconds.push_back(r.seconds_to_best);
+    }
+  }
+  m->step_time = SpreadOf(times);
+  m->samples_to_best = SpreadOf(samples);
+  m->seconds_to_best = SpreadOf(seconds);
+  m->wall_seconds = SpreadOf(walls);
+  m->vs_lower_bound = m->step_time.count && lower_bound > 0
+                          ? m->step_time.median / lower_bound
+                          : kNaN;
+}
+
+void CompareWithBaselines(BenchmarkResults* b) {
+  for (const MethodResults& m : b->methods) {
+    if (m.learned || m.step_time.count == 0) continue;
+    if (b->best_baseline.empty() ||
+        m.step_time.median < b->best_baseline_step_time) {
+      b->best_baseline = m.method;
+      b->best_baseline_step_time = m.step_time.median;
+    }
+  }
+  for (MethodResults& m : b->methods) {
+    m.reduction_vs_best_baseline =
+        m.step_time.count && !b->best_baseline.empty()
+            ? 1 - m.step_time.median / b->best_baseline_step_time
+            : kNaN;
+  }
+}
+
+std::vector<uint64_t> SeedsOf(const Suite& suite, const SuiteMethod& m) {
+  if (!m.seeds.empty()) return m.seeds;
+  if (IsLearnedMethod(m.method)) return suite.seeds;
+  return {suite.seeds.front()};
+}
+
+StatusOr<MethodOptions> OptionsOf(const SuiteMethod& m,
+                                  const SuiteBenchmark& b) {
+  std::vector<std::string> items = m.options;
+  auto it = b.method_options.find(m.method);
+  if (it != b.method_options.end()) {
+    items.insert(items.end(), it->second.begin(), it->second.end());
+  }
+  StatusOr<MethodOptions> options = MethodOptions::Parse(items);
+  if (!options.ok()) {
+    return options.status().WithPrefix(b.name + ", method " + m.method);
+  }
+  return options;
+}
+
+// What RunSuite needs of one loaded benchmark. Not movable: the problem
+// points into it.
+struct LoadedBenchmark {
+  LoadedBenchmark(LoadedModel m, Cluster c)
+      : model(std::move(m)),
+        cluster(std::move(c)),
+        cost(model.graph, cluster),
+        problem(ProblemOf(model, cost, /*seed=*/1)) {}  // Runs set theirs.
+  LoadedBenchmark(const LoadedBenchmark&) = delete;
+  LoadedBenchmark& operator=(const LoadedBenchmark&) = delete;
+  LoadedModel model;
+  Cluster cluster;
+  CostModel cost;
+  PlacementProblem problem;
+};
+
+StatusOr<std::unique_ptr<LoadedBenchmark>> Load(const std::string& model,
+                                                const std::string& cluster) {
+  StatusOr<LoadedModel> m = LoadModel(model);
+  if (!m.ok()) return m.status();
+  StatusOr<Cluster> c = LoadCluster(cluster);
+  if (!c.ok()) return c.status();
+  return std::make_unique<LoadedBenchmark>(std::move(m).value(),
+                                           std::move(c).value());
+}
+
+int CountRuns(const Suite& suite) {
+  int runs = 0;
+  for (const SuiteTable& t : suite.tables) {
+    for (const SuiteMethod& m : t.methods) {
+      runs += static_cast<int>(t.benchmarks.size() * SeedsOf(suite, m).size());
+    }
+  }
+  return runs + static_cast<int>(suite.scale.models.size());
+}
+
+StatusOr<TableResults> RunTable(const Suite& suite, const SuiteTable& table,
+                                int total, int* done,
+                                const BenchProgress& progress) {
+  TableResults out;
+  out.title = table.title;
+  out.source = table.source;
+  for (const SuiteBenchmark& b : table.benchmarks) {
+    StatusOr<std::unique_ptr<LoadedBenchmark>> loaded =
+        Load(b.model, b.cluster);
+    if (!loaded.ok()) return loaded.status().WithPrefix(b.name);
+    LoadedBenchmark& lb = **loaded;
+    BenchmarkResults br;
+    br.name = b.name;
+    br.model = b.model;
+    br.cluster = b.cluster;
+    br.graph_name = lb.model.graph.name();
+    br.graph_hash = lb.model.graph.hash();
+    br.ops = lb.model.graph.num_ops();
+    br.devices = lb.cluster.num_devices();
+    br.gpus =
+        static_cast<int>(lb.cluster.DevicesOfKind(DeviceKind::kGpu).size());
+    br.lower_bound = PlacementLowerBound(Simulator(lb.cost));
+    for (const SuiteMethod& m : table.methods) {
+      StatusOr<MethodOptions> options = OptionsOf(m, b);
+      if (!options.ok()) return options.status();
+      MethodResults mr;
+      mr.method = m.method;
+      mr.learned = IsLearnedMethod(m.method);
+      mr.options = m.options;
+      auto extra = b.method_options.find(m.method);
+      if (extra != b.method_options.end()) {
+        mr.options.insert(mr.options.end(), extra->second.begin(),
+                          extra->second.end());
+      }
+      mr.budget_samples = m.budget_samples;
+      mr.budget_seconds = m.budget_seconds;
+      for (uint64_t seed : SeedsOf(suite, m)) {
+        ++*done;
+        if (progress) {
+          progress("[" + std::to_string(*done) + "/" + std::to_string(total) +
+                   "] " + b.name + " " + m.method + " seed " +
+                   std::to_string(seed));
+        }
+        lb.problem.seed = seed;
+        MethodRunOptions run_options;
+        run_options.context.search.budget.samples = m.budget_samples;
+        run_options.context.search.budget.seconds = m.budget_seconds;
+        StatusOr<MethodRun> run =
+            RunMethod(m.method, *options, lb.problem, run_options);
+        if (!run.ok()) return run.status().WithPrefix(b.name);
+        if (mr.learned && mr.budget_samples == 0 && mr.budget_seconds == 0) {
+          mr.budget_samples = run->search.samples;
+        }
+        mr.runs.push_back(RecordOf(seed, lb.cluster, *run));
+      }
+      Summarise(br.lower_bound, &mr);
+      br.methods.push_back(std::move(mr));
+    }
+    CompareWithBaselines(&br);
+    out.benchmarks.push_back(std::move(br));
+  }
+  return out;
+}
+
+StatusOr<ScaleRow> RunScaleRow(const ScaleStudy& scale,
+                               const std::string& model) {
+  ScaleRow row;
+  row.model = model;
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<std::unique_ptr<LoadedBenchmark>> loaded =
+      Load(model, scale.cluster);
+  if (!loaded.ok()) return loaded.status();
+  row.build_seconds = SecondsSince(start);
+  LoadedBenchmark& lb = **loaded;
+  row.ops = lb.model.graph.num_ops();
+  row.edges = lb.model.graph.num_edges();
+  // The simulated placement: round-robin over the GPUs (CPU-only ops on the
+  // CPU), the same work whatever placers are timed.
+  StatusOr<MethodRun> reference =
+      RunMethod("round-robin", {}, lb.problem, MethodRunOptions{});
+  if (!reference.ok()) return reference.status();
+  if (reference->placed) {
+    Simulator simulator(lb.cost);
+    std::vector<double> times;
+    for (int i = 0; i < scale.simulate_repeats; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      StatusOr<SimResult> sim = simulator.Simulate(reference->placement);
+      times.push_back(SecondsSince(t0));
+      if (!sim.ok()) return sim.status();
+    }
+    row.simulate_seconds = SpreadOf(times).median;
+    row.simulate_repeats = scale.simulate_repeats;
+  }
+  for (const std::string& method : scale.methods) {
+    StatusOr<MethodRun> run = RunMethod(method, {}, lb.problem, {});
+    if (!run.ok()) return run.status();
+    ScalePlacerCost cost;
+    cost.method = method;
+    cost.placed = run->placed;
+    cost.error = run->error;
+    cost.seconds = run->wall_seconds;
+    cost.step_time = run->sim.step_time;
+    cost.feasible = run->placed && run->sim.feasible;
+    row.placers.push_back(cost);
+  }
+  row.rss_bytes = CurrentRssBytes();
+  row.peak_rss_bytes = PeakRssBytes();
+  return row;
+}
+
+json NumberOrNull(double x) { return std::isfinite(x) ? json(x) : json(); }
+
+json SpreadJson(const Spread& s) {
+  if (s.count == 0) return json{{"count", 0}};
+  return json{{"count", s.count}, {"median", s.median}, {"min", s.min},
+              {"max", s.max},     {"q1", s.q1},         {"q3", s.q3}};
+}
+
+json CurveJson(const LearningCurve& c) {
+  json mean = json::array(), best = json::array();
+  for (double x : c.mean_step_time) mean.push_back(NumberOrNull(x));
+  for (double x : c.best_step_time) best.push_back(NumberOrNull(x));
+  return json{{"samples", c.samples},
+              {"wall_seconds", c.wall_seconds},
+              {"mean_step_time", mean},
+              {"best_step_time", best},
+              {"oom_share", c.oom_share}};
+}
+
+json RunJson(const RunRecord& r, bool learned) {
+  json j{
+      {"seed", r.seed}, {"placed", r.placed}, {"wall_seconds", r.wall_seconds}};
+  if (!r.placed) {
+    j["error"] = r.error;
+    return j;
+  }
+  j["step_time"] = r.step_time;
+  j["feasible"] = r.feasible;
+  if (!r.feasible) j["infeasible"] = r.infeasible;
+  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  if (learned) {
+    j["samples"] = r.samples;
+    j["samples_to_best"] = r.samples_to_best;
+    j["seconds_to_best"] = r.seconds_to_best;
+    j["groups"] = r.num_groups;
+    j["curve"] = CurveJson(r.curve);
+  }
+  return j;
+}
+
+json MethodJson(const MethodResults& m) {
+  json runs = json::array();
+  for (const RunRecord& r : m.runs) runs.push_back(RunJson(r, m.learned));
+  json j{{"method", m.method},
+         {"learned", m.learned},
+         {"options", m.options},
+         {"runs", runs},
+         {"step_time", SpreadJson(m.step_time)},
+         {"wall_seconds", SpreadJson(m.wall_seconds)},
+         {"reduction_vs_best_baseline",
+          NumberOrNull(m.reduction_vs_best_baseline)},
+         {"vs_lower_bound", NumberOrNull(m.vs_lower_bound)}};
+  if (m.learned) {
+    j["budget_samples"] = m.budget_samples;
+    j["budget_seconds"] = m.budget_seconds;
+    j["samples_to_best"] = SpreadJson(m.samples_to_best);
+    j["seconds_to_best"] = SpreadJson(m.seconds_to_best);
+  }
+  return j;
+}
+
+json BenchmarkJson(const BenchmarkResults& b) {
+  json methods = json::array();
+  for (const MethodResults& m : b.methods) methods.push_back(MethodJson(m));
+  return json{
+      {"name", b.name},
+      {"model", b.model},
+      {"cluster", b.cluster},
+      {"graph",
+       {{"name", b.graph_name}, {"hash", b.graph_hash}, {"ops", b.ops}}},
+      {"devices", b.devices},
+      {"gpus", b.gpus},
+      {"lower_bound", b.lower_bound},
+      {"best_baseline",
+       b.best_baseline.empty() ? json() : json(b.best_baseline)},
+      {"best_baseline_step_time",
+       b.best_baseline.empty() ? json() : json(b.best_baseline_step_time)},
+      {"methods", methods}};
+}
+
+json ScaleJson(const ScaleRow& row) {
+  json placers = json::array();
+  for (const ScalePlacerCost& p : row.placers) {
+    json j{{"method", p.method}, {"placed", p.placed}, {"seconds", p.seconds}};
+    if (p.placed) {
+      j["step_time"] = p.step_time;
+      j["feasible"] = p.feasible;
+    } else {
+      j["error"] = p.error;
+    }
+    placers.push_back(j);
+  }
+  return json{{"model", row.model},
+              {"ops", row.ops},
+              {"edges", row.edges},
+              {"build_seconds", row.build_seconds},
+              {"simulate_seconds", row.simulate_seconds},
+              {"simulate_repeats", row.simulate_repeats},
+              {"rss_bytes", row.rss_bytes},
+              {"peak_rss_bytes", row.peak_rss_bytes},
+              {"placers", placers}};
+}
+
+std::string Fmt(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, value);
+  return buf;
+}
+
+// "0.9105" or "0.9105 (0.9001–0.9302)" for several runs; "OOM" when no run
+// fits; "-" when the placer refused.
+std::string StepTimeCell(const MethodResults& m) {
+  if (m.step_time.count == 0) {
+    for (const RunRecord& r : m.runs) {
+      if (r.placed) return "OOM";
+    }
+    return "-";
+  }
+  std::string cell = Fmt("%.4f", m.step_time.median);
+  if (m.runs.size() > 1) {
+    cell += " (" + Fmt("%.4f", m.step_time.min) + "–" +
+            Fmt("%.4f", m.step_time.max) + ")";
+  }
+  if (m.step_time.count < static_cast<int>(m.runs.size())) {
+    cell += " [" + std::to_string(m.runs.size() - m.step_time.count) + " OOM]";
+  }
+  return cell;
+}
+
+// "+2.9%"; "0.0%" for what rounds to zero, so a tie reads as one.
+std::string Percent(double fraction) {
+  if (!std::isfinite(fraction)) return "-";
+  if (std::abs(fraction) < 5e-4) return "0.0%";
+  return Fmt("%+.1f%%", 100 * fraction);
+}
+
+std::string PaperTable(const TableResults& t) {
+  std::vector<std::string> methods;
+  for (const BenchmarkResults& b : t.benchmarks) {
+    for (const MethodResults& m : b.methods) {
+      if (std::find(methods.begin(), methods.end(), m.method) ==
+          methods.end()) {
+        methods.push_back(m.method);
+      }
+    }
+  }
+  std::string out = "| benchmark | GPUs |";
+  std::string rule = "|---|---:|";
+  for (const std::string& m : methods) {
+    out += " " + m + " |";
+    rule += "---:|";
+  }
+  out += " best learned vs best baseline |\n" + rule + "---|\n";
+  for (const BenchmarkResults& b : t.benchmarks) {
+    out += "| `" + b.name + "` | " + std::to_string(b.gpus) + " |";
+    const MethodResults* best_learned = nullptr;
+    for (const std::string& name : methods) {
+      const MethodResults* m = nullptr;
+      for (const MethodResults& x : b.methods) {
+        if (x.method == name) m = &x;
+      }
+      out += " " + (m ? StepTimeCell(*m) : std::string("")) + " |";
+      if (m && m->learned && m->step_time.count &&
+          (!best_learned ||
+           m->step_time.median < best_learned->step_time.median)) {
+        best_learned = m;
+      }
+    }
+    if (best_learned && !b.best_baseline.empty()) {
+      out += " " + best_learned->method + " " +
+             Percent(best_learned->reduction_vs_best_baseline) + " vs " +
+             b.best_baseline + " |\n";
+    } else {
+      out += " - |\n";
+    }
+  }
+  return out;
+}
+
+// Median samples a search ran: the budget, or fewer when a seconds budget
+// stopped it first.
+double SamplesRun(const MethodResults& m) {
+  std::vector<double> samples;
+  for (const RunRecord& r : m.runs) samples.push_back(r.samples);
+  return SpreadOf(samples).median;
+}
+
+std::string DetailTable(const BenchmarkResults& b) {
+  std::string out =
+      "`" + b.model + "` on `" + b.cluster + "`: graph " + b.graph_name + ", " +
+      std::to_string(b.ops) + " ops, " + std::to_string(b.devices) +
+      " devices; lower bound " + Fmt("%.4f", b.lower_bound) +
+      " s; best baseline " +
+      (b.best_baseline.empty()
+           ? std::string("none (every classical placer OOM or refused)")
+           : b.best_baseline + " " + Fmt("%.4f", b.best_baseline_step_time) +
+                 " s") +
+      ".\n\n"
+      "| method | runs | step time (s), median (min–max) | reduction vs best "
+      "baseline | vs lower bound | samples to best | wall time to best (s) | "
+      "wall "
+      "time (s) | note |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const MethodResults& m : b.methods) {
+    std::string name = m.method;
+    if (!m.options.empty()) {
+      std::string opts;
+      for (const std::string& o : m.options)
+        opts += (opts.empty() ? "" : ",") + o;
+      name += " (" + opts + ")";
+    }
+    std::string note;
+    for (const RunRecord& r : m.runs) {
+      if (!r.placed) {
+        note = r.error;
+        break;
+      }
+      if (!r.feasible) {
+        note = r.infeasible;
+        break;
+      }
+    }
+    if (note.size() > 160) note = note.substr(0, 157) + "...";
+    std::replace(note.begin(), note.end(), '|', '/');
+    const bool learned = m.learned && m.step_time.count;
+    out += "| " + name + " | " + std::to_string(m.runs.size()) + " | " +
+           StepTimeCell(m) + " | " + Percent(m.reduction_vs_best_baseline) +
+           " | " +
+           (std::isfinite(m.vs_lower_bound) ? Fmt("%.2fx", m.vs_lower_bound)
+                                            : "-") +
+           " | " +
+           (learned ? Fmt("%.0f", m.samples_to_best.median) + " / " +
+                          Fmt("%.0f", SamplesRun(m))
+                    : "-") +
+           " | " + (learned ? Fmt("%.2f", m.seconds_to_best.median) : "-") +
+           " | " + Fmt(m.learned ? "%.2f" : "%.3f", m.wall_seconds.median) +
+           " | " + note + " |\n";
+  }
+  return out;
+}
+
+std::string ScaleTable(const BenchResults& r) {
+  std::vector<std::string> methods;
+  for (const ScaleRow& row : r.scale) {
+    for (const ScalePlacerCost& p : row.placers) {
+      if (std::find(methods.begin(), methods.end(), p.method) ==
+          methods.end()) {
+        methods.push_back(p.method);
+      }
+    }
+  }
+  std::string out =
+      "| model | ops | edges | build (s) | simulate one step (ms) |";
+  std::string rule = "|---|---:|---:|---:|---:|";
+  for (const std::string& m : methods) {
+    out += " " + m + " (s) |";
+    rule += "---:|";
+  }
+  out += " RSS | peak RSS |\n" + rule + "---:|---:|\n";
+  for (const ScaleRow& row : r.scale) {
+    out += "| `" + row.model + "` | " + std::to_string(row.ops) + " | " +
+           std::to_string(row.edges) + " | " + Fmt("%.3f", row.build_seconds) +
+           " | " + Fmt("%.2f", row.simulate_seconds * 1e3) + " |";
+    for (const std::string& m : methods) {
+      std::string cell = "-";
+      for (const ScalePlacerCost& p : row.placers) {
+        if (p.method == m)
+          cell = Fmt("%.3f", p.seconds) + (p.placed ? "" : " (refused)");
+      }
+      out += " " + cell + " |";
+    }
+    out += " " + Fmt("%.0f MB", row.rss_bytes / 1e6) + " | " +
+           Fmt("%.0f MB", row.peak_rss_bytes / 1e6) + " |\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+Spread SpreadOf(std::vector<double> values) {
+  Spread s;
+  s.count = static_cast<int>(values.size());
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  // Linear interpolation between order statistics.
+  auto quantile = [&](double q) {
+    const double pos = q * (values.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(lo + 1, values.size() - 1);
+    return values[lo] + (pos - lo) * (values[hi] - values[lo]);
+  };
+  s.min = values.front();
+  s.max = values.back();
+  s.median = quantile(0.5);
+  s.q1 = quantile(0.25);
+  s.q3 = quantile(0.75);
+  return s;
+}
+
+LearningCurve CurveOf(const std::vector<SampleRecord>& history,
+                      int max_points) {
+  LearningCurve c;
+  if (history.empty() || max_points <= 0) return c;
+  const size_t bucket =
+      (history.size() + max_points - 1) / static_cast<size_t>(max_points);
+  for (size_t begin = 0; begin < history.size(); begin += bucket) {
+    const size_t end = std::min(begin + bucket, history.size());
+    double sum = 0;
+    int feasible = 0;
+    for (size_t i = begin; i < end; ++i) {
+      if (!history[i].feasible) continue;
+      sum += history[i].step_time;
+      ++feasible;
+    }
+    const SampleRecord& last = history[end - 1];
+    c.samples.push_back(last.index + 1);
+    c.wall_seconds.push_back(last.wall_seconds);
+    c.mean_step_time.push_back(feasible ? sum / feasible : kNaN);
+    c.best_step_time.push_back(last.best_step_time > 0 ? last.best_step_time
+                                                       : kNaN);
+    c.oom_share.push_back(1.0 - static_cast<double>(feasible) / (end - begin));
+  }
+  return c;
+}
+
+StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
+                                const BenchProgress& progress) {
+  Status known = CheckSuiteMethods(suite);
+  if (!known.ok()) return known;
+  const auto start = std::chrono::steady_clock::now();
+  BenchResults results;
+  results.suite = suite.name;
+  results.description = suite.description;
+  results.command = command;
+  results.started_utc = UtcNow();
+  results.hardware_threads =
+      static_cast<int>(std::thread::hardware_concurrency());
+  results.seeds = suite.seeds;
+  const int total = CountRuns(suite);
+  int done = 0;
+  for (const SuiteTable& table : suite.tables) {
+    StatusOr<TableResults> t = RunTable(suite, table, total, &done, progress);
+    if (!t.ok()) return t.status();
+    results.tables.push_back(std::move(t).value());
+  }
+  results.scale_cluster = suite.scale.cluster;
+  for (const std::string& model : suite.scale.models) {
+    ++done;
+    if (progress) {
+      progress("[" + std::to_string(done) + "/" + std::to_string(total) +
+               "] scale " + model);
+    }
+    StatusOr<ScaleRow> row = RunScaleRow(suite.scale, model);
+    if (!row.ok()) return row.status().WithPrefix("scale " + model);
+    results.scale.push_back(std::move(row).value());
+  }
+  results.wall_seconds = SecondsSince(start);
+  return results;
+}
+
+std::string BenchResultsToJson(const BenchResults& r) {
+  json tables = json::array();
+  for (const TableResults& t : r.tables) {
+    json benchmarks = json::array();
+    for (const BenchmarkResults& b : t.benchmarks) {
+      benchmarks.push_back(BenchmarkJson(b));
+    }
+    tables.push_back(
+        {{"title", t.title}, {"source", t.source}, {"benchmarks", benchmarks}});
+  }
+  json doc{{"format", "dplace.bench-results"},
+           {"version", 1},
+           {"suite", r.suite},
+           {"description", r.description},
+           {"command", r.command},
+           {"started_utc", r.started_utc},
+           {"wall_seconds", r.wall_seconds},
+           {"hardware_threads", r.hardware_threads},
+           {"seeds", r.seeds},
+           {"tables", tables}};
+  if (!r.scale.empty()) {
+    json rows = json::array();
+    for (const ScaleRow& row : r.scale) rows.push_back(ScaleJson(row));
+    doc["scale"] = {{"cluster", r.scale_cluster}, {"rows", rows}};
+  }
+  return doc.dump(1) + "\n";
+}
+
+std::string BenchResultsToMarkdown(const BenchResults& r) {
+  std::string out;
+  for (const TableResults& t : r.tables) {
+    out += "## " + t.title + "\n\n";
+    if (!t.source.empty()) out += t.source + "\n\n";
+    out +=
+        "Step time of the best placement in seconds (median over seeds, "
+        "min–max in brackets when several); OOM: no run fit in memory; -: "
+        "the placer refused.\n\n";
+    out += PaperTable(t);
+    for (const BenchmarkResults& b : t.benchmarks) {
+      out += "\n### `" + b.name + "`\n\n" + DetailTable(b);
+    }
+    out += "\n";
+  }
+  if (!r.scale.empty()) {
+    out +=
+        "## Scale: simulator and placer cost against graph size\n\n"
+        "On `" +
+        r.scale_cluster +
+        "`. Simulating one step of a round-robin placement (median of "
+        "repeats); each placer's wall time to place; resident memory "
+        "with the graph loaded, and the process's peak so far.\n\n";
+    out += ScaleTable(r) + "\n";
+  }
+  return out;
+}
+
+}  // namespace dplace

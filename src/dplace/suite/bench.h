@@ -1,0 +1,143 @@
+// Runs a benchmark suite (suite.h) and summarises it: per method and
+// benchmark the median and spread of the best step time over seeds, the
+// reduction against the best classical baseline, samples and wall time to
+// reach the best, the gap to the lower bound; learning curves of the
+// learned placers; the scale study's simulator and placer costs. Results go
+// out as JSON ("dplace.bench-results", docs/formats.md) and as Markdown
+// tables in the papers' layout.
+#ifndef DPLACE_SUITE_BENCH_H_
+#define DPLACE_SUITE_BENCH_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dplace/method/search.h"
+#include "dplace/suite/suite.h"
+
+namespace dplace {
+
+// Median and range of some values.
+struct Spread {
+  int count = 0;
+  double median = 0, min = 0, max = 0, q1 = 0, q3 = 0;
+};
+Spread SpreadOf(std::vector<double> values);
+
+// A learning curve cut into at most `max_points` buckets of samples.
+struct LearningCurve {
+  std::vector<int64_t> samples;        // Samples so far at each bucket's end.
+  std::vector<double> wall_seconds;    // Search time at each bucket's end.
+  std::vector<double> mean_step_time;  // Feasible samples of the bucket;
+                                       // NaN when none was feasible.
+  std::vector<double> best_step_time;  // Best feasible so far; NaN: none.
+  std::vector<double> oom_share;       // Infeasible share of the bucket.
+};
+LearningCurve CurveOf(const std::vector<SampleRecord>& history,
+                      int max_points = 100);
+
+// One method, one seed, one benchmark.
+struct RunRecord {
+  uint64_t seed = 1;
+  bool placed = false;
+  std::string error;  // When not placed.
+  double step_time = 0;
+  bool feasible = false;
+  std::string infeasible;                  // Why, when placed but infeasible.
+  std::vector<int64_t> peak_memory_bytes;  // Per device.
+  double wall_seconds = 0;                 // Placing or searching.
+  // Learned placers.
+  int64_t samples = 0;
+  int64_t samples_to_best = 0;  // 1-based sample that found the best.
+  double seconds_to_best = 0;   // Search time when it was found.
+  int num_groups = 0;
+  LearningCurve curve;
+};
+
+struct MethodResults {
+  std::string method;
+  bool learned = false;
+  std::vector<std::string> options;
+  int64_t budget_samples = 0;
+  double budget_seconds = 0;
+  std::vector<RunRecord> runs;
+  // Over feasible runs.
+  Spread step_time, samples_to_best, seconds_to_best;
+  Spread wall_seconds;  // Over all runs.
+  // 1 - median / best baseline (> 0: faster than every classical placer);
+  // NaN when there is no feasible run or baseline.
+  double reduction_vs_best_baseline = 0;
+  double vs_lower_bound = 0;  // median / lower bound; NaN when none.
+};
+
+struct BenchmarkResults {
+  std::string name, model, cluster;
+  std::string graph_name, graph_hash;
+  int ops = 0;
+  int devices = 0;
+  int gpus = 0;
+  double lower_bound = 0;
+  // The classical method with the fastest median (empty when none fits).
+  std::string best_baseline;
+  double best_baseline_step_time = 0;
+  std::vector<MethodResults> methods;
+};
+
+struct TableResults {
+  std::string title, source;
+  std::vector<BenchmarkResults> benchmarks;
+};
+
+struct ScalePlacerCost {
+  std::string method;
+  bool placed = false;
+  std::string error;
+  double seconds = 0;
+  double step_time = 0;
+  bool feasible = false;
+};
+
+struct ScaleRow {
+  std::string model;
+  int ops = 0;
+  int64_t edges = 0;
+  double build_seconds = 0;     // Generating or reading the graph.
+  double simulate_seconds = 0;  // Median of the repeats, one step.
+  int simulate_repeats = 0;
+  int64_t rss_bytes = 0;       // Resident memory with the graph loaded.
+  int64_t peak_rss_bytes = 0;  // Process peak so far.
+  std::vector<ScalePlacerCost> placers;
+};
+
+struct BenchResults {
+  std::string suite, description;
+  std::string command;      // How it was run, for the record.
+  std::string started_utc;  // ISO 8601.
+  double wall_seconds = 0;
+  int hardware_threads = 0;
+  std::vector<uint64_t> seeds;
+  std::vector<TableResults> tables;
+  std::string scale_cluster;
+  std::vector<ScaleRow> scale;
+};
+
+// One line of progress per run, e.g. "[3/20] nmt@k40x2 post seed 2".
+using BenchProgress = std::function<void(const std::string& line)>;
+
+// Runs every table and the scale study of `suite`. Errors: unknown methods
+// (before anything runs), models or clusters that do not load, options a
+// method rejects. A placer that cannot place is a result, not an error.
+StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
+                                const BenchProgress& progress = nullptr);
+
+// The results as a "dplace.bench-results" JSON document.
+std::string BenchResultsToJson(const BenchResults& results);
+// The results as Markdown: one table per paper table in its layout (a row
+// per benchmark, a column per method), then a detail table per benchmark,
+// then the scale study.
+std::string BenchResultsToMarkdown(const BenchResults& results);
+
+}  // namespace dplace
+
+#endif  // DPLACE_SUITE_BENCH_H_

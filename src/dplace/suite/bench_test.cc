@@ -1,0 +1,294 @@
+// The bench suites and runner: the suite file parses and names only
+// registered methods, filters and budget overrides do what they say, and
+// the smoke suite runs end to end into JSON, Markdown and an HTML report
+// whose numbers hold together.
+#include "dplace/suite/bench.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "dplace/io/file.h"
+#include "dplace/method/run.h"
+#include "dplace/report/html_report.h"
+#include "dplace/report/xml_check.h"
+
+namespace dplace {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+const std::string kSourceDir = DPLACE_SOURCE_DIR;
+
+std::vector<Suite> Builtin() {
+  StatusOr<std::vector<Suite>> suites = LoadSuites("");
+  EXPECT_TRUE(suites.ok()) << suites.status().message();
+  return suites.ok() ? *suites : std::vector<Suite>{};
+}
+
+TEST(SuiteTest, BuiltinSuitesAreTheSourceFile) {
+  StatusOr<std::string> text = ReadTextFile(kSourceDir + "/bench/suites.json");
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, BuiltinSuitesJson());
+}
+
+TEST(SuiteTest, SmokePaperAndScaleExistAndNameOnlyRegisteredMethods) {
+  const std::vector<Suite> suites = Builtin();
+  for (const char* name : {"smoke", "paper", "scale"}) {
+    StatusOr<Suite> suite = FindSuite(suites, name);
+    ASSERT_TRUE(suite.ok()) << name;
+    Status known = CheckSuiteMethods(*suite);
+    EXPECT_TRUE(known.ok()) << known.message();
+  }
+  const Suite paper = *FindSuite(suites, "paper");
+  ASSERT_EQ(paper.tables.size(), 3u);
+  EXPECT_THAT(paper.tables[0].title, HasSubstr("Hierarchical Planner"));
+  EXPECT_GE(paper.seeds.size(), 3u);  // Several seeds per learned method.
+  EXPECT_THAT(FindSuite(suites, "smok").status().message(),
+              HasSubstr("unknown suite \"smok\" (suites: smoke, paper, scale"));
+}
+
+const char* kOneTable = R"({
+  "format": "dplace.suites", "version": 1,
+  "suites": [{"name": "t", "seeds": [1, 2, 3], "tables": [{
+    "title": "T",
+    "benchmarks": [{"model": "zoo:rnnlm:layers=2,units=128,steps=2,vocab=500",
+                    "cluster": "k40x2"},
+                   {"name": "b2", "model": "random:ops=300", "cluster": "k80x2"}],
+    "methods": [{"method": "expert"}, {"method": "m-etf"},
+                {"method": "post", "budget_samples": 100},
+                {"method": "eagle-typo"}]}]}]})";
+
+TEST(SuiteTest, UnknownMethodListsTheKnownOnesBeforeAnythingRuns) {
+  StatusOr<std::vector<Suite>> suites = ParseSuites(kOneTable, "s.json");
+  ASSERT_TRUE(suites.ok()) << suites.status().message();
+  StatusOr<BenchResults> results = RunSuite((*suites)[0], "test");
+  ASSERT_FALSE(results.ok());
+  EXPECT_THAT(results.status().message(),
+              AllOf(HasSubstr("suite t, T: unknown method \"eagle-typo\""),
+                    HasSubstr("(methods: single-cpu"), HasSubstr("post")));
+}
+
+TEST(SuiteTest, FiltersAndBudgetOverrides) {
+  const Suite suite = (*ParseSuites(kOneTable, "s.json"))[0];
+  SuiteFilter filter;
+  filter.methods = {"post", "m-etf"};
+  filter.models = {"b2"};
+  filter.budget_samples = 12;
+  filter.max_seeds = 2;
+  StatusOr<Suite> f = FilterSuite(suite, filter);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ(f->tables.size(), 1u);
+  ASSERT_EQ(f->tables[0].benchmarks.size(), 1u);
+  EXPECT_EQ(f->tables[0].benchmarks[0].name, "b2");
+  ASSERT_EQ(f->tables[0].methods.size(), 2u);
+  EXPECT_EQ(f->tables[0].methods[1].budget_samples, 12);
+  EXPECT_EQ(f->seeds, (std::vector<uint64_t>{1, 2}));
+  // The default name of a zoo benchmark drops "zoo:".
+  EXPECT_EQ(suite.tables[0].benchmarks[0].name,
+            "rnnlm:layers=2,units=128,steps=2,vocab=500@k40x2");
+
+  filter = {};
+  filter.budget_scale = 0.25;
+  EXPECT_EQ(FilterSuite(suite, filter)->tables[0].methods[2].budget_samples,
+            25);
+  filter = {};
+  filter.methods = {"psot"};
+  EXPECT_THAT(FilterSuite(suite, filter).status().message(),
+              HasSubstr("--methods psot: suite t has no such method"));
+  filter = {};
+  filter.models = {"zoo:nmt"};
+  EXPECT_THAT(FilterSuite(suite, filter).status().message(),
+              HasSubstr("--models zoo:nmt"));
+}
+
+TEST(SuiteTest, BadFilesNameTheField) {
+  EXPECT_THAT(ParseSuites(R"({"format": "dplace.suites", "version": 1,
+    "suites": [{"name": "x", "tables": [{"title": "T", "benchmarks": [],
+    "methods": [{"method": "m-etf", "budget_sample": 3}]}]}]})",
+                          "s.json")
+                  .status()
+                  .message(),
+              HasSubstr("s.json: suites[0].tables[0].methods[0].budget_sample: "
+                        "unknown field"));
+  EXPECT_THAT(ParseSuites(R"({"format": "dplace.suites", "version": 1,
+    "suites": [{"name": "x"}]})",
+                          "s.json")
+                  .status()
+                  .message(),
+              HasSubstr("needs tables or a scale"));
+}
+
+TEST(SpreadTest, MedianAndQuartiles) {
+  const Spread s = SpreadOf({4, 1, 3, 2});
+  EXPECT_EQ(s.count, 4);
+  EXPECT_DOUBLE_EQ(s.median, 2.5);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 4);
+  EXPECT_DOUBLE_EQ(s.q1, 1.75);
+  EXPECT_DOUBLE_EQ(s.q3, 3.25);
+  EXPECT_EQ(SpreadOf({}).count, 0);
+}
+
+TEST(CurveTest, BucketsKeepTheBestAndTheOomShare) {
+  std::vector<SampleRecord> history;
+  double best = 0;
+  for (int i = 0; i < 250; ++i) {
+    SampleRecord r;
+    r.index = i;
+    r.feasible = i % 5 != 0;
+    r.step_time = r.feasible ? 10.0 - i * 0.01 : 100;
+    if (r.feasible && (best == 0 || r.step_time < best)) best = r.step_time;
+    r.best_step_time = best;
+    history.push_back(r);
+  }
+  const LearningCurve c = CurveOf(history, 100);
+  ASSERT_EQ(c.samples.size(), 84u);  // Buckets of 3.
+  EXPECT_EQ(c.samples.back(), 250);
+  EXPECT_DOUBLE_EQ(c.best_step_time.back(), best);
+  EXPECT_NEAR(c.oom_share[0], 1.0 / 3, 1e-12);
+}
+
+// The smoke suite, as `make test` runs it, checked field by field.
+class SmokeSuiteTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    StatusOr<Suite> suite = FindSuite(Builtin(), "smoke");
+    ASSERT_TRUE(suite.ok());
+    StatusOr<BenchResults> results =
+        RunSuite(*suite, "dplace bench --suite smoke");
+    ASSERT_TRUE(results.ok()) << results.status().message();
+    results_ = new BenchResults(*results);
+    json_ = new std::string(BenchResultsToJson(*results));
+  }
+  static void TearDownTestSuite() {
+    delete results_;
+    delete json_;
+  }
+  static BenchResults* results_;
+  static std::string* json_;
+};
+BenchResults* SmokeSuiteTest::results_ = nullptr;
+std::string* SmokeSuiteTest::json_ = nullptr;
+
+TEST_F(SmokeSuiteTest, JsonHasTheSchemaAndSaneNumbers) {
+  ASSERT_NE(json_, nullptr);
+  const json doc = json::parse(*json_);
+  EXPECT_EQ(doc.at("format"), "dplace.bench-results");
+  EXPECT_EQ(doc.at("version"), 1);
+  EXPECT_EQ(doc.at("suite"), "smoke");
+  EXPECT_EQ(doc.at("command"), "dplace bench --suite smoke");
+  EXPECT_GT(doc.at("wall_seconds").get<double>(), 0);
+  EXPECT_EQ(doc.at("seeds"), json({1, 2}));
+  ASSERT_EQ(doc.at("tables").size(), 1u);
+  const json& b = doc.at("tables")[0].at("benchmarks")[0];
+  for (const char* key :
+       {"name", "model", "cluster", "graph", "devices", "gpus", "lower_bound",
+        "best_baseline", "best_baseline_step_time", "methods"}) {
+    EXPECT_TRUE(b.contains(key)) << key;
+  }
+  EXPECT_GT(b.at("graph").at("ops").get<int>(), 500);
+  const double bound = b.at("lower_bound").get<double>();
+  EXPECT_GT(bound, 0);
+  double best_classical = INFINITY;
+  int learned = 0;
+  for (const json& m : b.at("methods")) {
+    SCOPED_TRACE(m.at("method").get<std::string>());
+    const bool is_learned = m.at("learned").get<bool>();
+    ASSERT_EQ(m.at("runs").size(), is_learned ? 2u : 1u);
+    for (const json& r : m.at("runs")) {
+      ASSERT_TRUE(r.at("placed").get<bool>());
+      ASSERT_TRUE(r.at("feasible").get<bool>());
+      const double t = r.at("step_time").get<double>();
+      EXPECT_GE(t, bound * (1 - 1e-9));  // Never below the lower bound.
+      EXPECT_EQ(r.at("peak_memory_bytes").size(),
+                b.at("devices").get<size_t>());
+      if (!is_learned) continue;
+      const int64_t samples = r.at("samples").get<int64_t>();
+      EXPECT_EQ(samples, m.at("budget_samples").get<int64_t>());
+      EXPECT_GE(r.at("samples_to_best").get<int64_t>(), 1);
+      EXPECT_LE(r.at("samples_to_best").get<int64_t>(), samples);
+      EXPECT_LE(r.at("seconds_to_best").get<double>(),
+                r.at("wall_seconds").get<double>());
+      // The curve's best is non-increasing and ends at the run's best.
+      const json& best = r.at("curve").at("best_step_time");
+      ASSERT_FALSE(best.empty());
+      for (size_t i = 1; i < best.size(); ++i) {
+        if (best[i - 1].is_number()) {
+          EXPECT_LE(best[i].get<double>(), best[i - 1].get<double>());
+        }
+      }
+      EXPECT_DOUBLE_EQ(best.back().get<double>(), t);
+      EXPECT_EQ(r.at("curve").at("samples").back().get<int64_t>(), samples);
+    }
+    const json& spread = m.at("step_time");
+    EXPECT_LE(spread.at("min").get<double>(),
+              spread.at("median").get<double>());
+    EXPECT_LE(spread.at("median").get<double>(),
+              spread.at("max").get<double>());
+    if (is_learned) {
+      ++learned;
+    } else {
+      best_classical =
+          std::min(best_classical, spread.at("median").get<double>());
+    }
+    // Reduction against the best baseline, as defined.
+    EXPECT_NEAR(m.at("reduction_vs_best_baseline").get<double>(),
+                1 - spread.at("median").get<double>() /
+                        b.at("best_baseline_step_time").get<double>(),
+                1e-12);
+  }
+  EXPECT_EQ(learned, 2);
+  // The best baseline is the fastest classical method, and no classical
+  // method has a positive reduction against it.
+  EXPECT_DOUBLE_EQ(b.at("best_baseline_step_time").get<double>(),
+                   best_classical);
+  for (const json& m : b.at("methods")) {
+    if (!m.at("learned").get<bool>()) {
+      EXPECT_LE(m.at("reduction_vs_best_baseline").get<double>(), 0);
+    }
+  }
+  // The scale study: sizes grow, every cost is measured.
+  const json& rows = doc.at("scale").at("rows");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_LT(rows[0].at("ops").get<int>(), rows[1].at("ops").get<int>());
+  for (const json& row : rows) {
+    EXPECT_GT(row.at("simulate_seconds").get<double>(), 0);
+    EXPECT_GT(row.at("peak_rss_bytes").get<int64_t>(), 0);
+    EXPECT_EQ(row.at("placers").size(), 2u);
+  }
+}
+
+TEST_F(SmokeSuiteTest, MarkdownHasThePapersLayout) {
+  ASSERT_NE(results_, nullptr);
+  const std::string md = BenchResultsToMarkdown(*results_);
+  EXPECT_THAT(md, HasSubstr("## Smoke\n"));
+  EXPECT_THAT(md, HasSubstr("| benchmark | GPUs | single-gpu | expert | "
+                            "round-robin | m-etf | post | colocrl | best "
+                            "learned vs best baseline |"));
+  EXPECT_THAT(md, HasSubstr("| `rnnlm-small@k40x2` | 2 |"));
+  EXPECT_THAT(md, HasSubstr("samples to best"));
+  EXPECT_THAT(md, HasSubstr("## Scale"));
+}
+
+TEST_F(SmokeSuiteTest, HtmlReportIsWellFormedWithCurvesAndScalePlot) {
+  ASSERT_NE(json_, nullptr);
+  StatusOr<std::string> html = BenchReportHtml(*json_, "smoke.json");
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  const testing_xml::XmlCheck check = testing_xml::CheckXml(*html);
+  ASSERT_TRUE(check.ok()) << check.error;
+  // One curve plot for the benchmark and the scale plot.
+  EXPECT_EQ(check.elements.at("svg"), 2);
+  // Two methods x two seeds of best-so-far lines.
+  EXPECT_GE(check.elements.at("polyline"), 4);
+  EXPECT_THAT(*html, HasSubstr("Cost against graph size (log-log)"));
+  EXPECT_THAT(*html, HasSubstr("best baseline ("));
+}
+
+}  // namespace
+}  // namespace dplace

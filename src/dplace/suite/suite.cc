@@ -1,0 +1,331 @@
+#include "dplace/suite/suite.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "dplace/io/file.h"
+#include "dplace/io/json_fields.h"
+#include "dplace/method/run.h"
+
+namespace dplace {
+
+// Defined in the file CMake generates from bench/suites.json.
+extern const char* const kBuiltinSuitesJson;
+
+namespace {
+
+using io_internal::DescribeJson;
+using io_internal::FieldReader;
+using io_internal::json;
+
+std::vector<std::string> ReadStrings(FieldReader& fields, const char* key,
+                                     bool required) {
+  std::vector<std::string> out;
+  const json* array = fields.Array(key, required);
+  if (!array) return out;
+  for (size_t i = 0; i < array->size(); ++i) {
+    const json& item = (*array)[i];
+    if (!item.is_string() || item.get<std::string>().empty()) {
+      fields.Fail(fields.PathOf(key) + "[" + std::to_string(i) +
+                  "]: expected a non-empty string, got " + DescribeJson(item));
+      return out;
+    }
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+std::vector<uint64_t> ReadSeeds(FieldReader& fields) {
+  std::vector<uint64_t> out;
+  const json* array = fields.Array("seeds", false);
+  if (!array) return out;
+  for (size_t i = 0; i < array->size(); ++i) {
+    const json& item = (*array)[i];
+    if (!item.is_number_unsigned()) {
+      fields.Fail(fields.PathOf("seeds") + "[" + std::to_string(i) +
+                  "]: expected an integer >= 0, got " + DescribeJson(item));
+      return out;
+    }
+    out.push_back(item.get<uint64_t>());
+  }
+  if (out.empty()) fields.Fail(fields.PathOf("seeds") + ": empty");
+  return out;
+}
+
+Status ParseMethod(const json& value, const std::string& path,
+                   SuiteMethod* method) {
+  FieldReader fields(value, path);
+  method->method = fields.String("method");
+  method->options = ReadStrings(fields, "options", false);
+  method->budget_samples = fields.Int("budget_samples", 0, 0);
+  method->budget_seconds = fields.Number("budget_seconds", 0, 0);
+  method->seeds = ReadSeeds(fields);
+  return fields.Finish();
+}
+
+Status ParseBenchmark(const json& value, const std::string& path,
+                      SuiteBenchmark* benchmark) {
+  FieldReader fields(value, path);
+  benchmark->model = fields.String("model");
+  benchmark->cluster = fields.String("cluster");
+  benchmark->name = fields.String(
+      "name",
+      benchmark->model.substr(benchmark->model.rfind("zoo:", 0) == 0 ? 4 : 0) +
+          "@" + benchmark->cluster);
+  if (const json* options = fields.Object("method_options", false)) {
+    for (const auto& [method, list] : options->items()) {
+      std::vector<std::string>& out = benchmark->method_options[method];
+      const std::string list_path =
+          fields.PathOf("method_options") + "[\"" + method + "\"]";
+      if (!list.is_array()) {
+        fields.Fail(list_path + ": expected an array of key=value strings");
+        break;
+      }
+      for (const json& item : list) {
+        if (!item.is_string()) {
+          fields.Fail(list_path + ": expected key=value strings, got " +
+                      DescribeJson(item));
+          break;
+        }
+        out.push_back(item.get<std::string>());
+      }
+    }
+  }
+  return fields.Finish();
+}
+
+Status ParseTable(const json& value, const std::string& path,
+                  SuiteTable* table) {
+  FieldReader fields(value, path);
+  table->title = fields.String("title");
+  table->source = fields.String("source", "");
+  const json* benchmarks = fields.Array("benchmarks", true);
+  const json* methods = fields.Array("methods", true);
+  Status status = fields.Finish();
+  if (!status.ok()) return status;
+  std::set<std::string> names;
+  for (size_t i = 0; i < benchmarks->size(); ++i) {
+    SuiteBenchmark b;
+    Status s = ParseBenchmark(
+        (*benchmarks)[i], path + ".benchmarks[" + std::to_string(i) + "]", &b);
+    if (!s.ok()) return s;
+    if (!names.insert(b.name).second) {
+      return InvalidArgumentError(path + ".benchmarks[" + std::to_string(i) +
+                                  "]: benchmark \"" + b.name +
+                                  "\" appears twice");
+    }
+    table->benchmarks.push_back(std::move(b));
+  }
+  for (size_t i = 0; i < methods->size(); ++i) {
+    SuiteMethod m;
+    Status s = ParseMethod((*methods)[i],
+                           path + ".methods[" + std::to_string(i) + "]", &m);
+    if (!s.ok()) return s;
+    table->methods.push_back(std::move(m));
+  }
+  return Status::Ok();
+}
+
+Status ParseScale(const json& value, const std::string& path,
+                  ScaleStudy* scale) {
+  FieldReader fields(value, path);
+  scale->cluster = fields.String("cluster");
+  scale->models = ReadStrings(fields, "models", true);
+  scale->methods = ReadStrings(fields, "methods", false);
+  scale->simulate_repeats =
+      static_cast<int>(fields.Int("simulate_repeats", 3, 1));
+  return fields.Finish();
+}
+
+StatusOr<Suite> ParseSuite(const json& value, const std::string& path) {
+  FieldReader fields(value, path);
+  Suite suite;
+  suite.name = fields.String("name");
+  suite.description = fields.String("description", "");
+  suite.seeds = ReadSeeds(fields);
+  if (suite.seeds.empty()) suite.seeds = {1};
+  const json* tables = fields.Array("tables", false);
+  const json* scale = fields.Object("scale", false);
+  Status status = fields.Finish();
+  if (!status.ok()) return status;
+  for (size_t i = 0; tables && i < tables->size(); ++i) {
+    SuiteTable table;
+    Status s = ParseTable((*tables)[i],
+                          path + ".tables[" + std::to_string(i) + "]", &table);
+    if (!s.ok()) return s;
+    suite.tables.push_back(std::move(table));
+  }
+  if (scale) {
+    Status s = ParseScale(*scale, path + ".scale", &suite.scale);
+    if (!s.ok()) return s;
+  }
+  if (suite.tables.empty() && suite.scale.models.empty()) {
+    return InvalidArgumentError(path + ": a suite needs tables or a scale");
+  }
+  return suite;
+}
+
+bool Contains(const std::vector<std::string>& list, const std::string& s) {
+  return std::find(list.begin(), list.end(), s) != list.end();
+}
+
+}  // namespace
+
+const std::string& BuiltinSuitesJson() {
+  static const std::string* text = new std::string(kBuiltinSuitesJson);
+  return *text;
+}
+
+StatusOr<std::vector<Suite>> ParseSuites(const std::string& text,
+                                         const std::string& source) {
+  return io_internal::ParseDocument<std::vector<Suite>>(
+      text, source, [](const json& root) -> StatusOr<std::vector<Suite>> {
+        FieldReader fields(root, "");
+        io_internal::CheckFormat(fields, "dplace.suites");
+        const json* suites = fields.Array("suites", true);
+        Status status = fields.Finish();
+        if (!status.ok()) return status;
+        std::vector<Suite> out;
+        std::set<std::string> names;
+        for (size_t i = 0; i < suites->size(); ++i) {
+          const std::string path = "suites[" + std::to_string(i) + "]";
+          StatusOr<Suite> suite = ParseSuite((*suites)[i], path);
+          if (!suite.ok()) return suite.status();
+          if (!names.insert(suite->name).second) {
+            return InvalidArgumentError(path + ": suite \"" + suite->name +
+                                        "\" appears twice");
+          }
+          out.push_back(std::move(suite).value());
+        }
+        return out;
+      });
+}
+
+StatusOr<std::vector<Suite>> LoadSuites(const std::string& path) {
+  if (path.empty())
+    return ParseSuites(BuiltinSuitesJson(), "bench/suites.json");
+  StatusOr<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ParseSuites(*text, path);
+}
+
+StatusOr<Suite> FindSuite(const std::vector<Suite>& suites,
+                          const std::string& name) {
+  std::string known;
+  for (const Suite& s : suites) {
+    if (s.name == name) return s;
+    known += (known.empty() ? "" : ", ") + s.name;
+  }
+  return NotFoundError("unknown suite \"" + name + "\" (suites: " + known +
+                       ")");
+}
+
+StatusOr<Suite> FilterSuite(const Suite& suite, const SuiteFilter& filter) {
+  Suite out = suite;
+  out.tables.clear();
+  std::set<std::string> methods_seen, models_seen;
+  for (const SuiteTable& table : suite.tables) {
+    SuiteTable t = table;
+    t.benchmarks.clear();
+    t.methods.clear();
+    for (const SuiteBenchmark& b : table.benchmarks) {
+      if (!filter.models.empty() && !Contains(filter.models, b.name) &&
+          !Contains(filter.models, b.model)) {
+        continue;
+      }
+      models_seen.insert(b.name);
+      models_seen.insert(b.model);
+      t.benchmarks.push_back(b);
+    }
+    for (SuiteMethod m : table.methods) {
+      if (!filter.methods.empty() && !Contains(filter.methods, m.method)) {
+        continue;
+      }
+      methods_seen.insert(m.method);
+      if (filter.budget_samples > 0) {
+        m.budget_samples = filter.budget_samples;
+      } else if (filter.budget_scale != 1 && m.budget_samples > 0) {
+        m.budget_samples = std::max<int64_t>(
+            1, std::llround(m.budget_samples * filter.budget_scale));
+      }
+      if (filter.budget_seconds > 0) m.budget_seconds = filter.budget_seconds;
+      if (filter.max_seeds > 0 &&
+          m.seeds.size() > static_cast<size_t>(filter.max_seeds)) {
+        m.seeds.resize(filter.max_seeds);
+      }
+      t.methods.push_back(std::move(m));
+    }
+    if (!t.benchmarks.empty() && !t.methods.empty()) {
+      out.tables.push_back(std::move(t));
+    }
+  }
+  if (filter.max_seeds > 0 &&
+      out.seeds.size() > static_cast<size_t>(filter.max_seeds)) {
+    out.seeds.resize(filter.max_seeds);
+  }
+  // The scale study has models and placers too; the filters apply to it.
+  if (!filter.models.empty()) {
+    std::vector<std::string> models;
+    for (const std::string& m : suite.scale.models) {
+      if (Contains(filter.models, m)) {
+        models.push_back(m);
+        models_seen.insert(m);
+      }
+    }
+    out.scale.models = models;
+  }
+  if (!filter.methods.empty()) {
+    std::vector<std::string> methods;
+    for (const std::string& m : suite.scale.methods) {
+      if (Contains(filter.methods, m)) {
+        methods.push_back(m);
+        methods_seen.insert(m);
+      }
+    }
+    out.scale.methods = methods;
+  }
+  for (const std::string& m : filter.methods) {
+    if (!methods_seen.count(m)) {
+      return InvalidArgumentError("--methods " + m + ": suite " + suite.name +
+                                  " has no such method");
+    }
+  }
+  for (const std::string& m : filter.models) {
+    if (!models_seen.count(m)) {
+      return InvalidArgumentError("--models " + m + ": suite " + suite.name +
+                                  " has no such benchmark or model");
+    }
+  }
+  if (out.tables.empty() && out.scale.models.empty()) {
+    return InvalidArgumentError("suite " + suite.name +
+                                ": nothing left to run after --methods and "
+                                "--models");
+  }
+  return out;
+}
+
+Status CheckSuiteMethods(const Suite& suite) {
+  auto unknown = [&](const std::string& method, const std::string& where) {
+    return NotFoundError("suite " + suite.name + ", " + where +
+                         ": unknown method \"" + method +
+                         "\" (methods: " + MethodNames() + ")");
+  };
+  for (const SuiteTable& table : suite.tables) {
+    for (const SuiteMethod& m : table.methods) {
+      if (!FindMethod(m.method)) return unknown(m.method, table.title);
+    }
+  }
+  for (const std::string& m : suite.scale.methods) {
+    if (!FindMethod(m)) return unknown(m, "scale");
+    if (IsLearnedMethod(m)) {
+      return InvalidArgumentError("suite " + suite.name + ", scale: method " +
+                                  m +
+                                  " is learned; the scale study times "
+                                  "classical placers");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace dplace

@@ -1,0 +1,103 @@
+// Benchmark suites: which models, on which clusters, with which methods,
+// budgets and seeds `dplace bench --suite NAME` runs. Suites are data, read
+// from a JSON file (bench/suites.json, compiled into dplace; `--suites FILE`
+// reads another); docs/formats.md describes the format and docs/bench.md
+// the suites.
+#ifndef DPLACE_SUITE_SUITE_H_
+#define DPLACE_SUITE_SUITE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dplace/util/status.h"
+
+namespace dplace {
+
+// One method of a table: a placer or learned placer with its settings.
+struct SuiteMethod {
+  std::string method;                // Registered name, e.g. "post".
+  std::vector<std::string> options;  // key=value, as --option takes them.
+  // Learned placers: samples per search (0 with budget_seconds 0: the
+  // agent's paper budget) and wall seconds per search (0: none).
+  int64_t budget_samples = 0;
+  double budget_seconds = 0;
+  // Seeds to run; empty: the suite's seeds for learned placers, the first
+  // of them for classical placers (deterministic but for `random`).
+  std::vector<uint64_t> seeds;
+};
+
+// A model on a cluster.
+struct SuiteBenchmark {
+  std::string name;     // Unique in its table, e.g. "nmt-4@k40x4".
+  std::string model;    // Model spec: zoo:..., random:..., a file.
+  std::string cluster;  // Preset name or cluster JSON.
+  // Extra options of a method on this benchmark only, by method name
+  // (e.g. ColocRL reads Inception-V3 as METIS groups).
+  std::map<std::string, std::vector<std::string>> method_options;
+};
+
+// One table of a paper: every method on every benchmark.
+struct SuiteTable {
+  std::string title;   // "Hierarchical Planner, Table 1".
+  std::string source;  // What it reproduces, one line.
+  std::vector<SuiteBenchmark> benchmarks;
+  std::vector<SuiteMethod> methods;
+};
+
+// How placer and simulator cost grow with graph size.
+struct ScaleStudy {
+  std::string cluster;
+  std::vector<std::string> models;   // Increasing size, for the RSS column.
+  std::vector<std::string> methods;  // Classical placers to time.
+  int simulate_repeats = 3;          // Median of this many simulations.
+};
+
+struct Suite {
+  std::string name;
+  std::string description;
+  std::vector<uint64_t> seeds;  // Default: {1}.
+  std::vector<SuiteTable> tables;
+  ScaleStudy scale;  // Empty models: none.
+};
+
+// The suites of bench/suites.json as compiled into dplace.
+const std::string& BuiltinSuitesJson();
+
+// Parses a suites file ("format": "dplace.suites"). Errors name `source`
+// and the JSON path of the bad field. Method names are checked when a suite
+// runs (CheckSuiteMethods), so a file may name methods this build lacks.
+StatusOr<std::vector<Suite>> ParseSuites(const std::string& text,
+                                         const std::string& source);
+// Reads a suites file, or the built-in suites when `path` is empty.
+StatusOr<std::vector<Suite>> LoadSuites(const std::string& path);
+// The suite called `name`; unknown names are errors listing the known ones.
+StatusOr<Suite> FindSuite(const std::vector<Suite>& suites,
+                          const std::string& name);
+
+// What to run of a suite, so a reduced run fits a small machine.
+struct SuiteFilter {
+  // Only these methods / benchmarks (benchmark name or model spec); empty:
+  // all. Names matching nothing are errors.
+  std::vector<std::string> methods;
+  std::vector<std::string> models;
+  // Learned placers: replace every budget with this many samples (> 0), or
+  // scale the suite's budgets by this factor (at least 1 sample).
+  int64_t budget_samples = 0;
+  double budget_scale = 1;
+  double budget_seconds = 0;  // > 0: replaces the seconds budget.
+  int max_seeds = 0;          // > 0: only the first this many seeds.
+};
+
+// Applies `filter` to `suite`; tables left without a benchmark or method
+// are dropped. Errors: a filter name that matches nothing.
+StatusOr<Suite> FilterSuite(const Suite& suite, const SuiteFilter& filter);
+
+// OK when every method of `suite` is registered; otherwise names the first
+// unknown one, its table, and every known method.
+Status CheckSuiteMethods(const Suite& suite);
+
+}  // namespace dplace
+
+#endif  // DPLACE_SUITE_SUITE_H_

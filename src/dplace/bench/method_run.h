@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "dplace/graph/training.h"
-#include "dplace/io/onnx_import.h"
+#include "dplace/io/onnx/onnx_import.h"
 #include "dplace/placers/placer.h"
 #include "dplace/rl/agent.h"
 #include "dplace/sim/simulator.h"

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <string>
+#include <unordered_map>
 
 #include "dplace/io/onnx/onnx_types.h"
 
@@ -117,82 +119,6 @@ std::optional<ConstTensor> Elementwise(
   return out;
 }
 
-std::optional<ConstTensor> Binary(const std::string& op, const ConstTensor& a,
-                                  const ConstTensor& b, const NodeProto& node) {
-  const int32_t t = a.elem_type;
-  const bool integral = IsIntegral(t);
-  std::function<double(const std::vector<double>&)> f;
-  int32_t out_type = t;
-  if (op == "Add") {
-    f = [](const auto& v) { return v[0] + v[1]; };
-  } else if (op == "Sub") {
-    f = [](const auto& v) { return v[0] - v[1]; };
-  } else if (op == "Mul") {
-    f = [](const auto& v) { return v[0] * v[1]; };
-  } else if (op == "Div") {
-    for (double d : b.values) {
-      if (d == 0) return std::nullopt;
-    }
-    f = [integral](const auto& v) {
-      return integral ? std::trunc(v[0] / v[1]) : v[0] / v[1];
-    };
-  } else if (op == "Mod") {
-    for (double d : b.values) {
-      if (d == 0) return std::nullopt;
-    }
-    const bool fmod = IntAttribute(node, "fmod", 0) != 0;
-    f = [fmod](const auto& v) {
-      return fmod ? std::fmod(v[0], v[1])
-                  : v[0] - v[1] * std::floor(v[0] / v[1]);
-    };
-  } else if (op == "Pow") {
-    f = [](const auto& v) { return std::pow(v[0], v[1]); };
-  } else if (op == "Max") {
-    f = [](const auto& v) { return std::max(v[0], v[1]); };
-  } else if (op == "Min") {
-    f = [](const auto& v) { return std::min(v[0], v[1]); };
-  } else if (op == "Equal" || op == "Less" || op == "Greater" ||
-             op == "LessOrEqual" || op == "GreaterOrEqual") {
-    out_type = TensorProto::BOOL;
-    f = [op](const auto& v) -> double {
-      if (op == "Equal") return v[0] == v[1];
-      if (op == "Less") return v[0] < v[1];
-      if (op == "Greater") return v[0] > v[1];
-      if (op == "LessOrEqual") return v[0] <= v[1];
-      return v[0] >= v[1];
-    };
-  } else if (op == "And") {
-    f = [](const auto& v) -> double { return v[0] != 0 && v[1] != 0; };
-  } else if (op == "Or") {
-    f = [](const auto& v) -> double { return v[0] != 0 || v[1] != 0; };
-  } else {
-    return std::nullopt;
-  }
-  return Elementwise({&a, &b}, out_type, f);
-}
-
-std::optional<ConstTensor> Unary(const std::string& op, const ConstTensor& a) {
-  std::function<double(const std::vector<double>&)> f;
-  if (op == "Identity") {
-    return a;
-  } else if (op == "Neg") {
-    f = [](const auto& v) { return -v[0]; };
-  } else if (op == "Abs") {
-    f = [](const auto& v) { return std::abs(v[0]); };
-  } else if (op == "Floor") {
-    f = [](const auto& v) { return std::floor(v[0]); };
-  } else if (op == "Ceil") {
-    f = [](const auto& v) { return std::ceil(v[0]); };
-  } else if (op == "Sqrt") {
-    f = [](const auto& v) { return std::sqrt(v[0]); };
-  } else if (op == "Not") {
-    f = [](const auto& v) -> double { return v[0] == 0; };
-  } else {
-    return std::nullopt;
-  }
-  return Elementwise({&a}, a.elem_type, f);
-}
-
 // Axes of Unsqueeze and Squeeze: an input from opset 13, an attribute before.
 std::optional<std::vector<int64_t>> Axes(const NodeProto& node,
                                          const ConstTensor* input) {
@@ -264,6 +190,336 @@ std::optional<ConstTensor> ConstantNodeValue(const NodeProto& node) {
     }
   }
   return std::nullopt;
+}
+
+// The operands of a node: null where an input is absent or not constant.
+using Operands = std::vector<const ConstTensor*>;
+using StaticShape = std::optional<std::vector<int64_t>>;
+
+// The value of a node's single output, or nullopt (as Evaluate).
+using EvaluatorFn = std::function<std::optional<ConstTensor>(
+    const NodeProto&, const Operands&, const StaticShape&)>;
+
+using ElementFn = std::function<double(const std::vector<double>&)>;
+
+bool OneOperand(const Operands& in) { return in.size() == 1 && in[0]; }
+
+bool TwoOperands(const Operands& in) {
+  return in.size() == 2 && in[0] && in[1];
+}
+
+bool AllConstant(const Operands& in) {
+  for (const ConstTensor* c : in) {
+    if (!c) return false;
+  }
+  return true;
+}
+
+// Element-wise ops of one operand, in its element type.
+EvaluatorFn UnaryValue(ElementFn f) {
+  return [f](const NodeProto&, const Operands& in,
+             const StaticShape&) -> std::optional<ConstTensor> {
+    if (!OneOperand(in)) return std::nullopt;
+    return Elementwise({in[0]}, in[0]->elem_type, f);
+  };
+}
+
+// Element-wise ops of two operands, in the first one's element type.
+EvaluatorFn BinaryValue(ElementFn f) {
+  return [f](const NodeProto&, const Operands& in,
+             const StaticShape&) -> std::optional<ConstTensor> {
+    if (!TwoOperands(in)) return std::nullopt;
+    return Elementwise({in[0], in[1]}, in[0]->elem_type, f);
+  };
+}
+
+// Comparisons of two operands, element by element, to bool.
+EvaluatorFn ComparisonValue(ElementFn f) {
+  return [f](const NodeProto&, const Operands& in,
+             const StaticShape&) -> std::optional<ConstTensor> {
+    if (!TwoOperands(in)) return std::nullopt;
+    return Elementwise({in[0], in[1]}, TensorProto::BOOL, f);
+  };
+}
+
+std::optional<ConstTensor> DivValue(const NodeProto&, const Operands& in,
+                                    const StaticShape&) {
+  if (!TwoOperands(in)) return std::nullopt;
+  for (double d : in[1]->values) {
+    if (d == 0) return std::nullopt;
+  }
+  const bool integral = IsIntegral(in[0]->elem_type);
+  return Elementwise({in[0], in[1]}, in[0]->elem_type,
+                     [integral](const auto& v) {
+                       return integral ? std::trunc(v[0] / v[1]) : v[0] / v[1];
+                     });
+}
+
+std::optional<ConstTensor> ModValue(const NodeProto& node, const Operands& in,
+                                    const StaticShape&) {
+  if (!TwoOperands(in)) return std::nullopt;
+  for (double d : in[1]->values) {
+    if (d == 0) return std::nullopt;
+  }
+  const bool fmod = IntAttribute(node, "fmod", 0) != 0;
+  return Elementwise({in[0], in[1]}, in[0]->elem_type, [fmod](const auto& v) {
+    return fmod ? std::fmod(v[0], v[1]) : v[0] - v[1] * std::floor(v[0] / v[1]);
+  });
+}
+
+std::optional<ConstTensor> IdentityValue(const NodeProto&, const Operands& in,
+                                         const StaticShape&) {
+  if (!OneOperand(in)) return std::nullopt;
+  return *in[0];
+}
+
+std::optional<ConstTensor> ShapeValue(const NodeProto& node, const Operands&,
+                                      const StaticShape& static_shape) {
+  if (!static_shape) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(static_shape->size());
+  int64_t start = IntAttribute(node, "start", 0);
+  int64_t end = IntAttribute(node, "end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  ConstTensor c;
+  c.values.assign(static_shape->begin() + start, static_shape->begin() + end);
+  c.dims = {end - start};
+  return c;
+}
+
+std::optional<ConstTensor> SizeValue(const NodeProto&, const Operands&,
+                                     const StaticShape& static_shape) {
+  if (!static_shape) return std::nullopt;
+  const std::optional<int64_t> n = ElementCount(*static_shape);
+  if (!n) return std::nullopt;
+  return Scalar(static_cast<double>(*n), TensorProto::INT64);
+}
+
+std::optional<ConstTensor> CastValue(const NodeProto& node, const Operands& in,
+                                     const StaticShape&) {
+  if (!OneOperand(in)) return std::nullopt;
+  const int32_t to = static_cast<int32_t>(IntAttribute(node, "to", 0));
+  if (!IsFoldableType(to)) return std::nullopt;
+  ConstTensor c = *in[0];
+  c.elem_type = to;
+  for (double& v : c.values) v = Normalize(v, to);
+  return c;
+}
+
+std::optional<ConstTensor> ConstantOfShapeValue(const NodeProto& node,
+                                                const Operands& in,
+                                                const StaticShape&) {
+  if (!OneOperand(in)) return std::nullopt;
+  ConstTensor c;
+  for (double v : in[0]->values) {
+    const std::optional<int64_t> d = ExactInteger(v);
+    if (!d) return std::nullopt;
+    c.dims.push_back(*d);
+  }
+  const std::optional<int64_t> count = ElementCount(c.dims);
+  if (!count || *count > kMaxFoldedElements) return std::nullopt;
+  const int64_t n = *count;
+  c.elem_type = TensorProto::FLOAT;
+  double fill = 0;
+  if (const AttributeProto* a = FindAttribute(node, "value")) {
+    std::optional<ConstTensor> v = ConstFromProto(a->t());
+    if (!v || v->values.size() != 1) return std::nullopt;
+    c.elem_type = v->elem_type;
+    fill = v->values[0];
+  }
+  c.values.assign(n, fill);
+  return c;
+}
+
+std::optional<ConstTensor> UnsqueezeValue(const NodeProto& node,
+                                          const Operands& in,
+                                          const StaticShape&) {
+  if (in.empty() || !in[0]) return std::nullopt;
+  const ConstTensor& x = *in[0];
+  const std::optional<std::vector<int64_t>> axes =
+      Axes(node, in.size() > 1 ? in[1] : nullptr);
+  if (!axes) return std::nullopt;
+  ConstTensor c = x;
+  const int64_t rank = static_cast<int64_t>(x.dims.size() + axes->size());
+  std::vector<int64_t> sorted;
+  for (int64_t a : *axes) sorted.push_back(a < 0 ? a + rank : a);
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t a : sorted) {
+    if (a < 0 || a > static_cast<int64_t>(c.dims.size())) {
+      return std::nullopt;
+    }
+    c.dims.insert(c.dims.begin() + a, 1);
+  }
+  return c;
+}
+
+std::optional<ConstTensor> SqueezeValue(const NodeProto& node,
+                                        const Operands& in,
+                                        const StaticShape&) {
+  if (in.empty() || !in[0]) return std::nullopt;
+  const ConstTensor& x = *in[0];
+  const std::optional<std::vector<int64_t>> axes =
+      Axes(node, in.size() > 1 ? in[1] : nullptr);
+  if (!axes) return std::nullopt;
+  ConstTensor c = x;
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool squeeze = axes->empty() && x.dims[i] == 1;
+    for (int64_t a : *axes) squeeze = squeeze || (a < 0 ? a + rank : a) == i;
+    if (!squeeze) dims.push_back(x.dims[i]);
+  }
+  c.dims = dims;
+  return c;
+}
+
+std::optional<ConstTensor> GatherValue(const NodeProto& node,
+                                       const Operands& in, const StaticShape&) {
+  if (!TwoOperands(in) || in[0]->dims.size() != 1) return std::nullopt;
+  const ConstTensor& x = *in[0];
+  const int64_t axis = IntAttribute(node, "axis", 0);
+  if (axis != 0 && axis != -1) return std::nullopt;
+  ConstTensor c;
+  c.elem_type = x.elem_type;
+  c.dims = in[1]->dims;
+  const double n = static_cast<double>(x.values.size());
+  for (double i : in[1]->values) {
+    if (i < 0) i += n;
+    if (!(i >= 0 && i < n)) return std::nullopt;  // NaN too.
+    c.values.push_back(x.values[static_cast<size_t>(i)]);
+  }
+  return c;
+}
+
+// Two or more 1-D operands.
+std::optional<ConstTensor> ConcatValue(const NodeProto&, const Operands& in,
+                                       const StaticShape&) {
+  if (in.size() < 2 || !AllConstant(in)) return std::nullopt;
+  ConstTensor c;
+  c.elem_type = in[0]->elem_type;
+  for (const ConstTensor* part : in) {
+    if (part->dims.size() != 1) return std::nullopt;
+    c.values.insert(c.values.end(), part->values.begin(), part->values.end());
+  }
+  c.dims = {static_cast<int64_t>(c.values.size())};
+  return c;
+}
+
+std::optional<ConstTensor> SliceValue(const NodeProto&, const Operands& in,
+                                      const StaticShape&) {
+  if (in.size() < 2 || !in[0]) return std::nullopt;
+  return Slice1D(*in[0], in);
+}
+
+std::optional<ConstTensor> ReshapeValue(const NodeProto&, const Operands& in,
+                                        const StaticShape&) {
+  if (in.size() < 2 || !in[0] || !in[1]) return std::nullopt;
+  const ConstTensor& x = *in[0];
+  ConstTensor c = x;
+  c.dims.clear();
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < in[1]->values.size(); ++i) {
+    const std::optional<int64_t> target = ExactInteger(in[1]->values[i]);
+    if (!target || *target < -1) return std::nullopt;
+    int64_t d = *target;
+    if (d == 0 && i < x.dims.size()) d = x.dims[i];
+    if (d == -1) infer = static_cast<int64_t>(i);
+    c.dims.push_back(d);
+    if (d != -1 && __builtin_mul_overflow(known, d, &known)) {
+      return std::nullopt;
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0) return std::nullopt;
+    c.dims[infer] = static_cast<int64_t>(x.values.size()) / known;
+  }
+  if (ElementCount(c.dims) != static_cast<int64_t>(x.values.size())) {
+    return std::nullopt;
+  }
+  return c;
+}
+
+std::optional<ConstTensor> RangeValue(const NodeProto&, const Operands& in,
+                                      const StaticShape&) {
+  if (in.size() != 3 || !AllConstant(in)) return std::nullopt;
+  const double start = in[0]->values.at(0), limit = in[1]->values.at(0),
+               delta = in[2]->values.at(0);
+  if (delta == 0) return std::nullopt;
+  const double n = std::max(0.0, std::ceil((limit - start) / delta));
+  if (n > kMaxFoldedElements) return std::nullopt;
+  ConstTensor c;
+  c.elem_type = in[0]->elem_type;
+  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
+    c.values.push_back(start + i * delta);
+  }
+  c.dims = {static_cast<int64_t>(n)};
+  return c;
+}
+
+std::optional<ConstTensor> WhereValue(const NodeProto&, const Operands& in,
+                                      const StaticShape&) {
+  if (in.size() != 3 || !AllConstant(in)) return std::nullopt;
+  return Elementwise({in[0], in[1], in[2]}, in[1]->elem_type,
+                     [](const auto& v) { return v[0] != 0 ? v[1] : v[2]; });
+}
+
+// By operator type; an operator without an evaluator is not folded.
+const std::unordered_map<std::string, EvaluatorFn>& Evaluators() {
+  static const auto* evaluators = [] {
+    auto* e = new std::unordered_map<std::string, EvaluatorFn>;
+    (*e)["Constant"] = [](const NodeProto& node, const Operands&,
+                          const StaticShape&) {
+      return ConstantNodeValue(node);
+    };
+    (*e)["Shape"] = ShapeValue;
+    (*e)["Size"] = SizeValue;
+    (*e)["Cast"] = CastValue;
+    (*e)["ConstantOfShape"] = ConstantOfShapeValue;
+    (*e)["Identity"] = IdentityValue;
+    (*e)["Neg"] = UnaryValue([](const auto& v) { return -v[0]; });
+    (*e)["Abs"] = UnaryValue([](const auto& v) { return std::abs(v[0]); });
+    (*e)["Floor"] = UnaryValue([](const auto& v) { return std::floor(v[0]); });
+    (*e)["Ceil"] = UnaryValue([](const auto& v) { return std::ceil(v[0]); });
+    (*e)["Sqrt"] = UnaryValue([](const auto& v) { return std::sqrt(v[0]); });
+    (*e)["Not"] = UnaryValue([](const auto& v) -> double { return v[0] == 0; });
+    (*e)["Unsqueeze"] = UnsqueezeValue;
+    (*e)["Squeeze"] = SqueezeValue;
+    (*e)["Gather"] = GatherValue;
+    (*e)["Concat"] = ConcatValue;
+    (*e)["Slice"] = SliceValue;
+    (*e)["Reshape"] = ReshapeValue;
+    (*e)["Range"] = RangeValue;
+    (*e)["Where"] = WhereValue;
+    (*e)["Add"] = BinaryValue([](const auto& v) { return v[0] + v[1]; });
+    (*e)["Sub"] = BinaryValue([](const auto& v) { return v[0] - v[1]; });
+    (*e)["Mul"] = BinaryValue([](const auto& v) { return v[0] * v[1]; });
+    (*e)["Div"] = DivValue;
+    (*e)["Mod"] = ModValue;
+    (*e)["Pow"] =
+        BinaryValue([](const auto& v) { return std::pow(v[0], v[1]); });
+    (*e)["Max"] =
+        BinaryValue([](const auto& v) { return std::max(v[0], v[1]); });
+    (*e)["Min"] =
+        BinaryValue([](const auto& v) { return std::min(v[0], v[1]); });
+    (*e)["Equal"] =
+        ComparisonValue([](const auto& v) -> double { return v[0] == v[1]; });
+    (*e)["Less"] =
+        ComparisonValue([](const auto& v) -> double { return v[0] < v[1]; });
+    (*e)["Greater"] =
+        ComparisonValue([](const auto& v) -> double { return v[0] > v[1]; });
+    (*e)["LessOrEqual"] =
+        ComparisonValue([](const auto& v) -> double { return v[0] <= v[1]; });
+    (*e)["GreaterOrEqual"] =
+        ComparisonValue([](const auto& v) -> double { return v[0] >= v[1]; });
+    (*e)["And"] = BinaryValue(
+        [](const auto& v) -> double { return v[0] != 0 && v[1] != 0; });
+    (*e)["Or"] = BinaryValue(
+        [](const auto& v) -> double { return v[0] != 0 || v[1] != 0; });
+    return e;
+  }();
+  return *evaluators;
 }
 
 }  // namespace
@@ -340,169 +596,9 @@ bool Representable(const ConstTensor& c) {
 std::optional<ConstTensor> Evaluate(
     const NodeProto& node, const std::vector<const ConstTensor*>& in,
     const std::optional<std::vector<int64_t>>& static_shape) {
-  const std::string& op = node.op_type();
-  auto all_inputs = [&in](size_t from, size_t to) {
-    for (size_t i = from; i < std::min(to, in.size()); ++i) {
-      if (!in[i]) return false;
-    }
-    return true;
-  };
-  if (op == "Constant") return ConstantNodeValue(node);
-  if (op == "Shape" || op == "Size") {
-    if (!static_shape) return std::nullopt;
-    if (op == "Size") {
-      const std::optional<int64_t> n = ElementCount(*static_shape);
-      if (!n) return std::nullopt;
-      return Scalar(static_cast<double>(*n), TensorProto::INT64);
-    }
-    const int64_t rank = static_cast<int64_t>(static_shape->size());
-    int64_t start = IntAttribute(node, "start", 0);
-    int64_t end = IntAttribute(node, "end", rank);
-    if (start < 0) start += rank;
-    if (end < 0) end += rank;
-    start = std::clamp<int64_t>(start, 0, rank);
-    end = std::clamp<int64_t>(end, start, rank);
-    ConstTensor c;
-    c.values.assign(static_shape->begin() + start, static_shape->begin() + end);
-    c.dims = {end - start};
-    return c;
-  }
-  if (in.empty() || !in[0]) return std::nullopt;
-  const ConstTensor& x = *in[0];
-  if (in.size() == 1) {
-    if (op == "Cast") {
-      const int32_t to = static_cast<int32_t>(IntAttribute(node, "to", 0));
-      if (!IsFoldableType(to)) return std::nullopt;
-      ConstTensor c = x;
-      c.elem_type = to;
-      for (double& v : c.values) v = Normalize(v, to);
-      return c;
-    }
-    if (op == "ConstantOfShape") {
-      ConstTensor c;
-      for (double v : x.values) {
-        const std::optional<int64_t> d = ExactInteger(v);
-        if (!d) return std::nullopt;
-        c.dims.push_back(*d);
-      }
-      const std::optional<int64_t> count = ElementCount(c.dims);
-      if (!count || *count > kMaxFoldedElements) return std::nullopt;
-      const int64_t n = *count;
-      c.elem_type = TensorProto::FLOAT;
-      double fill = 0;
-      if (const AttributeProto* a = FindAttribute(node, "value")) {
-        std::optional<ConstTensor> v = ConstFromProto(a->t());
-        if (!v || v->values.size() != 1) return std::nullopt;
-        c.elem_type = v->elem_type;
-        fill = v->values[0];
-      }
-      c.values.assign(n, fill);
-      return c;
-    }
-    if (op != "Unsqueeze" && op != "Squeeze") return Unary(op, x);
-  }
-  if (op == "Unsqueeze" || op == "Squeeze") {
-    const std::optional<std::vector<int64_t>> axes =
-        Axes(node, in.size() > 1 ? in[1] : nullptr);
-    if (!axes) return std::nullopt;
-    ConstTensor c = x;
-    if (op == "Unsqueeze") {
-      const int64_t rank = static_cast<int64_t>(x.dims.size() + axes->size());
-      std::vector<int64_t> sorted;
-      for (int64_t a : *axes) sorted.push_back(a < 0 ? a + rank : a);
-      std::sort(sorted.begin(), sorted.end());
-      for (int64_t a : sorted) {
-        if (a < 0 || a > static_cast<int64_t>(c.dims.size())) {
-          return std::nullopt;
-        }
-        c.dims.insert(c.dims.begin() + a, 1);
-      }
-      return c;
-    }
-    const int64_t rank = static_cast<int64_t>(x.dims.size());
-    std::vector<int64_t> dims;
-    for (int64_t i = 0; i < rank; ++i) {
-      bool squeeze = axes->empty() && x.dims[i] == 1;
-      for (int64_t a : *axes) squeeze = squeeze || (a < 0 ? a + rank : a) == i;
-      if (!squeeze) dims.push_back(x.dims[i]);
-    }
-    c.dims = dims;
-    return c;
-  }
-  if (op == "Gather") {
-    if (in.size() != 2 || !in[1] || x.dims.size() != 1) return std::nullopt;
-    const int64_t axis = IntAttribute(node, "axis", 0);
-    if (axis != 0 && axis != -1) return std::nullopt;
-    ConstTensor c;
-    c.elem_type = x.elem_type;
-    c.dims = in[1]->dims;
-    const double n = static_cast<double>(x.values.size());
-    for (double i : in[1]->values) {
-      if (i < 0) i += n;
-      if (!(i >= 0 && i < n)) return std::nullopt;  // NaN too.
-      c.values.push_back(x.values[static_cast<size_t>(i)]);
-    }
-    return c;
-  }
-  if (op == "Concat") {
-    if (!all_inputs(0, in.size())) return std::nullopt;
-    ConstTensor c;
-    c.elem_type = x.elem_type;
-    for (const ConstTensor* part : in) {
-      if (part->dims.size() != 1) return std::nullopt;
-      c.values.insert(c.values.end(), part->values.begin(), part->values.end());
-    }
-    c.dims = {static_cast<int64_t>(c.values.size())};
-    return c;
-  }
-  if (op == "Slice") return Slice1D(x, in);
-  if (op == "Reshape") {
-    if (in.size() < 2 || !in[1]) return std::nullopt;
-    ConstTensor c = x;
-    c.dims.clear();
-    int64_t known = 1, infer = -1;
-    for (size_t i = 0; i < in[1]->values.size(); ++i) {
-      const std::optional<int64_t> target = ExactInteger(in[1]->values[i]);
-      if (!target || *target < -1) return std::nullopt;
-      int64_t d = *target;
-      if (d == 0 && i < x.dims.size()) d = x.dims[i];
-      if (d == -1) infer = static_cast<int64_t>(i);
-      c.dims.push_back(d);
-      if (d != -1 && __builtin_mul_overflow(known, d, &known)) {
-        return std::nullopt;
-      }
-    }
-    if (infer >= 0) {
-      if (known == 0) return std::nullopt;
-      c.dims[infer] = static_cast<int64_t>(x.values.size()) / known;
-    }
-    if (ElementCount(c.dims) != static_cast<int64_t>(x.values.size())) {
-      return std::nullopt;
-    }
-    return c;
-  }
-  if (op == "Range") {
-    if (!all_inputs(0, 3) || in.size() != 3) return std::nullopt;
-    const double start = x.values.at(0), limit = in[1]->values.at(0),
-                 delta = in[2]->values.at(0);
-    if (delta == 0) return std::nullopt;
-    const double n = std::max(0.0, std::ceil((limit - start) / delta));
-    if (n > kMaxFoldedElements) return std::nullopt;
-    ConstTensor c;
-    c.elem_type = x.elem_type;
-    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
-      c.values.push_back(start + i * delta);
-    }
-    c.dims = {static_cast<int64_t>(n)};
-    return c;
-  }
-  if (op == "Where") {
-    if (in.size() != 3 || !all_inputs(0, 3)) return std::nullopt;
-    return Elementwise({in[0], in[1], in[2]}, in[1]->elem_type,
-                       [](const auto& v) { return v[0] != 0 ? v[1] : v[2]; });
-  }
-  if (in.size() == 2 && in[1]) return Binary(op, x, *in[1], node);
-  return std::nullopt;
+  auto it = Evaluators().find(node.op_type());
+  if (it == Evaluators().end()) return std::nullopt;
+  return it->second(node, in, static_shape);
 }
 
 }  // namespace dplace::onnx_internal

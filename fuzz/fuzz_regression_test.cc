@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "dplace/io/onnx_import.h"
+#include "dplace/io/onnx/onnx_import.h"
 #include "fuzz/fuzz_targets.h"
 #include "fuzz/fuzz_util.h"
 

@@ -7,7 +7,7 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/graph_json.h"
-#include "dplace/io/onnx_import.h"
+#include "dplace/io/onnx/onnx_import.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "fuzz/fuzz_util.h"

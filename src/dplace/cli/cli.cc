@@ -29,7 +29,7 @@
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
 #include "dplace/io/graph_json.h"
-#include "dplace/io/onnx_import.h"
+#include "dplace/io/onnx/onnx_import.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/method/method.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "dplace/graph/training.h"
-#include "dplace/io/onnx_import.h"
+#include "dplace/io/onnx/onnx_import.h"
 #include "dplace/method/method.h"
 
 namespace dplace {

@@ -1,7 +1,7 @@
 // ONNX import: the committed fixtures (tools/export_onnx.py) against
 // published figures, cost formulas against hand-computed counts, and every
 // kind of bad input against its one-line error or warning.
-#include "dplace/io/onnx_import.h"
+#include "dplace/io/onnx/onnx_import.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

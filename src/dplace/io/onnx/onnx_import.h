@@ -46,8 +46,8 @@
 //   Gather reads only the rows it gathers). Operators without a cost formula
 //   get zero FLOPs and their bytes accessed ("memory-only cost"); one
 //   warning lists them all.
-#ifndef DPLACE_IO_ONNX_IMPORT_H_
-#define DPLACE_IO_ONNX_IMPORT_H_
+#ifndef DPLACE_IO_ONNX_ONNX_IMPORT_H_
+#define DPLACE_IO_ONNX_ONNX_IMPORT_H_
 
 #include <cstdint>
 #include <string>
@@ -88,4 +88,4 @@ StatusOr<OnnxImport> ImportOnnxBytes(const std::string& bytes,
 
 }  // namespace dplace
 
-#endif  // DPLACE_IO_ONNX_IMPORT_H_
+#endif  // DPLACE_IO_ONNX_ONNX_IMPORT_H_

@@ -10,7 +10,7 @@
 
 #include "dplace/graph/training.h"
 #include "dplace/io/file.h"
-#include "dplace/io/onnx_import.h"
+#include "dplace/io/onnx/onnx_import.h"
 
 namespace dplace {
 namespace {

@@ -15,10 +15,10 @@
 #include "dplace/bench/bench.h"
 #include "dplace/bench/method_run.h"
 #include "dplace/cli/exec_commands.h"
-#include "dplace/cli/format.h"
 #include "dplace/cli/pretrain_command.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
+#include "dplace/util/format.h"
 #ifdef DPLACE_WITH_MPI
 #include "dplace/env/mpi_environment.h"
 #include "dplace/exec/measured_environment.h"
@@ -40,13 +40,6 @@
 namespace dplace {
 namespace {
 
-// Decimal units, as GPU vendors state memory: "11.81 GB", "2.05 kB".
-std::string Bytes(double bytes) {
-  if (bytes < 1e3) return Format("%.0f B", bytes);
-  if (bytes < 1e6) return Format("%.2f kB", bytes / 1e3);
-  if (bytes < 1e9) return Format("%.2f MB", bytes / 1e6);
-  return Format("%.2f GB", bytes / 1e9);
-}
 std::string Seconds(double s) { return Format("%.6f s", s); }
 
 std::string PadRight(std::string s, size_t width) {
@@ -114,9 +107,9 @@ int Inspect(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
       << g.num_edges() - control << ", control " << control << ")\n"
       << "tensors:          " << g.num_tensors() << "\n"
       << "total FLOPs:      " << Format("%.4g", g.total_flops()) << "\n"
-      << "parameter bytes:  " << Bytes(g.total_persistent_bytes())
+      << "parameter bytes:  " << FormatBytesScaled(g.total_persistent_bytes())
       << " (persistent: weights and optimizer slots)\n"
-      << "activation bytes: " << Bytes(activation_bytes)
+      << "activation bytes: " << FormatBytesScaled(activation_bytes)
       << " (all op outputs)\n";
   std::vector<std::pair<int, std::string>> types;
   for (const auto& [type, count] : type_count) types.push_back({-count, type});
@@ -162,7 +155,7 @@ int Import(const ImportFlags& flags, std::ostream& out, std::ostream& err) {
       << ")\n"
       << "FLOPs per step:  " << Format("%.4g", g.total_flops()) << " (forward "
       << Format("%.4g", forward_flops) << ")\n"
-      << "parameter bytes: " << Bytes(g.total_persistent_bytes())
+      << "parameter bytes: " << FormatBytesScaled(g.total_persistent_bytes())
       << " (weights and optimizer slots)\n";
   for (const std::string& w : warnings) err << "dplace: warning: " << w << "\n";
   out << "wrote " << flags.output << "\n";
@@ -239,8 +232,9 @@ int ZooStats(std::ostream& out, std::ostream& err) {
                                  100.0 * (g.num_ops() - paper_ops) / paper_ops)
                         : "-")
           << " | " << Format("%.1f", g.total_flops() / 1e9) << " | "
-          << Bytes(g.total_persistent_bytes()) << " | " << Bytes(peak) << " | "
-          << (fits.empty() ? "none" : fits) << " | " << m.paper_preset << ": "
+          << FormatBytesScaled(g.total_persistent_bytes()) << " | "
+          << FormatBytesScaled(peak) << " | " << (fits.empty() ? "none" : fits)
+          << " | " << m.paper_preset << ": "
           << (expert.feasible ? Format("%.3f s", expert.step_time) : "OOM")
           << " | " << Format("%.0f ms", build * 1e3) << " |\n";
     }
@@ -291,7 +285,7 @@ int ClusterShow(const std::string& name, bool as_json, std::ostream& out,
         << PadRight(d.host, 7)
         << PadRight(Format("%.2f", d.peak_flops / 1e12), 9)
         << PadRight(Format("%.0f", d.memory_bandwidth / 1e9), 8)
-        << PadRight(Bytes(d.memory_bytes), 12)
+        << PadRight(FormatBytesScaled(d.memory_bytes), 12)
         << PadRight(std::to_string(d.compute_slots), 6) << d.model << "\n";
   }
   out << "routes (hops from the first device):\n";
@@ -322,13 +316,13 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
     const double load = r.step_time > 0 ? r.device_busy_seconds[d] /
                                               dev.compute_slots / r.step_time
                                         : 0;
-    std::string peak = Bytes(r.device_peak_bytes[d]);
+    std::string peak = FormatBytesScaled(r.device_peak_bytes[d]);
     if (r.device_peak_bytes[d] > dev.memory_bytes) peak += " OOM";
     out << PadRight(dev.name, 12)
         << PadRight(std::to_string(r.device_op_count[d]), 8)
         << PadRight(Seconds(r.device_busy_seconds[d]), 12)
         << PadRight(Format("%.1f%%", 100 * load), 8) << PadRight(peak, 14)
-        << Bytes(dev.memory_bytes) << "\n";
+        << FormatBytesScaled(dev.memory_bytes) << "\n";
   }
   bool any_link = false;
   for (LinkId l = 0; l < c.num_links(); ++l) {
@@ -339,7 +333,7 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
         << PadRight(c.device(c.link(l).from).name + " -> " +
                         c.device(c.link(l).to).name,
                     24)
-        << Bytes(r.link_bytes[l]) << "\n";
+        << FormatBytesScaled(r.link_bytes[l]) << "\n";
   }
   const LowerBounds& b = r.bounds;
   out << "lower bound: " << Format("%.6f", b.Max()) << " s (" << b.MaxName()
@@ -649,9 +643,9 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
                 : "-")
         << " | "
         << (sim.feasible ? Format("%.2fx", sim.step_time / bound) : "-")
-        << " | " << Bytes(peak) << " | " << Format("%.3f", r.wall_seconds)
-        << " | " << (sim.feasible ? "" : DescribeInfeasibility(c, sim))
-        << " |\n";
+        << " | " << FormatBytesScaled(peak) << " | "
+        << Format("%.3f", r.wall_seconds) << " | "
+        << (sim.feasible ? "" : DescribeInfeasibility(c, sim)) << " |\n";
   }
   out << "lower bound: " << Format("%.4f", bound)
       << " s (no placement beats the larger of the critical path and the "

@@ -9,7 +9,6 @@
 
 #include "dplace/bench/method_run.h"
 #include "dplace/cli/cli.h"
-#include "dplace/cli/format.h"
 #include "dplace/exec/calibration.h"
 #include "dplace/exec/executor.h"
 #include "dplace/exec/fidelity.h"
@@ -20,6 +19,7 @@
 #include "dplace/io/file.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
+#include "dplace/util/format.h"
 
 namespace dplace {
 namespace {
@@ -81,7 +81,7 @@ void PrintCluster(const Cluster& cluster, std::ostream& out) {
     out << d.name << ": " << d.model << ", "
         << Format("%.1f GFLOP/s", d.peak_flops / 1e9) << " peak, "
         << Format("%.1f GB/s", d.memory_bandwidth / 1e9) << ", "
-        << Format("%.2f GB", d.memory_bytes / 1e9) << ", launch "
+        << FormatBytes(d.memory_bytes) << ", launch "
         << Format("%.1f us", d.launch_overhead * 1e6);
     if (d.shared_host_slowdown > 0) {
       out << ", ops x" << Format("%.3f", 1 + d.shared_host_slowdown)

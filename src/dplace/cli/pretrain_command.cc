@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "dplace/cli/cli.h"
-#include "dplace/cli/format.h"
 #include "dplace/placers/placer.h"
 #include "dplace/rl/mars.h"
+#include "dplace/util/format.h"
 
 namespace dplace {
 CLI::App* AddPretrainCommand(CLI::App* app, PretrainFlags* flags) {

@@ -8,16 +8,15 @@
 #include <vector>
 
 #include "dplace/bench/method_run.h"
+#ifdef DPLACE_WITH_MPI
+#include "dplace/bench/mpi_run.h"
+#endif
 #include "dplace/cli/cli.h"
 #include "dplace/cli/cli_util.h"
 #include "dplace/cli/commands/commands.h"
 #include "dplace/cli/commands/exec_util.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
-#ifdef DPLACE_WITH_MPI
-#include "dplace/env/mpi_environment.h"
-#include "dplace/exec/measured_environment.h"
-#endif
 #include "dplace/io/chrome_trace.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
@@ -107,36 +106,27 @@ Status WritePlacementReport(const PlacementProblem& problem,
 }
 
 // Where PlaceOne's search evaluates and what it does around it: in
-// process by default; --env mpi fills these in.
+// process by default; --env measured fills these in.
 struct PlaceHooks {
   Environment* environment = nullptr;  // Default: the simulated one.
-  GradientAveraging average_gradients;
-  uint64_t sampling_stream = 0;
-  // After a successful search: may replace the placement (the best over
-  // controllers) and returns a line to print after the method's.
+  // After a successful search: returns a line to print after the method's.
   std::function<StatusOr<std::string>(MethodRun*)> after_search;
-  // When the search fails, after the error is printed (MPI: end the job).
-  std::function<void()> on_error;
 };
 
-// dplace place --method NAME: one placer, or a learned placer's search
-// through the simulated environment; prints the chosen placement.
-int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
-             const PlacerOptions& options, const std::string& header,
-             const std::string& trace, std::ostream& out, std::ostream& err,
-             const PlaceHooks& hooks = {}) {
-  const bool learned = IsLearnedMethod(place.method);
+// The options of the method's run: the timeline when --trace or --report
+// wants it, and for a learned placer its budget, log, checkpoint, resume,
+// and a progress line when `err` is a terminal. Errors: a zero budget.
+StatusOr<MethodRunOptions> PlaceRunOptions(const PlaceFlags& place,
+                                           bool learned,
+                                           const std::string& trace,
+                                           std::ostream& err) {
   MethodRunOptions run_options;
   run_options.record_timeline = !trace.empty() || !place.report.empty();
-  run_options.environment = hooks.environment;
   SearchOptions& search = run_options.search;
-  search.average_gradients = hooks.average_gradients;
-  search.sampling_stream = hooks.sampling_stream;
   if (learned) {
     if (place.budget_samples == 0 || place.budget_seconds == 0) {
-      return Fail(err,
-                  InvalidArgumentError(
-                      "--budget-samples and --budget-seconds must be > 0"));
+      return InvalidArgumentError(
+          "--budget-samples and --budget-seconds must be > 0");
     }
     if (place.budget_samples > 0) search.budget.samples = place.budget_samples;
     if (place.budget_seconds > 0) search.budget.seconds = place.budget_seconds;
@@ -151,22 +141,19 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
       PrintProgress(p, err);
     };
   }
-  StatusOr<MethodRun> run =
-      RunMethod(place.method, options, problem, run_options);
-  if (terminal) err << "\n";
-  std::string note;
-  if (run.ok() && run->placed && hooks.after_search) {
-    StatusOr<std::string> line = hooks.after_search(&*run);
-    if (line.ok()) note = *line;
-    if (!line.ok()) run = line.status();
-  }
-  if (!run.ok()) {
-    const int code = Fail(err, run.status());
-    if (hooks.on_error) hooks.on_error();
-    return code;
-  }
-  if (!run->placed) {
-    const Status status(run->error_code, run->error);
+  return run_options;
+}
+
+// Prints the placement `run` chose (`note` after the method's line) and
+// writes --out, --trace and --report.
+int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
+                   bool learned, const MethodRunOptions& run_options,
+                   const MethodRun& run, const std::string& note,
+                   const std::string& header, const std::string& trace,
+                   std::ostream& out, std::ostream& err) {
+  const SearchOptions& search = run_options.search;
+  if (!run.placed) {
+    const Status status(run.error_code, run.error);
     if (status.code() == StatusCode::kInfeasible) {
       out << header << "infeasible: " << status.message() << "\n";
       return kExitInfeasible;
@@ -175,10 +162,10 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
   }
   const Graph& graph = *problem.graph;
   const Cluster& cluster = *problem.cluster;
-  const SimResult& sim = run->sim;
+  const SimResult& sim = run.sim;
   out << header << "method " << place.method << ": ";
   if (learned) {
-    const SearchResult& result = run->search;
+    const SearchResult& result = run.search;
     out << "searched " << result.samples << " samples ("
         << (result.first_sample_of_this_run > 0
                 ? "resumed at " +
@@ -187,7 +174,7 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
         << result.updates << " updates, " << result.num_groups << " groups) in "
         << Format("%.3f", result.wall_seconds) << " s\n";
   } else {
-    out << "placed in " << Format("%.3f", run->wall_seconds) << " s\n";
+    out << "placed in " << Format("%.3f", run.wall_seconds) << " s\n";
   }
   if (!note.empty()) out << note << "\n";
   PrintSimResult(cluster, sim, out);
@@ -197,7 +184,7 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
   }
   if (!place.out.empty()) {
     Status s = WriteTextFile(place.out,
-                             PlacementToJson(graph, cluster, run->placement));
+                             PlacementToJson(graph, cluster, run.placement));
     if (!s.ok()) return Fail(err, s);
     out << "placement: " << place.out << "\n";
   }
@@ -207,11 +194,36 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
     out << "trace: " << trace << " (open in Perfetto)\n";
   }
   if (!place.report.empty()) {
-    Status s = WritePlacementReport(problem, *run, place.command, place.report);
+    Status s = WritePlacementReport(problem, run, place.command, place.report);
     if (!s.ok()) return Fail(err, s);
     out << "report: " << place.report << "\n";
   }
   return sim.feasible ? kExitOk : kExitInfeasible;
+}
+
+// dplace place --method NAME: one placer, or a learned placer's search
+// through the simulated environment; prints the chosen placement.
+int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
+             const PlacerOptions& options, const std::string& header,
+             const std::string& trace, std::ostream& out, std::ostream& err,
+             const PlaceHooks& hooks = {}) {
+  const bool learned = IsLearnedMethod(place.method);
+  StatusOr<MethodRunOptions> made = PlaceRunOptions(place, learned, trace, err);
+  if (!made.ok()) return Fail(err, made.status());
+  MethodRunOptions run_options = std::move(made).value();
+  run_options.environment = hooks.environment;
+  StatusOr<MethodRun> run =
+      RunMethod(place.method, options, problem, run_options);
+  if (run_options.search.progress) err << "\n";
+  std::string note;
+  if (run.ok() && run->placed && hooks.after_search) {
+    StatusOr<std::string> line = hooks.after_search(&*run);
+    if (line.ok()) note = *line;
+    if (!line.ok()) run = line.status();
+  }
+  if (!run.ok()) return Fail(err, run.status());
+  return PrintPlacement(problem, place, learned, run_options, *run, note,
+                        header, trace, out, err);
 }
 
 // Every registered placer on one problem, as a markdown table; the best
@@ -336,12 +348,13 @@ Status ParseRankValue(const std::string& flag, const std::string& text,
 }
 
 // dplace place --env mpi under mpirun: controllers search, the other ranks
-// evaluate their placements (see mpi_environment.h). Only controller 0
-// prints and writes files.
+// evaluate their placements (see mpi_run.h). Only controller 0 prints and
+// writes files.
 int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
                  const PlacerOptions& options, const std::string& header,
                  std::string trace, std::ostream& out, std::ostream& err) {
-  MpiOptions mpi;
+  MpiRunOptions mpi_run;
+  MpiOptions& mpi = mpi_run.mpi;
   mpi.controllers = place.controllers;
   mpi.evaluation_timeout_seconds = place.mpi_timeout;
   if (!place.mpi_slow_worker.empty()) {
@@ -356,27 +369,14 @@ int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
     if (!s.ok()) return Fail(err, s);
     mpi.exit_after = static_cast<int64_t>(after);
   }
-  StatusOr<std::unique_ptr<MpiContext>> started = MpiContext::Start(mpi);
+  mpi_run.measure_on_workers = place.env == "mpi:measured";
+  StatusOr<std::unique_ptr<MpiMethodRun>> started =
+      MpiMethodRun::Start(mpi_run);
   if (!started.ok()) return Fail(err, started.status());
-  MpiContext& context = **started;
-  if (!context.is_controller()) {
-    // Each worker evaluates alone: one simulator thread, or this host's
-    // devices as --cluster names them.
-    StatusOr<std::unique_ptr<Environment>> local =
-        place.env == "mpi:measured"
-            ? NewMeasuredEnvironment(*problem.graph, *problem.cluster, {})
-            : StatusOr<std::unique_ptr<Environment>>(
-                  NewSimulatedEnvironment(*problem.cost, /*num_threads=*/1));
-    Status s = local.ok() ? context.RunWorker(local->get()) : local.status();
-    if (!s.ok()) {
-      Fail(err, s);
-      context.Abort(kExitBadInput);
-    }
-    return kExitOk;
-  }
+  MpiMethodRun& ranks = **started;
   std::ostringstream discarded;
   std::ostream* shown = &out;
-  if (context.controller() > 0) {
+  if (ranks.role() == MpiRole::kSilentController) {
     // The other controllers search and share their best, silently.
     place.log.clear();
     place.checkpoint.clear();
@@ -385,42 +385,39 @@ int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
     trace.clear();
     shown = &discarded;
   }
-  std::unique_ptr<Environment> env =
-      context.NewEnvironment(*problem.graph, *problem.cluster);
-  PlaceHooks hooks;
-  hooks.environment = env.get();
-  hooks.sampling_stream = static_cast<uint64_t>(context.controller());
-  if (context.num_controllers() > 1) {
-    hooks.average_gradients = [&context](std::vector<float>* gradient) {
-      context.AverageOverControllers(gradient);
-    };
-    hooks.on_error = [&context] { context.Abort(kExitBadInput); };
+  // CheckEnv let only learned placers through.
+  const bool learned = true;
+  MethodRunOptions run_options;  // A worker's are not used.
+  if (ranks.role() != MpiRole::kWorker) {
+    StatusOr<MethodRunOptions> made =
+        PlaceRunOptions(place, learned, trace, err);
+    if (!made.ok()) return Fail(err, made.status());
+    run_options = std::move(made).value();
   }
-  const bool record_timeline = !trace.empty() || !place.report.empty();
-  hooks.after_search = [&](MethodRun* run) -> StatusOr<std::string> {
-    context.StopWorkers();
-    const int best = context.ShareBest(
-        run->search.best_feasible, run->search.best_step_time, &run->placement);
-    if (best != context.controller()) {
-      SimOptions sim_options;
-      sim_options.record_timeline = record_timeline;
-      StatusOr<SimResult> sim =
-          Simulator(*problem.cost).Simulate(run->placement, sim_options);
-      if (!sim.ok()) return sim.status();
-      run->sim = std::move(sim).value();
-    }
-    const MpiEvaluationStats stats = context.stats();
-    return "mpi: " + std::to_string(context.world_size()) + " ranks, " +
-           std::to_string(context.num_controllers()) + " controller(s), " +
-           std::to_string(context.num_workers()) +
+  StatusOr<MpiRunResult> result =
+      ranks.Run(place.method, options, problem, run_options);
+  if (run_options.search.progress) err << "\n";
+  if (!result.ok()) {
+    const int code = Fail(err, result.status());
+    if (ranks.ErrorStrandsOtherRanks()) ranks.Abort(kExitBadInput);
+    return code;
+  }
+  if (result->role == MpiRole::kWorker) return kExitOk;
+  std::string note;
+  if (result->run.placed) {
+    const MpiEvaluationStats& stats = result->stats;
+    note = "mpi: " + std::to_string(result->world_size) + " ranks, " +
+           std::to_string(result->num_controllers) + " controller(s), " +
+           std::to_string(result->num_workers) +
            " worker(s) for controller 0; " + std::to_string(stats.issued) +
            " evaluations issued, " + std::to_string(stats.reissued) +
            " re-issued after a " + Format("%g", place.mpi_timeout) +
            " s timeout, " + std::to_string(stats.late_replies) +
            " late replies ignored; best from controller " +
-           std::to_string(best);
-  };
-  return PlaceOne(problem, place, options, header, trace, *shown, err, hooks);
+           std::to_string(result->best_controller);
+  }
+  return PrintPlacement(problem, place, learned, run_options, result->run, note,
+                        header, trace, *shown, err);
 }
 #endif  // DPLACE_WITH_MPI
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates docs/results.md from the `paper` bench suite (bench/suites.json):
+# Regenerates docs/results.md from the `paper` bench suite (src/dplace/suite/suites.json):
 # the papers' tables (Hierarchical Planner Table 1, Post Table 1, EAGLE
 # Tables I-IV) with every method of the suite, run by `dplace bench`.
 #   scripts/make-results-doc.sh [build/dplace] [bench flags...]
@@ -42,7 +42,7 @@ $command -o $json --markdown TABLES --report $results/paper.html
 
 in $(printf '%.0f' "$seconds") s on this machine ($(nproc) cores), the checkout at commit
 $revision, and wrapped its Markdown tables; do not edit them by hand. The suite is
-\`bench/suites.json\`; [bench.md](bench.md) explains it and the columns.
+\`src/dplace/suite/suites.json\`; [bench.md](bench.md) explains it and the columns.
 HEAD
   if [ $# -gt 0 ]; then
     cat <<NOTE

@@ -1,8 +1,6 @@
 // Runs the real-execution commands in-process: cluster detect, profile,
 // measure, fidelity and place --env measured, on this machine's CPUs, with
 // a small model so each takes seconds; and their one-line errors.
-#include "dplace/cli/exec_commands.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -16,6 +14,7 @@
 
 #include "dplace/cli/cli.h"
 #include "dplace/cli/cli_test_util.h"
+#include "dplace/cli/commands/commands.h"
 #include "dplace/exec/executor.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"

@@ -4,7 +4,6 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <memory>
@@ -14,6 +13,7 @@
 
 #include "dplace/report/svg.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/util/format.h"
 #include "dplace/util/median.h"
 
 namespace dplace {
@@ -53,12 +53,6 @@ double Pearson(const std::vector<double>& x, const std::vector<double>& y) {
   }
   if (sxx == 0 || syy == 0) return kNaN;
   return sxy / std::sqrt(sxx * syy);
-}
-
-std::string Format(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
 }
 
 std::string Percent(double fraction) {

@@ -1,7 +1,6 @@
 #include "dplace/placers/memory_repair.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <functional>
 #include <queue>
 #include <set>
@@ -12,15 +11,10 @@
 #include "dplace/placers/partition_graph.h"
 #include "dplace/placers/placer_util.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/util/format.h"
 
 namespace dplace {
 namespace {
-
-std::string Gigabytes(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f GB", bytes / 1e9);
-  return buf;
-}
 
 // No placement fits when weights and optimizer slots alone exceed the
 // cluster's memory; saying so at once spares max_simulations runs.
@@ -31,8 +25,9 @@ Status CheckPersistentMemory(const Graph& graph, const Cluster& cluster) {
   if (persistent <= capacity) return Status::Ok();
   return InfeasibleError(
       "graph " + graph.name() + " does not fit cluster " + cluster.name() +
-      ": its weights and optimizer slots alone take " + Gigabytes(persistent) +
-      ", all devices together hold " + Gigabytes(capacity));
+      ": its weights and optimizer slots alone take " +
+      FormatBytes(persistent) + ", all devices together hold " +
+      FormatBytes(capacity));
 }
 
 // A tensor that crosses the boundary of a unit with ops on the overloaded

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "dplace/report/svg.h"
+#include "dplace/util/format.h"
 #include "dplace/util/median.h"
 
 namespace dplace {
@@ -24,19 +24,6 @@ using report::Series;
 using report::SeriesColour;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-std::string Fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
-
-std::string Bytes(double bytes) {
-  if (bytes < 1e3) return Fmt("%.0f B", bytes);
-  if (bytes < 1e6) return Fmt("%.2f kB", bytes / 1e3);
-  if (bytes < 1e9) return Fmt("%.2f MB", bytes / 1e6);
-  return Fmt("%.2f GB", bytes / 1e9);
-}
 
 std::string PageStart(const std::string& title) {
   return "<!DOCTYPE html>\n"
@@ -190,8 +177,8 @@ std::string LayerChart(const Graph& graph, const Cluster& cluster,
     for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
       if (c[d] == 0) continue;
       const double w = bar * static_cast<double>(c[d]) / total;
-      out += "<rect x=\"" + Fmt("%.1f", x) + "\" y=\"" + std::to_string(y) +
-             "\" width=\"" + Fmt("%.1f", w) + "\" height=\"" +
+      out += "<rect x=\"" + Format("%.1f", x) + "\" y=\"" + std::to_string(y) +
+             "\" width=\"" + Format("%.1f", w) + "\" height=\"" +
              std::to_string(row - 2) + "\" fill=\"" + colours[d] + "\"/>";
       x += w;
     }
@@ -290,10 +277,11 @@ std::string Gantt(const Graph& graph, const Cluster& cluster,
           static_cast<int>(std::max_element(by_phase, by_phase + 3) - by_phase);
       const char* fill =
           lane.transfer ? "#8c8c8c" : PhaseColour(static_cast<Phase>(major));
-      out += "<rect x=\"" + Fmt("%.1f", px(start)) + "\" y=\"" +
+      out += "<rect x=\"" + Format("%.1f", px(start)) + "\" y=\"" +
              std::to_string(y + 1) + "\" width=\"" +
-             Fmt("%.2f", std::max(0.5, px(end) - px(start))) + "\" height=\"" +
-             std::to_string(row - 3) + "\" fill=\"" + fill + "\"/>";
+             Format("%.2f", std::max(0.5, px(end) - px(start))) +
+             "\" height=\"" + std::to_string(row - 3) + "\" fill=\"" + fill +
+             "\"/>";
       ++rects;
     }
   }
@@ -304,7 +292,7 @@ std::string Gantt(const Graph& graph, const Cluster& cluster,
          "\" y2=\"" + std::to_string(axis_y) + "\" stroke=\"#555\"/>";
   for (int k = 0; k <= 10; ++k) {
     const double t = step * k / 10;
-    out += "<text x=\"" + Fmt("%.1f", px(t)) + "\" y=\"" +
+    out += "<text x=\"" + Format("%.1f", px(t)) + "\" y=\"" +
            std::to_string(axis_y + 14) + "\" text-anchor=\"middle\">" +
            Number(t, "%.3g") + " s</text>";
   }
@@ -316,10 +304,10 @@ std::string Gantt(const Graph& graph, const Cluster& cluster,
            {"backward ops", PhaseColour(Phase::kBackward)},
            {"update ops", PhaseColour(Phase::kUpdate)},
            {"transfers", "#8c8c8c"}}) {
-    out += "<rect x=\"" + Fmt("%.0f", lx) +
+    out += "<rect x=\"" + Format("%.0f", lx) +
            "\" y=\"3\" width=\"10\" height=\"10\" fill=\"" + colour + "\"/>";
-    out +=
-        "<text x=\"" + Fmt("%.0f", lx + 14) + "\" y=\"12\">" + name + "</text>";
+    out += "<text x=\"" + Format("%.0f", lx + 14) + "\" y=\"12\">" + name +
+           "</text>";
     lx += 110;
   }
   out += "</g></svg>\n";
@@ -397,21 +385,22 @@ std::string PlacementReportHtml(const PlacementReportInput& in) {
                " devices") +
           "</tr>";
   html += "<tr><th>step time</th>" +
-          Cell(Fmt("%.6f s", sim.step_time) +
+          Cell(Format("%.6f s", sim.step_time) +
                (sim.feasible
                     ? ", feasible"
                     : ", infeasible: " + DescribeInfeasibility(cluster, sim))) +
           "</tr>";
   if (in.lower_bound > 0) {
-    html += "<tr><th>lower bound</th>" +
-            Cell(Fmt("%.6f s", in.lower_bound) + " (step time is " +
-                 Fmt("%.2fx", sim.step_time / in.lower_bound) + " the bound)") +
-            "</tr>";
+    html +=
+        "<tr><th>lower bound</th>" +
+        Cell(Format("%.6f s", in.lower_bound) + " (step time is " +
+             Format("%.2fx", sim.step_time / in.lower_bound) + " the bound)") +
+        "</tr>";
   }
   html += "<tr><th>" +
           std::string(in.history.empty() ? "time to place" : "search") +
           "</th>" +
-          Cell(Fmt("%.3f s", in.wall_seconds) +
+          Cell(Format("%.3f s", in.wall_seconds) +
                (in.history.empty()
                     ? std::string("")
                     : ", " + std::to_string(in.history.size()) + " samples")) +
@@ -432,13 +421,13 @@ std::string PlacementReportHtml(const PlacementReportInput& in) {
             ? sim.device_busy_seconds[d] / dev.compute_slots / sim.step_time
             : 0;
     load.push_back({dev.name, 100 * share, 0, colours[d],
-                    Fmt("%.1f%%", 100 * share) + " (" +
-                        Fmt("%.3f s", sim.device_busy_seconds[d]) + ", " +
+                    Format("%.1f%%", 100 * share) + " (" +
+                        Format("%.3f s", sim.device_busy_seconds[d]) + ", " +
                         std::to_string(sim.device_op_count[d]) + " ops)"});
-    memory.push_back(
-        {dev.name, static_cast<double>(sim.device_peak_bytes[d]),
-         static_cast<double>(dev.memory_bytes), colours[d],
-         Bytes(sim.device_peak_bytes[d]) + " / " + Bytes(dev.memory_bytes)});
+    memory.push_back({dev.name, static_cast<double>(sim.device_peak_bytes[d]),
+                      static_cast<double>(dev.memory_bytes), colours[d],
+                      FormatBytesScaled(sim.device_peak_bytes[d]) + " / " +
+                          FormatBytesScaled(dev.memory_bytes)});
   }
   BarChartOptions load_options;
   load_options.title = "Compute load: busy time over the step (per slot)";
@@ -481,10 +470,10 @@ std::string StepCell(const json& method) {
     }
     return "-";
   }
-  std::string cell = Fmt("%.4f", t.at("median").get<double>());
+  std::string cell = Format("%.4f", t.at("median").get<double>());
   if (method.at("runs").size() > 1) {
-    cell += " (" + Fmt("%.4f", t.at("min").get<double>()) + "–" +
-            Fmt("%.4f", t.at("max").get<double>()) + ")";
+    cell += " (" + Format("%.4f", t.at("min").get<double>()) + "–" +
+            Format("%.4f", t.at("max").get<double>()) + ")";
   }
   return cell;
 }
@@ -517,8 +506,8 @@ std::string PaperTableHtml(const json& table) {
       if (m && name == best) cell += " *";
       out += Cell(cell, true);
     }
-    out +=
-        Cell(Fmt("%.4f", b.at("lower_bound").get<double>()), true) + "</tr>\n";
+    out += Cell(Format("%.4f", b.at("lower_bound").get<double>()), true) +
+           "</tr>\n";
   }
   return out +
          "</table>\n<p class=\"note\">Step time (s) of the best "
@@ -533,7 +522,7 @@ std::string SamplesRun(const json& method) {
     samples.push_back(r.value("samples", 0.0));
   }
   if (samples.empty()) return "-";
-  return Fmt("%.0f", Median(std::move(samples)));
+  return Format("%.0f", Median(std::move(samples)));
 }
 
 std::string DetailTableHtml(const json& b) {
@@ -549,25 +538,27 @@ std::string DetailTableHtml(const json& b) {
     std::string samples = "-", seconds = "-";
     if (learned && m.at("samples_to_best").at("count").get<int>() > 0) {
       samples =
-          Fmt("%.0f", m.at("samples_to_best").at("median").get<double>()) +
+          Format("%.0f", m.at("samples_to_best").at("median").get<double>()) +
           " / " + SamplesRun(m);
-      seconds = Fmt("%.2f", m.at("seconds_to_best").at("median").get<double>());
+      seconds =
+          Format("%.2f", m.at("seconds_to_best").at("median").get<double>());
     }
     const json& wall = m.at("wall_seconds");
-    out += "<tr>" + Cell(m.at("method").get<std::string>()) +
-           Cell(std::to_string(m.at("runs").size()), true) +
-           Cell(StepCell(m), true) +
-           Cell(!std::isfinite(reduction)    ? "-"
-                : std::abs(reduction) < 5e-4 ? "0.0%"
-                                             : Fmt("%+.1f%%", 100 * reduction),
-                true) +
-           Cell(std::isfinite(vs_bound) ? Fmt("%.2fx", vs_bound) : "-", true) +
-           Cell(samples, true) + Cell(seconds, true) +
-           Cell(wall.at("count").get<int>()
-                    ? Fmt("%.3f", wall.at("median").get<double>())
-                    : "-",
-                true) +
-           "</tr>\n";
+    out +=
+        "<tr>" + Cell(m.at("method").get<std::string>()) +
+        Cell(std::to_string(m.at("runs").size()), true) +
+        Cell(StepCell(m), true) +
+        Cell(!std::isfinite(reduction)    ? "-"
+             : std::abs(reduction) < 5e-4 ? "0.0%"
+                                          : Format("%+.1f%%", 100 * reduction),
+             true) +
+        Cell(std::isfinite(vs_bound) ? Format("%.2fx", vs_bound) : "-", true) +
+        Cell(samples, true) + Cell(seconds, true) +
+        Cell(wall.at("count").get<int>()
+                 ? Format("%.3f", wall.at("median").get<double>())
+                 : "-",
+             true) +
+        "</tr>\n";
   }
   return out + "</table>\n";
 }
@@ -599,11 +590,12 @@ std::string BenchmarkCurves(const json& b) {
   if (b.at("best_baseline").is_string()) {
     refs.push_back(
         {"best baseline (" + b.at("best_baseline").get<std::string>() + ") " +
-             Fmt("%.4g s", b.at("best_baseline_step_time").get<double>()),
+             Format("%.4g s", b.at("best_baseline_step_time").get<double>()),
          b.at("best_baseline_step_time").get<double>(), "#333", false});
   }
   const double bound = b.at("lower_bound").get<double>();
-  refs.push_back({"lower bound " + Fmt("%.4g s", bound), bound, "#777", true});
+  refs.push_back(
+      {"lower bound " + Format("%.4g s", bound), bound, "#777", true});
   PlotOptions o;
   o.title = "Best step time so far, every learned method and seed";
   o.x_label = "samples";
@@ -662,22 +654,23 @@ std::string ScaleSection(const json& scale) {
   for (const std::string& m : methods) out += "<th>" + Escape(m) + " (s)</th>";
   out += "<th>RSS</th><th>peak RSS</th></tr>\n";
   for (const json& row : rows) {
-    out +=
-        "<tr>" + Cell(row.at("model").get<std::string>()) +
-        Cell(std::to_string(row.at("ops").get<int64_t>()), true) +
-        Cell(Fmt("%.2f", 1e3 * row.at("simulate_seconds").get<double>()), true);
+    out += "<tr>" + Cell(row.at("model").get<std::string>()) +
+           Cell(std::to_string(row.at("ops").get<int64_t>()), true) +
+           Cell(Format("%.2f", 1e3 * row.at("simulate_seconds").get<double>()),
+                true);
     for (const std::string& m : methods) {
       std::string cell = "-";
       for (const json& p : row.at("placers")) {
         if (p.at("method").get<std::string>() != m) continue;
-        cell = Fmt("%.3f", p.at("seconds").get<double>()) +
+        cell = Format("%.3f", p.at("seconds").get<double>()) +
                (p.at("placed").get<bool>() ? "" : " (refused)");
       }
       out += Cell(cell, true);
     }
-    out += Cell(Bytes(row.at("rss_bytes").get<double>()), true) +
-           Cell(Bytes(row.at("peak_rss_bytes").get<double>()), true) +
-           "</tr>\n";
+    out +=
+        Cell(FormatBytesScaled(row.at("rss_bytes").get<double>()), true) +
+        Cell(FormatBytesScaled(row.at("peak_rss_bytes").get<double>()), true) +
+        "</tr>\n";
   }
   return out + "</table>\n";
 }
@@ -693,7 +686,7 @@ std::string RenderBench(const json& doc) {
           "</p>\n<p class=\"note\">Made by <code>" +
           Escape(doc.at("command").get<std::string>()) + "</code>, started " +
           Escape(doc.at("started_utc").get<std::string>()) + ", " +
-          Fmt("%.0f s", doc.at("wall_seconds").get<double>()) + " on " +
+          Format("%.0f s", doc.at("wall_seconds").get<double>()) + " on " +
           std::to_string(doc.at("hardware_threads").get<int>()) +
           " hardware threads.</p>\n";
   for (const json& table : doc.at("tables")) {

@@ -1,7 +1,8 @@
 #include "dplace/sim/simulator.h"
 
 #include <algorithm>
-#include <cstdio>
+
+#include "dplace/util/format.h"
 
 namespace dplace {
 namespace {
@@ -62,12 +63,6 @@ struct Fifo {
   }
 };
 
-std::string FormatGigabytes(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f GB", bytes / 1e9);
-  return buf;
-}
-
 }  // namespace
 
 double LowerBounds::Max() const {
@@ -89,8 +84,8 @@ std::string DescribeInfeasibility(const Cluster& cluster,
   if (result.feasible) return "";
   const DeviceId d = result.oom_device;
   return "out of memory on " + cluster.device(d).name + ": peak " +
-         FormatGigabytes(result.device_peak_bytes[d]) + " > capacity " +
-         FormatGigabytes(cluster.device(d).memory_bytes);
+         FormatBytes(result.device_peak_bytes[d]) + " > capacity " +
+         FormatBytes(cluster.device(d).memory_bytes);
 }
 
 // The graph's adjacency flattened for the event loop: arcs carry their

@@ -32,7 +32,7 @@ std::vector<Suite> Builtin() {
 }
 
 TEST(SuiteTest, BuiltinSuitesAreTheSourceFile) {
-  StatusOr<std::string> text = ReadTextFile(kSourceDir + "/bench/suites.json");
+  StatusOr<std::string> text = ReadTextFile(kSourceDir + "/src/dplace/suite/suites.json");
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(*text, BuiltinSuitesJson());
 }

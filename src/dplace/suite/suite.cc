@@ -10,7 +10,7 @@
 
 namespace dplace {
 
-// Defined in the file CMake generates from bench/suites.json.
+// Defined in the file CMake generates from src/dplace/suite/suites.json.
 extern const char* const kBuiltinSuitesJson;
 
 namespace {
@@ -204,7 +204,7 @@ StatusOr<std::vector<Suite>> ParseSuites(const std::string& text,
 
 StatusOr<std::vector<Suite>> LoadSuites(const std::string& path) {
   if (path.empty())
-    return ParseSuites(BuiltinSuitesJson(), "bench/suites.json");
+    return ParseSuites(BuiltinSuitesJson(), "src/dplace/suite/suites.json");
   StatusOr<std::string> text = ReadTextFile(path);
   if (!text.ok()) return text.status();
   return ParseSuites(*text, path);

@@ -1,6 +1,6 @@
 // Benchmark suites: which models, on which clusters, with which methods,
 // budgets and seeds `dplace bench --suite NAME` runs. Suites are data, read
-// from a JSON file (bench/suites.json, compiled into dplace; `--suites FILE`
+// from a JSON file (src/dplace/suite/suites.json, compiled into dplace; `--suites FILE`
 // reads another); docs/formats.md describes the format and docs/bench.md
 // the suites.
 #ifndef DPLACE_SUITE_SUITE_H_
@@ -62,7 +62,7 @@ struct Suite {
   ScaleStudy scale;  // Empty models: none.
 };
 
-// The suites of bench/suites.json as compiled into dplace.
+// The suites of src/dplace/suite/suites.json as compiled into dplace.
 const std::string& BuiltinSuitesJson();
 
 // Parses a suites file ("format": "dplace.suites"). Errors name `source`

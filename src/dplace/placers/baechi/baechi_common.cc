@@ -1,7 +1,6 @@
 #include "dplace/placers/baechi/baechi_common.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -9,6 +8,7 @@
 #include <utility>
 
 #include "dplace/placers/placer_util.h"
+#include "dplace/util/format.h"
 
 namespace dplace {
 namespace baechi {
@@ -29,12 +29,6 @@ Status ValidateBaechiSettings(const std::string& method,
 }
 
 namespace {
-
-std::string Gigabytes(int64_t bytes) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.2f GB", bytes / 1e9);
-  return buffer;
-}
 
 uint8_t KindBits(const Cluster& cluster, DeviceId d) {
   return static_cast<uint8_t>(1u << static_cast<int>(cluster.device(d).kind));
@@ -148,8 +142,8 @@ StatusOr<PlacementUnits> MakePlacementUnits(const PlacementProblem& problem,
           std::string(u.offsets[k + 1] - u.offsets[k] > 1
                           ? "the colocation group of op "
                           : "op ") +
-          g.op_name(u.ops[u.offsets[k]]) + " needs " + Gigabytes(unit_need) +
-          " but the largest device it may use holds " + Gigabytes(largest));
+          g.op_name(u.ops[u.offsets[k]]) + " needs " + FormatBytes(unit_need) +
+          " but the largest device it may use holds " + FormatBytes(largest));
     }
   }
   for (DeviceId d = 0; d < c.num_devices(); ++d) {
@@ -157,11 +151,11 @@ StatusOr<PlacementUnits> MakePlacementUnits(const PlacementProblem& problem,
   }
   if (need > have) {
     return InfeasibleError(
-        "graph " + g.name() + " needs " + Gigabytes(need) +
+        "graph " + g.name() + " needs " + FormatBytes(need) +
         (whole_step_estimate ? " (every op's memory estimate)"
                              : " of persistent memory (weights, optimizer "
                                "slots)") +
-        " but the devices it may use hold " + Gigabytes(have) + " in all");
+        " but the devices it may use hold " + FormatBytes(have) + " in all");
   }
   return u;
 }
@@ -584,14 +578,15 @@ class ListScheduler {
         const DeviceState& s = devices_[d];
         if (unit_device_[k] >= 0 && unit_device_[k] != d) continue;
         where += (where.empty() ? "" : ", ") + c_.device(d).name + " " +
-                 Gigabytes(s.budget - s.used) + " free";
+                 FormatBytes(s.budget - s.used) + " free";
       }
       return InfeasibleError(
           "out of memory: op " + g_.op_name(op) + " needs " +
-          Gigabytes(OutputBytes(op) + g_.temporary_bytes(op)) +
-          (unit_device_[k] < 0 ? " plus " + Gigabytes(u_.persistent_bytes[k]) +
-                                     " for its colocation group"
-                               : "") +
+          FormatBytes(OutputBytes(op) + g_.temporary_bytes(op)) +
+          (unit_device_[k] < 0
+               ? " plus " + FormatBytes(u_.persistent_bytes[k]) +
+                     " for its colocation group"
+               : "") +
           " and fits on none of its devices (" + where + ")");
     }
     return InfeasibleError("out of memory");

@@ -1,16 +1,16 @@
-#include "dplace/cli/pretrain_command.h"
-
 #include <CLI/CLI.hpp>
-#include <cstdio>
 
 #include "dplace/cli/cli.h"
-#include "dplace/cli/format.h"
+#include "dplace/cli/cli_util.h"
+#include "dplace/cli/commands/commands.h"
 #include "dplace/method/method.h"
 #include "dplace/rl/agents/mars/mars.h"
+#include "dplace/util/format.h"
 
 namespace dplace {
-CLI::App* AddPretrainCommand(CLI::App* app, PretrainFlags* flags) {
-  CLI::App* cmd = app->add_subcommand(
+
+CLI::App* AddPretrainCommand(CLI::App* parent, PretrainFlags* flags) {
+  CLI::App* cmd = parent->add_subcommand(
       "pretrain",
       "pre-train Mars's graph encoder self-supervised (Deep Graph Infomax) "
       "on a model's group graph and save it for `place --method mars "
@@ -35,34 +35,29 @@ CLI::App* AddPretrainCommand(CLI::App* app, PretrainFlags* flags) {
   return cmd;
 }
 
-int RunPretrainCommand(
-    const PretrainFlags& flags,
-    const std::function<StatusOr<Graph>(const std::string&)>& load_graph,
-    std::ostream& out, std::ostream& err) {
-  auto fail = [&err](const Status& s) {
-    err << "dplace: error: " << s.message() << "\n";
-    return kExitBadInput;
-  };
-  StatusOr<Graph> graph = load_graph(flags.model);
-  if (!graph.ok()) return fail(graph.status());
+int RunPretrain(const PretrainFlags& flags, std::ostream& out,
+                std::ostream& err) {
+  StatusOr<Graph> graph = LoadGraph(flags.model);
+  if (!graph.ok()) return Fail(err, graph.status());
   std::vector<std::string> items = flags.options;
   if (flags.steps >= 0) {
     for (const std::string& item : items) {
       if (item.rfind("pretrain_steps=", 0) == 0) {
-        return fail(InvalidArgumentError(
-            "--steps and --option pretrain_steps=... both given"));
+        return Fail(err,
+                    InvalidArgumentError(
+                        "--steps and --option pretrain_steps=... both given"));
       }
     }
     items.push_back("pretrain_steps=" + std::to_string(flags.steps));
   }
   StatusOr<MethodOptions> options = MethodOptions::Parse(items);
-  if (!options.ok()) return fail(options.status());
+  if (!options.ok()) return Fail(err, options.status());
   PlacementProblem problem;
   problem.graph = &*graph;
   problem.seed = flags.seed;
   StatusOr<PretrainSummary> summary =
       PretrainMarsEncoder(problem, *options, flags.output);
-  if (!summary.ok()) return fail(summary.status());
+  if (!summary.ok()) return Fail(err, summary.status());
   out << "graph " << graph->name() << " (" << graph->num_ops() << " ops, hash "
       << graph->hash() << "): " << summary->num_groups << " groups\n"
       << "pre-trained " << summary->steps << " steps in "

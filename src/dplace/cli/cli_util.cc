@@ -1,0 +1,102 @@
+#include "dplace/cli/cli_util.h"
+
+#include <CLI/CLI.hpp>
+
+#include "dplace/cli/cli.h"
+#include "dplace/model/load_model.h"
+#include "dplace/util/format.h"
+
+namespace dplace {
+namespace {
+
+std::string Seconds(double s) { return Format("%.6f s", s); }
+
+}  // namespace
+
+std::string PadRight(std::string s, size_t width) {
+  if (s.size() < width) s.resize(width, ' ');
+  return s;
+}
+
+StatusOr<Graph> LoadGraph(const std::string& spec) {
+  StatusOr<LoadedModel> model = LoadModel(spec);
+  if (!model.ok()) return model.status();
+  return std::move(model->graph);
+}
+
+void AddGraphFlags(CLI::App* cmd, std::string* spec, bool required) {
+  auto* graph = cmd->add_option("--graph", *spec, "graph JSON file");
+  auto* model = cmd->add_option(
+      "--model", *spec,
+      "model: zoo:NAME[:key=value,...] (see `dplace zoo list`), a graph "
+      ".json file, or an .onnx model (imported, then expanded for training "
+      "with sgd)");
+  graph->excludes(model);
+  if (!required) return;
+  cmd->callback([cmd] {
+    if (cmd->count("--graph") + cmd->count("--model") == 0) {
+      throw CLI::RequiredError("--graph or --model");
+    }
+  });
+}
+
+int Fail(std::ostream& err, const Status& status) {
+  err << "dplace: error: " << status.message() << "\n";
+  return kExitBadInput;
+}
+
+void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
+  out << "step time: " << Format("%.6f", r.step_time) << " s\n";
+  if (r.feasible) {
+    out << "feasible: yes\n";
+  } else {
+    out << "infeasible: " << DescribeInfeasibility(c, r) << "\n";
+  }
+  out << PadRight("device", 12) << PadRight("ops", 8) << PadRight("busy", 12)
+      << PadRight("load", 8) << PadRight("peak memory", 14) << "capacity\n";
+  for (DeviceId d = 0; d < c.num_devices(); ++d) {
+    const Device& dev = c.device(d);
+    const double load = r.step_time > 0 ? r.device_busy_seconds[d] /
+                                              dev.compute_slots / r.step_time
+                                        : 0;
+    std::string peak = FormatBytesScaled(r.device_peak_bytes[d]);
+    if (r.device_peak_bytes[d] > dev.memory_bytes) peak += " OOM";
+    out << PadRight(dev.name, 12)
+        << PadRight(std::to_string(r.device_op_count[d]), 8)
+        << PadRight(Seconds(r.device_busy_seconds[d]), 12)
+        << PadRight(Format("%.1f%%", 100 * load), 8) << PadRight(peak, 14)
+        << FormatBytesScaled(dev.memory_bytes) << "\n";
+  }
+  bool any_link = false;
+  for (LinkId l = 0; l < c.num_links(); ++l) {
+    if (r.link_bytes[l] == 0) continue;
+    if (!any_link) out << "bytes moved:\n";
+    any_link = true;
+    out << "  "
+        << PadRight(c.device(c.link(l).from).name + " -> " +
+                        c.device(c.link(l).to).name,
+                    24)
+        << FormatBytesScaled(r.link_bytes[l]) << "\n";
+  }
+  const LowerBounds& b = r.bounds;
+  out << "lower bound: " << Format("%.6f", b.Max()) << " s (" << b.MaxName()
+      << "); step time is " << Format("%.3f", r.step_time / b.Max())
+      << "x the bound\n"
+      << "  critical path " << Seconds(b.critical_path) << ", total work "
+      << Seconds(b.total_work) << ", device load " << Seconds(b.device_load)
+      << ", link volume " << Seconds(b.link_volume) << ", placed critical path "
+      << Seconds(b.placed_critical_path) << "\n";
+}
+
+// The command line, for the record in reports.
+std::string CommandLine(int argc, const char* const* argv) {
+  std::string line = "dplace";
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    const bool plain = arg.find_first_of(" \"'$\\") == std::string::npos;
+    line += " " + (plain ? arg : "'" + arg + "'");
+  }
+  return line;
+}
+
+}  // namespace dplace

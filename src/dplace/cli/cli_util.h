@@ -1,0 +1,44 @@
+// Helpers the dplace commands share: their one-line errors, loading
+// --model, the --graph/--model flags, the simulated-step printout, columns.
+#ifndef DPLACE_CLI_CLI_UTIL_H_
+#define DPLACE_CLI_CLI_UTIL_H_
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+
+#include "dplace/cluster/cluster.h"
+#include "dplace/graph/graph.h"
+#include "dplace/sim/simulator.h"
+#include "dplace/util/status.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace dplace {
+
+// Prints `status` as the one line "dplace: error: ..." on `err`; returns
+// kExitBadInput.
+int Fail(std::ostream& err, const Status& status);
+
+// The graph of a --model spec (see LoadModel).
+StatusOr<Graph> LoadGraph(const std::string& spec);
+
+// Adds --graph and --model to `cmd`, both bound to `spec`; one of them is
+// required unless `required` is false.
+void AddGraphFlags(CLI::App* cmd, std::string* spec, bool required = true);
+
+// `s` padded with spaces to `width` characters.
+std::string PadRight(std::string s, size_t width);
+
+// Step time, feasibility, per-device load and memory, bytes moved and the
+// lower bounds of a simulated step.
+void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out);
+
+// The command line, for the record in reports.
+std::string CommandLine(int argc, const char* const* argv);
+
+}  // namespace dplace
+
+#endif  // DPLACE_CLI_CLI_UTIL_H_

@@ -1,0 +1,133 @@
+#include "dplace/suite/bench.h"
+
+#include <CLI/CLI.hpp>
+#include <vector>
+
+#include "dplace/cli/cli.h"
+#include "dplace/cli/cli_util.h"
+#include "dplace/cli/commands/commands.h"
+#include "dplace/io/file.h"
+#include "dplace/report/html_report.h"
+#include "dplace/suite/suite.h"
+#include "dplace/util/format.h"
+
+namespace dplace {
+namespace {
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> items;
+  size_t begin = 0;
+  while (begin <= text.size() && !text.empty()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    if (end > begin) items.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return items;
+}
+
+// dplace bench: runs a suite, writes its JSON, Markdown and HTML report.
+int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
+          std::ostream& err) {
+  StatusOr<std::vector<Suite>> suites = LoadSuites(flags.suites);
+  if (!suites.ok()) return Fail(err, suites.status());
+  if (flags.list || flags.suite.empty()) {
+    if (!flags.list) {
+      return Fail(err,
+                  InvalidArgumentError("bench needs --suite NAME (or --list)"));
+    }
+    for (const Suite& s : *suites) {
+      out << PadRight(s.name, 8) << s.description << "\n";
+    }
+    return kExitOk;
+  }
+  StatusOr<Suite> suite = FindSuite(*suites, flags.suite);
+  if (!suite.ok()) return Fail(err, suite.status());
+  flags.filter.methods = SplitList(flags.methods);
+  flags.filter.models = flags.models;
+  StatusOr<Suite> filtered = FilterSuite(*suite, flags.filter);
+  if (!filtered.ok()) return Fail(err, filtered.status());
+  StatusOr<BenchResults> results =
+      RunSuite(*filtered, command, [&err](const std::string& line) {
+        err << "dplace: bench " << line << "\n";
+      });
+  if (!results.ok()) return Fail(err, results.status());
+  const std::string json = BenchResultsToJson(*results);
+  const std::string markdown = BenchResultsToMarkdown(*results);
+  if (!flags.output.empty()) {
+    Status s = WriteTextFile(flags.output, json);
+    if (!s.ok()) return Fail(err, s);
+  }
+  if (!flags.markdown.empty()) {
+    Status s = WriteTextFile(flags.markdown, markdown);
+    if (!s.ok()) return Fail(err, s);
+  } else {
+    out << markdown;
+  }
+  if (!flags.report.empty()) {
+    StatusOr<std::string> html = BenchReportHtml(json, "results");
+    if (!html.ok()) return Fail(err, html.status());
+    Status s = WriteTextFile(flags.report, *html);
+    if (!s.ok()) return Fail(err, s);
+  }
+  out << "suite " << results->suite << ": "
+      << Format("%.1f", results->wall_seconds) << " s";
+  if (!flags.output.empty()) out << "; results: " << flags.output;
+  if (!flags.markdown.empty()) out << "; markdown: " << flags.markdown;
+  if (!flags.report.empty()) out << "; report: " << flags.report;
+  out << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
+  auto* bench = parent->add_subcommand(
+      "bench",
+      "run a benchmark suite (models x clusters x methods x budgets x "
+      "seeds) and print its tables in the papers' layout; see docs/bench.md");
+  bench->add_option("--suite", flags->suite,
+                    "suite name: smoke, paper, scale (see --list)");
+  bench->add_flag("--list", flags->list, "list the suites");
+  bench->add_option("--suites", flags->suites,
+                    "suites JSON file (default: src/dplace/suite/suites.json, built "
+                    "into dplace)");
+  bench->add_option("-o,--output", flags->output,
+                    "write the results as JSON (dplace.bench-results)");
+  bench->add_option("--markdown", flags->markdown,
+                    "write the Markdown tables to this file instead of "
+                    "stdout");
+  bench->add_option("--report", flags->report,
+                    "write the HTML report of the results");
+  bench->add_option("--methods", flags->methods,
+                    "only these methods (comma-separated)");
+  bench->add_option("--models", flags->models,
+                    "only these benchmarks, by name (nmt-4@k40x4) or model "
+                    "spec (zoo:nmt:layers=4); several after one --models, "
+                    "or repeat it");
+  bench
+      ->add_option("--budget-samples", flags->filter.budget_samples,
+                   "learned placers: samples per search, replacing the "
+                   "suite's budgets")
+      ->check(CLI::PositiveNumber);
+  bench
+      ->add_option("--budget-scale", flags->filter.budget_scale,
+                   "learned placers: multiply the suite's sample budgets")
+      ->check(CLI::PositiveNumber);
+  bench
+      ->add_option("--budget-seconds", flags->filter.budget_seconds,
+                   "learned placers: wall seconds per search (with the "
+                   "sample budget, whichever ends first)")
+      ->check(CLI::PositiveNumber);
+  bench
+      ->add_option("--seeds", flags->filter.max_seeds,
+                   "only the first N seeds of each method")
+      ->check(CLI::PositiveNumber);
+  return bench;
+}
+
+int RunBench(const BenchFlags& flags, std::ostream& out, std::ostream& err) {
+  return Bench(flags, flags.command, out, err);
+}
+
+}  // namespace dplace

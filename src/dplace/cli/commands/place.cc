@@ -1,0 +1,595 @@
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+#include "dplace/method/run.h"
+#include "dplace/model/load_model.h"
+#ifdef DPLACE_WITH_MPI
+#include "dplace/method/mpi_run.h"
+#endif
+#include "dplace/cli/cli.h"
+#include "dplace/cli/cli_util.h"
+#include "dplace/cli/commands/commands.h"
+#include "dplace/cli/commands/exec_util.h"
+#include "dplace/cost/cost_model.h"
+#include "dplace/env/environment.h"
+#include "dplace/io/chrome_trace.h"
+#include "dplace/io/cluster_json.h"
+#include "dplace/io/file.h"
+#include "dplace/io/placement_json.h"
+#include "dplace/io/profile_json.h"
+#include "dplace/method/method.h"
+#include "dplace/report/html_report.h"
+#include "dplace/sim/simulator.h"
+#include "dplace/util/format.h"
+
+namespace dplace {
+namespace {
+
+int PlaceList(std::ostream& out) {
+  size_t width = 0;  // The longest name, plus two spaces.
+  for (const MethodEntry* e : Methods())
+    width = std::max(width, e->name.size());
+  width += 2;
+  for (const MethodEntry* e : Methods()) {
+    out << PadRight(e->name, width) << (TraitsOf(*e).learns ? "(learned) " : "")
+        << e->description << "\n";
+  }
+  return kExitOk;
+}
+
+bool HasAgentFlags(const PlaceFlags& place) {
+  return place.budget_samples >= 0 || place.budget_seconds >= 0 ||
+         !place.log.empty() || !place.checkpoint.empty() ||
+         !place.resume.empty();
+}
+
+// Where the search checkpoints: --checkpoint, else beside --log
+// (L.jsonl -> L.ckpt), else over the checkpoint it resumed from.
+std::string CheckpointPath(const PlaceFlags& place) {
+  if (!place.checkpoint.empty()) return place.checkpoint;
+  if (!place.log.empty()) {
+    const std::string& log = place.log;
+    const size_t dot = log.rfind('.');
+    const size_t slash = log.rfind('/');
+    const bool has_ext =
+        dot != std::string::npos && (slash == std::string::npos || dot > slash);
+    return (has_ext ? log.substr(0, dot) : log) + ".ckpt";
+  }
+  return place.resume;
+}
+
+// A progress line rewritten in place: samples, time, best step time.
+void PrintProgress(const SearchProgress& p, std::ostream& err) {
+  std::string line = "\r" + std::to_string(p.samples);
+  if (p.budget.samples > 0) {
+    const int width = 20;
+    const int filled = static_cast<int>(
+        width *
+        std::min<double>(1, static_cast<double>(p.samples) / p.budget.samples));
+    line = "\r[" + std::string(filled, '#') + std::string(width - filled, ' ') +
+           "] " + std::to_string(p.samples) + "/" +
+           std::to_string(p.budget.samples);
+  }
+  line += " samples, " + Format("%.1f s", p.wall_seconds) + ", best " +
+          (p.best_step_time > 0 ? Format("%.4f s", p.best_step_time)
+                                : std::string("none feasible yet")) +
+          "   ";
+  err << line << std::flush;
+}
+
+// Writes the --report page of one placement.
+Status WritePlacementReport(const PlacementProblem& problem,
+                            const MethodRun& run, const std::string& command,
+                            const std::string& path) {
+  PlacementReportInput input;
+  input.graph = problem.graph;
+  input.cluster = problem.cluster;
+  input.placement = &run.placement;
+  input.sim = &run.sim;
+  input.method = run.method;
+  input.command = command;
+  input.wall_seconds = run.wall_seconds;
+  input.lower_bound = PlacementLowerBound(Simulator(*problem.cost));
+  for (const SampleRecord& s : run.search.history) {
+    input.history.push_back({s.step_time, s.feasible, s.best_step_time});
+  }
+  return WriteTextFile(path, PlacementReportHtml(input));
+}
+
+// Where PlaceOne's search evaluates and what it does around it: in
+// process by default; --env measured fills these in.
+struct PlaceHooks {
+  Environment* environment = nullptr;  // Default: the simulated one.
+  // After a successful search: returns a line to print after the method's.
+  std::function<StatusOr<std::string>(MethodRun*)> after_search;
+};
+
+// The options of the method's run: the timeline when --trace or --report
+// wants it, and for a learned placer its budget, log, checkpoint, resume,
+// and a progress line when `err` is a terminal. Errors: a zero budget.
+StatusOr<MethodRunOptions> PlaceRunOptions(const PlaceFlags& place,
+                                           bool learned,
+                                           const std::string& trace,
+                                           std::ostream& err) {
+  MethodRunOptions run_options;
+  run_options.record_timeline = !trace.empty() || !place.report.empty();
+  SearchOptions& search = run_options.context.search;
+  if (learned) {
+    if (place.budget_samples == 0 || place.budget_seconds == 0) {
+      return InvalidArgumentError(
+          "--budget-samples and --budget-seconds must be > 0");
+    }
+    if (place.budget_samples > 0) search.budget.samples = place.budget_samples;
+    if (place.budget_seconds > 0) search.budget.seconds = place.budget_seconds;
+    search.log_path = place.log;
+    search.checkpoint_path = CheckpointPath(place);
+    search.resume_path = place.resume;
+  }
+  const bool terminal =
+      learned && &err == &std::cerr && ::isatty(STDERR_FILENO);
+  if (terminal) {
+    search.progress = [&err](const SearchProgress& p) {
+      PrintProgress(p, err);
+    };
+  }
+  return run_options;
+}
+
+// Prints the placement `run` chose (`note` after the method's line) and
+// writes --out, --trace and --report.
+int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
+                   bool learned, const MethodRunOptions& run_options,
+                   const MethodRun& run, const std::string& note,
+                   const std::string& header, const std::string& trace,
+                   std::ostream& out, std::ostream& err) {
+  const SearchOptions& search = run_options.context.search;
+  if (!run.placed) {
+    const Status status(run.error_code, run.error);
+    if (status.code() == StatusCode::kInfeasible) {
+      out << header << "infeasible: " << status.message() << "\n";
+      return kExitInfeasible;
+    }
+    return Fail(err, status);
+  }
+  const Graph& graph = *problem.graph;
+  const Cluster& cluster = *problem.cluster;
+  const SimResult& sim = run.sim;
+  out << header << "method " << place.method << ": ";
+  if (learned) {
+    const SearchTrace& result = run.search;
+    out << "searched " << result.samples << " samples ("
+        << (result.first_sample_of_this_run > 0
+                ? "resumed at " +
+                      std::to_string(result.first_sample_of_this_run) + ", "
+                : "")
+        << result.updates << " updates, " << result.num_groups << " groups) in "
+        << Format("%.3f", result.wall_seconds) << " s\n";
+  } else {
+    out << "placed in " << Format("%.3f", run.wall_seconds) << " s\n";
+  }
+  if (!note.empty()) out << note << "\n";
+  PrintSimResult(cluster, sim, out);
+  if (!place.log.empty()) out << "log: " << place.log << "\n";
+  if (learned && !search.checkpoint_path.empty()) {
+    out << "checkpoint: " << search.checkpoint_path << "\n";
+  }
+  if (!place.out.empty()) {
+    Status s = WriteTextFile(place.out,
+                             PlacementToJson(graph, cluster, run.placement));
+    if (!s.ok()) return Fail(err, s);
+    out << "placement: " << place.out << "\n";
+  }
+  if (!trace.empty()) {
+    Status s = WriteChromeTrace(graph, cluster, sim, trace);
+    if (!s.ok()) return Fail(err, s);
+    out << "trace: " << trace << " (open in Perfetto)\n";
+  }
+  if (!place.report.empty()) {
+    Status s = WritePlacementReport(problem, run, place.command, place.report);
+    if (!s.ok()) return Fail(err, s);
+    out << "report: " << place.report << "\n";
+  }
+  return sim.feasible ? kExitOk : kExitInfeasible;
+}
+
+// dplace place --method NAME: one placer, or a learned placer's search
+// through the simulated environment; prints the chosen placement.
+int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
+             const MethodOptions& options, const std::string& header,
+             const std::string& trace, std::ostream& out, std::ostream& err,
+             const PlaceHooks& hooks = {}) {
+  const bool learned = IsLearnedMethod(place.method);
+  StatusOr<MethodRunOptions> made = PlaceRunOptions(place, learned, trace, err);
+  if (!made.ok()) return Fail(err, made.status());
+  MethodRunOptions run_options = std::move(made).value();
+  run_options.context.environment = hooks.environment;
+  StatusOr<MethodRun> run =
+      RunMethod(place.method, options, problem, run_options);
+  if (run_options.context.search.progress) err << "\n";
+  std::string note;
+  if (run.ok() && run->placed && hooks.after_search) {
+    StatusOr<std::string> line = hooks.after_search(&*run);
+    if (line.ok()) note = *line;
+    if (!line.ok()) run = line.status();
+  }
+  if (!run.ok()) return Fail(err, run.status());
+  return PrintPlacement(problem, place, learned, run_options, *run, note,
+                        header, trace, out, err);
+}
+
+// Every registered placer on one problem, as a markdown table; the best
+// feasible step time is marked.
+int PlaceAll(const PlacementProblem& problem, std::ostream& out,
+             std::ostream& err) {
+  Simulator simulator(*problem.cost);
+  std::vector<MethodRun> results;
+  for (const MethodEntry* e : Methods()) {
+    if (TraitsOf(*e).learns) continue;
+    err << "dplace: placing with " << e->name << " ...\n";
+    StatusOr<MethodRun> run = RunMethod(e->name, {}, problem, {});
+    if (!run.ok()) {
+      MethodRun failed;
+      failed.method = e->name;
+      failed.error = run.status().message();
+      results.push_back(std::move(failed));
+    } else {
+      results.push_back(std::move(run).value());
+    }
+  }
+  const double bound = PlacementLowerBound(simulator);
+  double best = 0, single_gpu = 0;
+  for (const MethodRun& r : results) {
+    if (!r.placed || !r.sim.feasible) continue;
+    if (best == 0 || r.sim.step_time < best) best = r.sim.step_time;
+    if (r.method == "single-gpu") single_gpu = r.sim.step_time;
+  }
+  const Cluster& c = *problem.cluster;
+  out << "| method | step time (s) | vs single-gpu | vs lower bound | max "
+         "peak memory | time to place (s) | note |\n"
+         "|---|---:|---:|---:|---:|---:|---|\n";
+  for (const MethodRun& r : results) {
+    out << "| " << r.method << " | ";
+    if (!r.placed) {
+      out << "- | - | - | - | " << Format("%.3f", r.wall_seconds) << " | "
+          << r.error << " |\n";
+      continue;
+    }
+    const SimResult& sim = r.sim;
+    int64_t peak = 0;
+    for (int64_t p : sim.device_peak_bytes) peak = std::max(peak, p);
+    out << (sim.feasible ? Format("%.4f", sim.step_time) : "OOM")
+        << (sim.feasible && sim.step_time == best ? " (best)" : "") << " | "
+        << (sim.feasible && single_gpu > 0
+                ? Format("%.2fx", single_gpu / sim.step_time)
+                : "-")
+        << " | "
+        << (sim.feasible ? Format("%.2fx", sim.step_time / bound) : "-")
+        << " | " << FormatBytesScaled(peak) << " | "
+        << Format("%.3f", r.wall_seconds) << " | "
+        << (sim.feasible ? "" : DescribeInfeasibility(c, sim)) << " |\n";
+  }
+  out << "lower bound: " << Format("%.4f", bound)
+      << " s (no placement beats the larger of the critical path and the "
+         "total work over all devices)\n";
+  return best > 0 ? kExitOk : kExitInfeasible;
+}
+
+bool IsMpiEnv(const std::string& env) {
+  return env == "mpi" || env == "mpi:simulated" || env == "mpi:measured";
+}
+
+// --env: simulated, measured (one method, on a detected cluster), or
+// mpi[:simulated|:measured] (learned placers only).
+Status CheckEnv(const PlaceFlags& place) {
+  if (place.env == "simulated") return Status::Ok();
+  if (place.env == "measured") {
+    if (place.method == "all") {
+      return InvalidArgumentError(
+          "--env measured runs one method; to measure many placements "
+          "against the simulator use dplace fidelity");
+    }
+    return Status::Ok();
+  }
+  if (!IsMpiEnv(place.env)) {
+    return InvalidArgumentError("--env " + place.env +
+                                ": expected simulated, measured or "
+                                "mpi[:simulated|:measured]");
+  }
+#ifndef DPLACE_WITH_MPI
+  return InvalidArgumentError(
+      "--env " + place.env +
+      ": this dplace was built without MPI; install Open MPI (apt-get "
+      "install libopenmpi-dev openmpi-bin), rebuild with "
+      "-DDPLACE_WITH_MPI=ON and start it with mpirun (docs/mpi.md)");
+#else
+  if (place.method == "all" || !IsLearnedMethod(place.method)) {
+    return InvalidArgumentError("--env " + place.env +
+                                " spreads a learned placer's evaluations "
+                                "over MPI ranks; method " +
+                                place.method +
+                                " is not a learned placer (see --list)");
+  }
+  if (place.controllers > 1 &&
+      (place.budget_samples <= 0 || place.budget_seconds >= 0 ||
+       !place.resume.empty())) {
+    return InvalidArgumentError(
+        "--controllers " + std::to_string(place.controllers) +
+        ": controllers step together, so they need --budget-samples and no "
+        "--budget-seconds or --resume");
+  }
+  return Status::Ok();
+#endif
+}
+
+#ifdef DPLACE_WITH_MPI
+// "RANK:VALUE" of the MPI test hooks.
+Status ParseRankValue(const std::string& flag, const std::string& text,
+                      int* rank, double* value) {
+  const size_t colon = text.find(':');
+  try {
+    size_t end = 0;
+    if (colon == std::string::npos) throw std::invalid_argument(text);
+    *rank = std::stoi(text.substr(0, colon), &end);
+    if (end != colon) throw std::invalid_argument(text);
+    *value = std::stod(text.substr(colon + 1), &end);
+    if (end != text.size() - colon - 1) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    return InvalidArgumentError(flag + " " + text + ": expected RANK:NUMBER");
+  }
+  return Status::Ok();
+}
+
+// dplace place --env mpi under mpirun: controllers search, the other ranks
+// evaluate their placements (see mpi_run.h). Only controller 0 prints and
+// writes files.
+int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
+                 const MethodOptions& options, const std::string& header,
+                 std::string trace, std::ostream& out, std::ostream& err) {
+  MpiRunOptions mpi_run;
+  MpiOptions& mpi = mpi_run.mpi;
+  mpi.controllers = place.controllers;
+  mpi.evaluation_timeout_seconds = place.mpi_timeout;
+  if (!place.mpi_slow_worker.empty()) {
+    Status s = ParseRankValue("--mpi-slow-worker", place.mpi_slow_worker,
+                              &mpi.slow_rank, &mpi.slow_seconds);
+    if (!s.ok()) return Fail(err, s);
+  }
+  if (!place.mpi_exit_worker.empty()) {
+    double after = 0;
+    Status s = ParseRankValue("--mpi-exit-worker", place.mpi_exit_worker,
+                              &mpi.exit_rank, &after);
+    if (!s.ok()) return Fail(err, s);
+    mpi.exit_after = static_cast<int64_t>(after);
+  }
+  mpi_run.measure_on_workers = place.env == "mpi:measured";
+  StatusOr<std::unique_ptr<MpiMethodRun>> started =
+      MpiMethodRun::Start(mpi_run);
+  if (!started.ok()) return Fail(err, started.status());
+  MpiMethodRun& ranks = **started;
+  std::ostringstream discarded;
+  std::ostream* shown = &out;
+  if (ranks.role() == MpiRole::kSilentController) {
+    // The other controllers search and share their best, silently.
+    place.log.clear();
+    place.checkpoint.clear();
+    place.out.clear();
+    place.report.clear();
+    trace.clear();
+    shown = &discarded;
+  }
+  // CheckEnv let only learned placers through.
+  const bool learned = true;
+  MethodRunOptions run_options;  // A worker's are not used.
+  if (ranks.role() != MpiRole::kWorker) {
+    StatusOr<MethodRunOptions> made =
+        PlaceRunOptions(place, learned, trace, err);
+    if (!made.ok()) return Fail(err, made.status());
+    run_options = std::move(made).value();
+  }
+  StatusOr<MpiRunResult> result =
+      ranks.Run(place.method, options, problem, run_options);
+  if (run_options.context.search.progress) err << "\n";
+  if (!result.ok()) {
+    const int code = Fail(err, result.status());
+    if (ranks.ErrorStrandsOtherRanks()) ranks.Abort(kExitBadInput);
+    return code;
+  }
+  if (result->role == MpiRole::kWorker) return kExitOk;
+  std::string note;
+  if (result->run.placed) {
+    const MpiEvaluationStats& stats = result->stats;
+    note = "mpi: " + std::to_string(result->world_size) + " ranks, " +
+           std::to_string(result->num_controllers) + " controller(s), " +
+           std::to_string(result->num_workers) +
+           " worker(s) for controller 0; " + std::to_string(stats.issued) +
+           " evaluations issued, " + std::to_string(stats.reissued) +
+           " re-issued after a " + Format("%g", place.mpi_timeout) +
+           " s timeout, " + std::to_string(stats.late_replies) +
+           " late replies ignored; best from controller " +
+           std::to_string(result->best_controller);
+  }
+  return PrintPlacement(problem, place, learned, run_options, result->run, note,
+                        header, trace, *shown, err);
+}
+#endif  // DPLACE_WITH_MPI
+
+// dplace place --env measured: a learned placer's samples are measured on
+// this machine's devices (the cluster must be a detected one); the chosen
+// placement, from any method, is measured too.
+int PlaceMeasured(const PlacementProblem& problem, const PlaceFlags& place,
+                  const MethodOptions& options, const std::string& header,
+                  const std::string& trace, std::ostream& out,
+                  std::ostream& err) {
+  StatusOr<std::unique_ptr<Environment>> env =
+      MeasuredEnvironmentForPlace(*problem.graph, *problem.cluster);
+  if (!env.ok()) return Fail(err, env.status());
+  PlaceHooks hooks;
+  hooks.environment = env->get();
+  hooks.after_search = [&](MethodRun* run) -> StatusOr<std::string> {
+    err << "dplace: measuring the chosen placement ...\n";
+    StatusOr<std::vector<Measurement>> m = (*env)->Evaluate({run->placement});
+    if (!m.ok()) return m.status();
+    const Measurement& r = (*m)[0];
+    if (!r.feasible) return "measured: infeasible: " + r.infeasible_reason;
+    return "measured step time: " + Format("%.6f", r.step_time) +
+           " s (simulated below)";
+  };
+  return PlaceOne(problem, place, options, header, trace, out, err, hooks);
+}
+
+}  // namespace
+
+CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
+  auto* place = parent->add_subcommand(
+      "place",
+      "place a model on a cluster with a method, simulate the placement and "
+      "print step time, feasibility, per-device load and peak memory, the "
+      "gap to the lower bound and the time placing took");
+  AddGraphFlags(place, &flags->graph, /*required=*/false);
+  place->add_option("--cluster", flags->cluster,
+                    "preset name (see `dplace cluster list`) or cluster .json");
+  place->add_option("--method", flags->method,
+                    "placer or learned placer name (see --list), or `all` "
+                    "for a table comparing every classical placer");
+  place->add_option("--option", flags->options,
+                    "key=value setting of the method (repeatable)");
+  place->add_option("--seed", flags->seed,
+                    "seed of randomised methods (default: 1)");
+  place->add_option("--out", flags->out, "write the placement JSON");
+  place->add_option("--trace", flags->trace,
+                    "write the placement's Chrome trace (open in Perfetto)");
+  place->add_option("--profile", flags->profile,
+                    "profile JSON of measured op times (overrides the "
+                    "roofline cost model)");
+  place->add_flag("--list", flags->list, "list every method, one line each");
+  place->add_option("--budget-samples", flags->budget_samples,
+                    "learned placers: placements to evaluate (default: the "
+                    "agent's paper budget, 2400, when no budget is given)");
+  place->add_option("--budget-seconds", flags->budget_seconds,
+                    "learned placers: wall seconds to search");
+  place->add_option("--log", flags->log,
+                    "learned placers: write one JSON line per sampled "
+                    "placement (sample, wall_s, step_time, feasible, reward, "
+                    "best_step_time)");
+  place->add_option("--checkpoint", flags->checkpoint,
+                    "learned placers: checkpoint file, written every 10 "
+                    "updates and at the end (default: beside --log as "
+                    ".ckpt)");
+  place->add_option("--resume", flags->resume,
+                    "learned placers: continue the search saved in this "
+                    "checkpoint (same method, model, cluster, options)");
+  place->add_option("--env", flags->env,
+                    "where a learned placer's placements are evaluated: "
+                    "simulated (default, in process), measured (run on this "
+                    "machine's devices; --cluster from `cluster detect`), "
+                    "or mpi[:simulated|:measured] "
+                    "under mpirun: rank 0 searches, the other ranks evaluate "
+                    "(docs/mpi.md)");
+  place
+      ->add_option("--controllers", flags->controllers,
+                   "--env mpi: controller ranks training one policy, each "
+                   "with its own workers and baseline, gradients averaged "
+                   "(default: 1)")
+      ->check(CLI::PositiveNumber);
+  place
+      ->add_option("--mpi-timeout", flags->mpi_timeout,
+                   "--env mpi: seconds one evaluation may take before the "
+                   "placement goes to another worker; 0: never (default: "
+                   "60)")
+      ->check(CLI::NonNegativeNumber);
+  // Test hooks of the MPI environment, hidden from --help.
+  place->add_option("--mpi-slow-worker", flags->mpi_slow_worker)->group("");
+  place->add_option("--mpi-exit-worker", flags->mpi_exit_worker)->group("");
+  place->add_option("--report", flags->report,
+                    "write a self-contained HTML report: placement by layer "
+                    "and op, per-device load and memory, the step's "
+                    "timeline, and a learned placer's learning curve");
+  place->add_option("--encoder", flags->encoder,
+                    "mars: start from this pre-trained encoder (see `dplace "
+                    "pretrain`); the same as --option encoder=FILE");
+  place->callback([place, flags] {
+    // A negative budget is as wrong as zero (negative means "not given").
+    if (place->count("--budget-samples") && flags->budget_samples < 0) {
+      flags->budget_samples = 0;
+    }
+    if (place->count("--budget-seconds") && flags->budget_seconds < 0) {
+      flags->budget_seconds = 0;
+    }
+    if (!flags->encoder.empty()) {
+      flags->options.push_back("encoder=" + flags->encoder);
+    }
+  });
+  return place;
+}
+
+int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
+  if (place.list) return PlaceList(out);
+  if (place.graph.empty() || place.cluster.empty() || place.method.empty()) {
+    return Fail(err, InvalidArgumentError(
+                         "place needs --model (or --graph), --cluster and "
+                         "--method (or --list)"));
+  }
+  if (Status s = CheckEnv(place); !s.ok()) return Fail(err, s);
+  const bool is_agent = IsLearnedMethod(place.method);
+  if (!is_agent && HasAgentFlags(place)) {
+    return Fail(err, InvalidArgumentError(
+                         "--budget-samples, --budget-seconds, --log, "
+                         "--checkpoint and --resume are for learned placers "
+                         "(see --list); " +
+                         (place.method == "all"
+                              ? std::string("--method all runs the classical "
+                                            "placers")
+                              : "method " + place.method + " is not one")));
+  }
+  if (place.method != "all" && !FindMethod(place.method)) {
+    return Fail(err, NotFoundError("unknown method \"" + place.method +
+                                   "\" (methods: " + MethodNames() + ")"));
+  }
+  StatusOr<LoadedModel> model = LoadModel(place.graph);
+  if (!model.ok()) return Fail(err, model.status());
+  StatusOr<Cluster> cluster = LoadCluster(place.cluster);
+  if (!cluster.ok()) return Fail(err, cluster.status());
+  StatusOr<ProfileTable> profile = LoadProfile(place.profile);
+  if (!profile.ok()) return Fail(err, profile.status());
+  const Graph& graph = model->graph;
+  const CostModel cost(graph, *cluster, *profile);
+  const PlacementProblem problem = ProblemOf(*model, cost, place.seed);
+  const std::string header =
+      "graph " + graph.name() + " (" + std::to_string(graph.num_ops()) +
+      " ops, hash " + graph.hash() + ") on cluster " + cluster->name() + " (" +
+      std::to_string(cluster->num_devices()) + " devices)\n";
+
+  if (place.method == "all") {
+    if (!place.options.empty() || !place.out.empty() || !place.trace.empty() ||
+        !place.report.empty()) {
+      return Fail(err, InvalidArgumentError(
+                           "--method all compares the placers at their "
+                           "defaults; --option, --out, --trace and --report "
+                           "need one method"));
+    }
+    out << header;
+    return PlaceAll(problem, out, err);
+  }
+
+  StatusOr<MethodOptions> options = MethodOptions::Parse(place.options);
+  if (!options.ok()) return Fail(err, options.status());
+#ifdef DPLACE_WITH_MPI
+  if (IsMpiEnv(place.env)) {
+    return PlaceWithMpi(problem, place, *options, header, place.trace, out,
+                        err);
+  }
+#endif
+  if (place.env == "measured") {
+    return PlaceMeasured(problem, place, *options, header, place.trace, out,
+                         err);
+  }
+  return PlaceOne(problem, place, *options, header, place.trace, out, err);
+}
+
+}  // namespace dplace

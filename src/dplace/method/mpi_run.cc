@@ -1,0 +1,104 @@
+#include "dplace/method/mpi_run.h"
+
+#include <utility>
+#include <vector>
+
+#include "dplace/env/environment.h"
+#include "dplace/exec/measured_environment.h"
+#include "dplace/sim/simulator.h"
+
+namespace dplace {
+
+StatusOr<std::unique_ptr<MpiMethodRun>> MpiMethodRun::Start(
+    const MpiRunOptions& options) {
+  StatusOr<std::unique_ptr<MpiContext>> started =
+      MpiContext::Start(options.mpi);
+  if (!started.ok()) return started.status();
+  return std::unique_ptr<MpiMethodRun>(
+      new MpiMethodRun(std::move(started).value(), options.measure_on_workers));
+}
+
+MpiMethodRun::MpiMethodRun(std::unique_ptr<MpiContext> context,
+                           bool measure_on_workers)
+    : context_(std::move(context)), measure_on_workers_(measure_on_workers) {}
+
+MpiMethodRun::~MpiMethodRun() = default;
+
+MpiRole MpiMethodRun::role() const {
+  if (!context_->is_controller()) return MpiRole::kWorker;
+  return context_->controller() == 0 ? MpiRole::kPrintingController
+                                     : MpiRole::kSilentController;
+}
+
+bool MpiMethodRun::ErrorStrandsOtherRanks() const {
+  return !context_->is_controller() || context_->num_controllers() > 1;
+}
+
+void MpiMethodRun::Abort(int exit_code) { context_->Abort(exit_code); }
+
+StatusOr<MpiRunResult> MpiMethodRun::Run(const std::string& method,
+                                         const MethodOptions& options,
+                                         const PlacementProblem& problem,
+                                         MethodRunOptions run_options) {
+  MpiContext& context = *context_;
+  MpiRunResult result;
+  result.role = role();
+  result.world_size = context.world_size();
+  result.num_controllers = context.num_controllers();
+  result.num_workers = context.num_workers();
+  if (!context.is_controller()) {
+    DPLACE_RETURN_IF_ERROR(RunWorker(problem));
+    return result;
+  }
+  std::unique_ptr<Environment> env =
+      context.NewEnvironment(*problem.graph, *problem.cluster);
+  run_options.context.environment = env.get();
+  SearchOptions& search = run_options.context.search;
+  search.sampling_stream = static_cast<uint64_t>(context.controller());
+  if (context.num_controllers() > 1) {
+    search.average_gradients = [&context](std::vector<float>* gradient) {
+      context.AverageOverControllers(gradient);
+    };
+  }
+  StatusOr<MethodRun> run = RunMethod(method, options, problem, run_options);
+  if (!run.ok()) return run.status();
+  result.run = std::move(run).value();
+  if (result.run.placed) {
+    DPLACE_RETURN_IF_ERROR(
+        ShareBest(problem, run_options.record_timeline, &result));
+  }
+  return result;
+}
+
+Status MpiMethodRun::RunWorker(const PlacementProblem& problem) {
+  // Each worker evaluates alone: one simulator thread, or this host's
+  // devices as the cluster names them.
+  StatusOr<std::unique_ptr<Environment>> local =
+      measure_on_workers_
+          ? NewMeasuredEnvironment(*problem.graph, *problem.cluster, {})
+          : StatusOr<std::unique_ptr<Environment>>(
+                NewSimulatedEnvironment(*problem.cost, /*num_threads=*/1));
+  return local.ok() ? context_->RunWorker(local->get()) : local.status();
+}
+
+Status MpiMethodRun::ShareBest(const PlacementProblem& problem,
+                               bool record_timeline, MpiRunResult* result) {
+  MpiContext& context = *context_;
+  MethodRun* run = &result->run;
+  context.StopWorkers();
+  const int best = context.ShareBest(
+      run->search.best_feasible, run->search.best_step_time, &run->placement);
+  if (best != context.controller()) {
+    SimOptions sim_options;
+    sim_options.record_timeline = record_timeline;
+    StatusOr<SimResult> sim =
+        Simulator(*problem.cost).Simulate(run->placement, sim_options);
+    if (!sim.ok()) return sim.status();
+    run->sim = std::move(sim).value();
+  }
+  result->best_controller = best;
+  result->stats = context.stats();
+  return Status::Ok();
+}
+
+}  // namespace dplace

@@ -1,0 +1,34 @@
+// printf-style formatting of one number, for messages and the commands'
+// output.
+#ifndef DPLACE_UTIL_FORMAT_H_
+#define DPLACE_UTIL_FORMAT_H_
+
+#include <cstdio>
+#include <string>
+
+namespace dplace {
+
+// `printf_format` takes one double, e.g. "%.3f".
+inline std::string Format(const char* printf_format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), printf_format, value);
+  return buf;
+}
+
+// Gigabytes (1e9 bytes), as memory capacities are stated: "11.81 GB".
+inline std::string FormatBytes(double bytes) {
+  return Format("%.2f GB", bytes / 1e9);
+}
+
+// Decimal units, the largest that keeps the number at 1 or more: "512 B",
+// "2.05 kB", "3.10 MB", "11.81 GB".
+inline std::string FormatBytesScaled(double bytes) {
+  if (bytes < 1e3) return Format("%.0f B", bytes);
+  if (bytes < 1e6) return Format("%.2f kB", bytes / 1e3);
+  if (bytes < 1e9) return Format("%.2f MB", bytes / 1e6);
+  return FormatBytes(bytes);
+}
+
+}  // namespace dplace
+
+#endif  // DPLACE_UTIL_FORMAT_H_

@@ -15,10 +15,13 @@ $(BUILD)/CMakeCache.txt: | deps
 
 configure: $(BUILD)/CMakeCache.txt
 
+# Everything: the dplace command, the tests and the benchmarks.
 build: deps configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo builds only what it runs: the dplace command.
+demo: deps configure
+	cmake --build $(BUILD) -j $(JOBS) --target dplace
 	scripts/demo.sh $(BUILD)/dplace
 
 test: build

@@ -146,7 +146,8 @@ std::optional<ConstTensor> Slice1D(const ConstTensor& data,
        (in[3]->values[0] != 0 && in[3]->values[0] != -1))) {
     return std::nullopt;
   }
-  const double step = in.size() > 4 && in[4] ? in[4]->values.at(0) : 1;
+  if (in.size() > 4 && in[4] && in[4]->values.size() != 1) return std::nullopt;
+  const double step = in.size() > 4 && in[4] ? in[4]->values[0] : 1;
   if (step == 0) return std::nullopt;
   const double n = static_cast<double>(data.values.size());
   double start = in[1]->values[0], end = in[2]->values[0];
@@ -409,7 +410,8 @@ std::optional<ConstTensor> ConcatValue(const NodeProto&, const Operands& in,
 
 std::optional<ConstTensor> SliceValue(const NodeProto&, const Operands& in,
                                       const StaticShape&) {
-  if (in.size() < 2 || !in[0]) return std::nullopt;
+  // starts and ends are required inputs: fewer is a malformed node.
+  if (in.size() < 3 || !in[0]) return std::nullopt;
   return Slice1D(*in[0], in);
 }
 
@@ -444,8 +446,11 @@ std::optional<ConstTensor> ReshapeValue(const NodeProto&, const Operands& in,
 std::optional<ConstTensor> RangeValue(const NodeProto&, const Operands& in,
                                       const StaticShape&) {
   if (in.size() != 3 || !AllConstant(in)) return std::nullopt;
-  const double start = in[0]->values.at(0), limit = in[1]->values.at(0),
-               delta = in[2]->values.at(0);
+  for (const ConstTensor* operand : in) {
+    if (operand->values.size() != 1) return std::nullopt;  // Scalars only.
+  }
+  const double start = in[0]->values[0], limit = in[1]->values[0],
+               delta = in[2]->values[0];
   if (delta == 0) return std::nullopt;
   const double n = std::max(0.0, std::ceil((limit - start) / delta));
   if (n > kMaxFoldedElements) return std::nullopt;

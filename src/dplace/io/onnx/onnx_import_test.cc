@@ -13,6 +13,7 @@
 
 #include "dplace/graph/training.h"
 #include "dplace/io/file.h"
+#include "dplace/io/onnx/constant_folding.h"
 
 namespace dplace {
 namespace {
@@ -318,6 +319,29 @@ TEST(OnnxImportTest, GemmWithInitializerAndInputWeights) {
   EXPECT_DOUBLE_EQ(FlopsOf(imported, "Gemm"), 2.0 * 4 * 16 * 8 + 4 * 16);
   EXPECT_THAT(g.tensor(g.output(*g.FindOp("Reshape"), 0)).shape,
               ElementsAre(2, 32));
+}
+
+// Malformed shape arithmetic is left unfolded, never read out of bounds: a
+// Slice without its ends operand, a Range of empty tensors.
+TEST(OnnxImportTest, MalformedSliceAndRangeAreNotFolded) {
+  using onnx_internal::ConstTensor;
+  using onnx_internal::Evaluate;
+  const ConstTensor data{onnx::TensorProto::INT64, {4}, {1, 2, 3, 4}};
+  const ConstTensor start{onnx::TensorProto::INT64, {1}, {1}};
+  const ConstTensor empty{onnx::TensorProto::INT64, {0}, {}};
+  onnx::NodeProto slice;
+  slice.set_op_type("Slice");
+  // The operand list a two-input node gives: no ends, nothing after it.
+  const std::vector<const ConstTensor*> no_ends = {&data, &start};
+  std::optional<ConstTensor> sliced;
+  EXPECT_NO_THROW(sliced = Evaluate(slice, no_ends, std::nullopt));
+  EXPECT_FALSE(sliced.has_value());
+  onnx::NodeProto range;
+  range.set_op_type("Range");
+  std::optional<ConstTensor> ranged;
+  EXPECT_NO_THROW(ranged =
+                      Evaluate(range, {&empty, &empty, &empty}, std::nullopt));
+  EXPECT_FALSE(ranged.has_value());
 }
 
 TEST(OnnxImportTest, CostFormulas) {

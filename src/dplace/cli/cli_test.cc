@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "dplace/cli/cli_test_util.h"
 #include "dplace/cluster/cluster.h"
 #include "dplace/io/file.h"
 #include "dplace/io/graph_json.h"
-#include "dplace/report/xml_check.h"
+#include "dplace/testing/cli_test_util.h"
+#include "dplace/testing/xml_check.h"
 #include "dplace/zoo/zoo.h"
 
 namespace dplace {

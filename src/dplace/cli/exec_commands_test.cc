@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "dplace/cli/cli.h"
-#include "dplace/cli/cli_test_util.h"
 #include "dplace/cli/commands/commands.h"
 #include "dplace/exec/executor.h"
 #include "dplace/io/cluster_json.h"
@@ -22,7 +21,8 @@
 #include "dplace/io/profile_json.h"
 #include "dplace/method/run.h"
 #include "dplace/model/load_model.h"
-#include "dplace/report/xml_check.h"
+#include "dplace/testing/cli_test_util.h"
+#include "dplace/testing/xml_check.h"
 
 namespace dplace {
 namespace {

@@ -11,7 +11,7 @@
 #include "dplace/graph/random_graph.h"
 #include "dplace/report/html_report.h"
 #include "dplace/report/svg.h"
-#include "dplace/report/xml_check.h"
+#include "dplace/testing/xml_check.h"
 
 namespace dplace {
 namespace {

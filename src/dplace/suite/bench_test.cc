@@ -14,7 +14,7 @@
 #include "dplace/io/file.h"
 #include "dplace/method/run.h"
 #include "dplace/report/html_report.h"
-#include "dplace/report/xml_check.h"
+#include "dplace/testing/xml_check.h"
 
 namespace dplace {
 namespace {
@@ -32,7 +32,8 @@ std::vector<Suite> Builtin() {
 }
 
 TEST(SuiteTest, BuiltinSuitesAreTheSourceFile) {
-  StatusOr<std::string> text = ReadTextFile(kSourceDir + "/src/dplace/suite/suites.json");
+  StatusOr<std::string> text =
+      ReadTextFile(kSourceDir + "/src/dplace/suite/suites.json");
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(*text, BuiltinSuitesJson());
 }

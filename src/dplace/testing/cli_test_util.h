@@ -1,7 +1,7 @@
 // Running `dplace` in-process from tests, and the bad-input contract every
 // command keeps (cli_test, exec_commands_test).
-#ifndef DPLACE_CLI_CLI_TEST_UTIL_H_
-#define DPLACE_CLI_CLI_TEST_UTIL_H_
+#ifndef DPLACE_TESTING_CLI_TEST_UTIL_H_
+#define DPLACE_TESTING_CLI_TEST_UTIL_H_
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -72,4 +72,4 @@ class CliDirTest : public ::testing::Test {
 
 }  // namespace dplace
 
-#endif  // DPLACE_CLI_CLI_TEST_UTIL_H_
+#endif  // DPLACE_TESTING_CLI_TEST_UTIL_H_

@@ -2,8 +2,8 @@
 // HTML the reports write), counting the elements by name. Not a general
 // parser: no DTDs, CDATA or processing instructions beyond a leading
 // <!DOCTYPE ...>.
-#ifndef DPLACE_REPORT_XML_CHECK_H_
-#define DPLACE_REPORT_XML_CHECK_H_
+#ifndef DPLACE_TESTING_XML_CHECK_H_
+#define DPLACE_TESTING_XML_CHECK_H_
 
 #include <cctype>
 #include <map>
@@ -160,4 +160,4 @@ inline XmlCheck CheckXml(const std::string& text) {
 }  // namespace testing_xml
 }  // namespace dplace
 
-#endif  // DPLACE_REPORT_XML_CHECK_H_
+#endif  // DPLACE_TESTING_XML_CHECK_H_

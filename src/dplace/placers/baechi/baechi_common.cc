@@ -212,9 +212,12 @@ struct Candidate {
 
 class ListScheduler {
  public:
+  // `excluded[unit * num_devices + d]`: the unit may not go to d (what
+  // RunListScheduler learned from a pass that ran out of memory there).
   ListScheduler(const PlacementProblem& problem, const PlacementUnits& units,
                 const BaechiSettings& settings,
-                const std::vector<OpId>& favourite_child)
+                const std::vector<OpId>& favourite_child,
+                const std::vector<bool>& excluded)
       : g_(*problem.graph),
         c_(*problem.cluster),
         cost_(*problem.cost),
@@ -232,7 +235,8 @@ class ListScheduler {
     may_use_.assign(static_cast<size_t>(u_.num_units) * num_devices_, false);
     for (int k = 0; k < u_.num_units; ++k) {
       for (DeviceId d : u_.devices[k]) {
-        may_use_[static_cast<size_t>(k) * num_devices_ + d] = true;
+        const size_t i = static_cast<size_t>(k) * num_devices_ + d;
+        may_use_[i] = !excluded[i];
       }
     }
     device_.assign(g_.num_ops(), -1);
@@ -283,7 +287,6 @@ class ListScheduler {
     return out;
   }
 
- private:
   double DeviceFree(DeviceId d) const {
     const std::vector<double>& s = devices_[d].slot_free;
     return *std::min_element(s.begin(), s.end());
@@ -403,7 +406,11 @@ class ListScheduler {
       devices_[unit_device_[k]].pending.push(entry);
       return;
     }
-    for (DeviceId d : u_.devices[k]) devices_[d].pending.push(entry);
+    for (DeviceId d : u_.devices[k]) {
+      if (may_use_[static_cast<size_t>(k) * num_devices_ + d]) {
+        devices_[d].pending.push(entry);
+      }
+    }
   }
 
   // The ready op m-ETF would start next on `d`, with its start time.
@@ -569,10 +576,35 @@ class ListScheduler {
     ReleaseUntil(now_);
   }
 
-  Status NoDeviceFits() const {
+  // After Run ran out of memory: the device where the first op left
+  // waiting must run (its unit is there), or -1 when it could go elsewhere.
+  DeviceId stuck_device() const { return stuck_device_; }
+
+  // The units placed on `d` with the bytes of their outputs that were
+  // still waiting for readers when Run stopped, largest first.
+  std::vector<std::pair<int64_t, int32_t>> HeldByUnit(DeviceId d) const {
+    std::vector<int64_t> held(u_.num_units, 0);
+    for (OpId op = 0; op < g_.num_ops(); ++op) {
+      if (device_[op] != d) continue;
+      for (int i = 0; i < g_.num_outputs(op); ++i) {
+        const TensorId t = g_.output(op, i);
+        if (readers_left_[t] > 0) held[u_.unit[op]] += g_.tensor_bytes(t);
+      }
+    }
+    std::vector<std::pair<int64_t, int32_t>> out;
+    for (int32_t k = 0; k < u_.num_units; ++k) {
+      if (held[k] > 0) out.push_back({held[k], k});
+    }
+    std::sort(out.begin(), out.end(), std::greater<>());
+    return out;
+  }
+
+ private:
+  Status NoDeviceFits() {
     for (OpId op : g_.topological_order()) {
       if (device_[op] >= 0 || missing_inputs_[op] > 0) continue;
       const int32_t k = u_.unit[op];
+      stuck_device_ = unit_device_[k];
       std::string where;
       for (DeviceId d : u_.devices[k]) {
         const DeviceState& s = devices_[d];
@@ -598,6 +630,7 @@ class ListScheduler {
   const PlacementUnits& u_;
   const std::vector<OpId>& favourite_;
   const int num_devices_;
+  DeviceId stuck_device_ = -1;
 
   std::vector<DeviceState> devices_;
   std::vector<DeviceId> unit_device_;
@@ -624,8 +657,50 @@ class ListScheduler {
 StatusOr<ListSchedule> RunListScheduler(
     const PlacementProblem& problem, const PlacementUnits& units,
     const BaechiSettings& settings, const std::vector<OpId>& favourite_child) {
-  ListScheduler scheduler(problem, units, settings, favourite_child);
-  return scheduler.Run();
+  // The greedy pass can fill a device with outputs that wait long for
+  // their readers (NMT's 50 partial softmax weight gradients of 164 MB
+  // each wait for the AddN of all of them), until an op that must run
+  // there (its colocation group is there) fits nowhere. Then it retries
+  // without that device for the groups that held the most there, an
+  // eighth of its memory at a time, while each keeps another device.
+  constexpr int kMaxPasses = 16;
+  const int num_devices = problem.cluster->num_devices();
+  const std::vector<int64_t> budgets =
+      MemoryBudgets(*problem.cluster, settings);
+  std::vector<bool> excluded(static_cast<size_t>(units.num_units) * num_devices,
+                             false);
+  std::vector<int> options(units.num_units);
+  for (int32_t k = 0; k < units.num_units; ++k) {
+    options[k] = static_cast<int>(units.devices[k].size());
+  }
+  Status greedy_failure;
+  int moved = 0;
+  for (int pass = 0; pass < kMaxPasses; ++pass) {
+    ListScheduler scheduler(problem, units, settings, favourite_child,
+                            excluded);
+    StatusOr<ListSchedule> schedule = scheduler.Run();
+    if (schedule.ok() || schedule.status().code() != StatusCode::kInfeasible) {
+      return schedule;
+    }
+    if (greedy_failure.ok()) greedy_failure = schedule.status();
+    const DeviceId d = scheduler.stuck_device();
+    if (d < 0) break;
+    int64_t freed = 0;
+    for (const auto& [bytes, k] : scheduler.HeldByUnit(d)) {
+      if (freed >= budgets[d] / 8) break;
+      if (options[k] < 2) continue;
+      excluded[static_cast<size_t>(k) * num_devices + d] = true;
+      --options[k];
+      freed += bytes;
+      ++moved;
+    }
+    if (freed == 0) break;
+  }
+  if (moved == 0) return greedy_failure;
+  return Status(greedy_failure.code(),
+                greedy_failure.message() + " (also after moving " +
+                    std::to_string(moved) +
+                    " colocation groups off the devices they filled)");
 }
 
 }  // namespace baechi

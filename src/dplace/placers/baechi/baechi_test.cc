@@ -49,16 +49,18 @@ Cluster Gpus(int num_gpus, double bandwidth = 1e9, int64_t memory = 10 * kGB,
 // Edge(a, b, bytes) for b reading a tensor of its own from a.
 class Dag {
  public:
-  OpId Op(const std::string& name, double seconds,
-          int64_t persistent_bytes = 0) {
+  OpId Op(const std::string& name, double seconds, int64_t persistent_bytes = 0,
+          const std::string& colocation_group = "") {
     OpSpec spec;
     spec.name = name;
     spec.type = "MatMul";
     spec.flops = seconds * 0.7e12;
     spec.persistent_bytes = persistent_bytes;
+    spec.colocation_group = colocation_group;
     specs_.push_back(spec);
     return static_cast<OpId>(specs_.size()) - 1;
   }
+  void Temporary(OpId op, int64_t bytes) { specs_[op].temporary_bytes = bytes; }
   void Edge(OpId a, OpId b, int64_t bytes) {
     specs_[a].outputs.push_back({{1}, DataType::kFloat32, bytes});
     edges_.push_back({a, static_cast<int>(specs_[a].outputs.size()) - 1, b});
@@ -284,11 +286,65 @@ TEST(BaechiTest, OutputsThatOutgrowADeviceAreOutOfMemory) {
   }
 }
 
+// `a` feeds four 0.1 s ops p0..p3 over a slow link (a copy takes 1 s), so
+// the greedy pass runs them all on a's GPU, where their outputs (1.5 GB
+// each) wait for `sum`. `c`, colocated with `a` as a gradient op is, runs
+// after them and needs 4 GB of scratch there: with the four p's, a 7 GB
+// GPU cannot hold it. Two p's on the other GPU make room.
+Graph StrandedColocationGroup() {
+  Dag g;
+  const OpId a = g.Op("a", 1, 0, "group_a");
+  const OpId sum = g.Op("sum", 0.1);
+  for (int i = 0; i < 4; ++i) {
+    const OpId p = g.Op("p" + std::to_string(i), 0.1);
+    g.Edge(a, p, 100'000'000);
+    g.Edge(p, sum, 1'500'000'000);
+  }
+  const OpId wait = g.Op("wait", 0.5);  // c's other input, after the p's.
+  g.Edge(a, wait, 1000);
+  const OpId c = g.Op("c", 0.1, 0, "group_a");
+  g.Temporary(c, 4 * kGB);
+  g.Edge(wait, c, 1000);
+  g.Edge(c, sum, 1000);
+  return std::move(g).Build();
+}
+
+TEST(BaechiTest, GreedyFillingDoesNotStrandAColocationGroup) {
+  const Problem p(StrandedColocationGroup(),
+                  Gpus(2, /*bandwidth=*/1e8, /*memory=*/7 * kGB));
+  for (const char* method : {"m-etf", "m-sct"}) {
+    SCOPED_TRACE(method);
+    const Placement placement = Place(method, p.problem);
+    Simulator simulator(p.cost);
+    const SimResult result = *simulator.Simulate(placement);
+    EXPECT_TRUE(result.feasible) << DescribeInfeasibility(p.cluster, result);
+    EXPECT_EQ(placement[*p.graph.FindOp("a")], placement[*p.graph.FindOp("c")]);
+  }
+}
+
 struct Zoo {
   explicit Zoo(const char* spec, const char* preset)
       : p(*MakeZooModel(spec), *MakeClusterPreset(preset)) {}
   Problem p;
 };
+
+// NMT-2 on two K80s: the expert fits; the greedy pass alone ran gpu:0 out
+// of memory with the softmax's partial weight gradients.
+TEST(BaechiTest, NmtFitsTwoK80sWhereTheExpertDoes) {
+  const Zoo zoo("nmt:layers=2", "k80x2");
+  const ZooSpec spec = *ParseZooSpec("nmt:layers=2");
+  Simulator simulator(zoo.p.cost);
+  const Placement expert =
+      spec.model->expert(zoo.p.graph, zoo.p.cluster, spec.params);
+  ASSERT_TRUE(simulator.Simulate(expert)->feasible);
+  for (const char* method : {"m-etf", "m-sct"}) {
+    SCOPED_TRACE(method);
+    const Placement placement = Place(method, zoo.p.problem);
+    const SimResult result = *simulator.Simulate(placement);
+    EXPECT_TRUE(result.feasible)
+        << DescribeInfeasibility(zoo.p.cluster, result);
+  }
+}
 
 TEST(BaechiTest, ZooModelPlacementsAreValidFeasibleAndKeepColocation) {
   const Zoo zoo("inception_v3:batch=8", "k40x4");

@@ -153,12 +153,9 @@ struct LoadedBenchmark {
 
 StatusOr<std::unique_ptr<LoadedBenchmark>> Load(const std::string& model,
                                                 const std::string& cluster) {
-  StatusOr<LoadedModel> m = LoadModel(model);
-  if (!m.ok()) return m.status();
-  StatusOr<Cluster> c = LoadCluster(cluster);
-  if (!c.ok()) return c.status();
-  return std::make_unique<LoadedBenchmark>(std::move(m).value(),
-                                           std::move(c).value());
+  DPLACE_ASSIGN_OR_RETURN(LoadedModel m, LoadModel(model));
+  DPLACE_ASSIGN_OR_RETURN(Cluster c, LoadCluster(cluster));
+  return std::make_unique<LoadedBenchmark>(std::move(m), std::move(c));
 }
 
 int CountRuns(const Suite& suite) {
@@ -194,8 +191,7 @@ StatusOr<TableResults> RunTable(const Suite& suite, const SuiteTable& table,
         static_cast<int>(lb.cluster.DevicesOfKind(DeviceKind::kGpu).size());
     br.lower_bound = PlacementLowerBound(Simulator(lb.cost));
     for (const SuiteMethod& m : table.methods) {
-      StatusOr<MethodOptions> options = OptionsOf(m, b);
-      if (!options.ok()) return options.status();
+      DPLACE_ASSIGN_OR_RETURN(MethodOptions options, OptionsOf(m, b));
       MethodResults mr;
       mr.method = m.method;
       mr.learned = IsLearnedMethod(m.method);
@@ -219,7 +215,7 @@ StatusOr<TableResults> RunTable(const Suite& suite, const SuiteTable& table,
         run_options.context.search.budget.samples = m.budget_samples;
         run_options.context.search.budget.seconds = m.budget_seconds;
         StatusOr<MethodRun> run =
-            RunMethod(m.method, *options, lb.problem, run_options);
+            RunMethod(m.method, options, lb.problem, run_options);
         if (!run.ok()) return run.status().WithPrefix(b.name);
         if (mr.learned && mr.budget_samples == 0 && mr.budget_seconds == 0) {
           mr.budget_samples = run->search.samples;
@@ -240,24 +236,23 @@ StatusOr<ScaleRow> RunScaleRow(const ScaleStudy& scale,
   ScaleRow row;
   row.model = model;
   const auto start = std::chrono::steady_clock::now();
-  StatusOr<std::unique_ptr<LoadedBenchmark>> loaded =
-      Load(model, scale.cluster);
-  if (!loaded.ok()) return loaded.status();
+  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<LoadedBenchmark> loaded,
+                          Load(model, scale.cluster));
   row.build_seconds = SecondsSince(start);
-  LoadedBenchmark& lb = **loaded;
+  LoadedBenchmark& lb = *loaded;
   row.ops = lb.model.graph.num_ops();
   row.edges = lb.model.graph.num_edges();
   // The simulated placement: round-robin over the GPUs (CPU-only ops on the
   // CPU), the same work whatever placers are timed.
-  StatusOr<MethodRun> reference =
-      RunMethod("round-robin", {}, lb.problem, MethodRunOptions{});
-  if (!reference.ok()) return reference.status();
-  if (reference->placed) {
+  DPLACE_ASSIGN_OR_RETURN(
+      MethodRun reference,
+      RunMethod("round-robin", {}, lb.problem, MethodRunOptions{}));
+  if (reference.placed) {
     Simulator simulator(lb.cost);
     std::vector<double> times;
     for (int i = 0; i < scale.simulate_repeats; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      StatusOr<SimResult> sim = simulator.Simulate(reference->placement);
+      StatusOr<SimResult> sim = simulator.Simulate(reference.placement);
       times.push_back(SecondsSince(t0));
       if (!sim.ok()) return sim.status();
     }
@@ -265,15 +260,15 @@ StatusOr<ScaleRow> RunScaleRow(const ScaleStudy& scale,
     row.simulate_repeats = scale.simulate_repeats;
   }
   for (const std::string& method : scale.methods) {
-    StatusOr<MethodRun> run = RunMethod(method, {}, lb.problem, {});
-    if (!run.ok()) return run.status();
+    DPLACE_ASSIGN_OR_RETURN(MethodRun run,
+                            RunMethod(method, {}, lb.problem, {}));
     ScalePlacerCost cost;
     cost.method = method;
-    cost.placed = run->placed;
-    cost.error = run->error;
-    cost.seconds = run->wall_seconds;
-    cost.step_time = run->sim.step_time;
-    cost.feasible = run->placed && run->sim.feasible;
+    cost.placed = run.placed;
+    cost.error = run.error;
+    cost.seconds = run.wall_seconds;
+    cost.step_time = run.sim.step_time;
+    cost.feasible = run.placed && run.sim.feasible;
     row.placers.push_back(cost);
   }
   row.rss_bytes = CurrentRssBytes();
@@ -608,8 +603,7 @@ LearningCurve CurveOf(const std::vector<SampleRecord>& history,
 
 StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
                                 const BenchProgress& progress) {
-  Status known = CheckSuiteMethods(suite);
-  if (!known.ok()) return known;
+  DPLACE_RETURN_IF_ERROR(CheckSuiteMethods(suite));
   const auto start = std::chrono::steady_clock::now();
   BenchResults results;
   results.suite = suite.name;
@@ -622,9 +616,9 @@ StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
   const int total = CountRuns(suite);
   int done = 0;
   for (const SuiteTable& table : suite.tables) {
-    StatusOr<TableResults> t = RunTable(suite, table, total, &done, progress);
-    if (!t.ok()) return t.status();
-    results.tables.push_back(std::move(t).value());
+    DPLACE_ASSIGN_OR_RETURN(TableResults t,
+                            RunTable(suite, table, total, &done, progress));
+    results.tables.push_back(std::move(t));
   }
   results.scale_cluster = suite.scale.cluster;
   for (const std::string& model : suite.scale.models) {

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <limits>
@@ -16,6 +15,7 @@
 #include "dplace/io/cluster_json.h"
 #include "dplace/method/run.h"
 #include "dplace/model/load_model.h"
+#include "dplace/util/format.h"
 
 namespace dplace {
 namespace {
@@ -379,12 +379,6 @@ json ScaleJson(const ScaleRow& row) {
               {"placers", placers}};
 }
 
-std::string Fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
-
 // "0.9105" or "0.9105 (0.9001–0.9302)" for several runs; "OOM" when no run
 // fits; "-" when the placer refused.
 std::string StepTimeCell(const MethodResults& m) {
@@ -394,10 +388,10 @@ std::string StepTimeCell(const MethodResults& m) {
     }
     return "-";
   }
-  std::string cell = Fmt("%.4f", m.step_time.median);
+  std::string cell = Format("%.4f", m.step_time.median);
   if (m.runs.size() > 1) {
-    cell += " (" + Fmt("%.4f", m.step_time.min) + "–" +
-            Fmt("%.4f", m.step_time.max) + ")";
+    cell += " (" + Format("%.4f", m.step_time.min) + "–" +
+            Format("%.4f", m.step_time.max) + ")";
   }
   if (m.step_time.count < static_cast<int>(m.runs.size())) {
     cell += " [" + std::to_string(m.runs.size() - m.step_time.count) + " OOM]";
@@ -409,7 +403,7 @@ std::string StepTimeCell(const MethodResults& m) {
 std::string Percent(double fraction) {
   if (!std::isfinite(fraction)) return "-";
   if (std::abs(fraction) < 5e-4) return "0.0%";
-  return Fmt("%+.1f%%", 100 * fraction);
+  return Format("%+.1f%%", 100 * fraction);
 }
 
 std::string PaperTable(const TableResults& t) {
@@ -467,11 +461,11 @@ std::string DetailTable(const BenchmarkResults& b) {
   std::string out =
       "`" + b.model + "` on `" + b.cluster + "`: graph " + b.graph_name + ", " +
       std::to_string(b.ops) + " ops, " + std::to_string(b.devices) +
-      " devices; lower bound " + Fmt("%.4f", b.lower_bound) +
+      " devices; lower bound " + Format("%.4f", b.lower_bound) +
       " s; best baseline " +
       (b.best_baseline.empty()
            ? std::string("none (every classical placer OOM or refused)")
-           : b.best_baseline + " " + Fmt("%.4f", b.best_baseline_step_time) +
+           : b.best_baseline + " " + Format("%.4f", b.best_baseline_step_time) +
                  " s") +
       ".\n\n"
       "| method | runs | step time (s), median (min–max) | reduction vs best "
@@ -504,14 +498,14 @@ std::string DetailTable(const BenchmarkResults& b) {
     out += "| " + name + " | " + std::to_string(m.runs.size()) + " | " +
            StepTimeCell(m) + " | " + Percent(m.reduction_vs_best_baseline) +
            " | " +
-           (std::isfinite(m.vs_lower_bound) ? Fmt("%.2fx", m.vs_lower_bound)
+           (std::isfinite(m.vs_lower_bound) ? Format("%.2fx", m.vs_lower_bound)
                                             : "-") +
            " | " +
-           (learned ? Fmt("%.0f", m.samples_to_best.median) + " / " +
-                          Fmt("%.0f", SamplesRun(m))
+           (learned ? Format("%.0f", m.samples_to_best.median) + " / " +
+                          Format("%.0f", SamplesRun(m))
                     : "-") +
-           " | " + (learned ? Fmt("%.2f", m.seconds_to_best.median) : "-") +
-           " | " + Fmt(m.learned ? "%.2f" : "%.3f", m.wall_seconds.median) +
+           " | " + (learned ? Format("%.2f", m.seconds_to_best.median) : "-") +
+           " | " + Format(m.learned ? "%.2f" : "%.3f", m.wall_seconds.median) +
            " | " + note + " |\n";
   }
   return out;
@@ -537,18 +531,19 @@ std::string ScaleTable(const BenchResults& r) {
   out += " RSS | peak RSS |\n" + rule + "---:|---:|\n";
   for (const ScaleRow& row : r.scale) {
     out += "| `" + row.model + "` | " + std::to_string(row.ops) + " | " +
-           std::to_string(row.edges) + " | " + Fmt("%.3f", row.build_seconds) +
-           " | " + Fmt("%.2f", row.simulate_seconds * 1e3) + " |";
+           std::to_string(row.edges) + " | " +
+           Format("%.3f", row.build_seconds) + " | " +
+           Format("%.2f", row.simulate_seconds * 1e3) + " |";
     for (const std::string& m : methods) {
       std::string cell = "-";
       for (const ScalePlacerCost& p : row.placers) {
         if (p.method == m)
-          cell = Fmt("%.3f", p.seconds) + (p.placed ? "" : " (refused)");
+          cell = Format("%.3f", p.seconds) + (p.placed ? "" : " (refused)");
       }
       out += " " + cell + " |";
     }
-    out += " " + Fmt("%.0f MB", row.rss_bytes / 1e6) + " | " +
-           Fmt("%.0f MB", row.peak_rss_bytes / 1e6) + " |\n";
+    out += " " + Format("%.0f MB", row.rss_bytes / 1e6) + " | " +
+           Format("%.0f MB", row.peak_rss_bytes / 1e6) + " |\n";
   }
   return out;
 }

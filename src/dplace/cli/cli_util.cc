@@ -19,9 +19,8 @@ std::string PadRight(std::string s, size_t width) {
 }
 
 StatusOr<Graph> LoadGraph(const std::string& spec) {
-  StatusOr<LoadedModel> model = LoadModel(spec);
-  if (!model.ok()) return model.status();
-  return std::move(model->graph);
+  DPLACE_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(spec));
+  return std::move(model.graph);
 }
 
 void AddGraphFlags(CLI::App* cmd, std::string* spec, bool required) {

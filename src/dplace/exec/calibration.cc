@@ -124,28 +124,23 @@ Status FitLatencyScale(const Graph& graph, const Cluster& cluster,
                        bool halves, const std::array<double, 2>& half_targets,
                        LinkCalibration* c) {
   const double max_latency = MaxLinkLatency(cluster);
-  StatusOr<double> reference =
+  DPLACE_ASSIGN_OR_RETURN(
+      c->reference_simulated,
       SimulateOn(graph, cluster, profile, c->reference,
-                 "calibration: " + CalibrationPlacementName(0));
-  if (!reference.ok()) return reference.status();
-  c->reference_simulated = *reference;
+                 "calibration: " + CalibrationPlacementName(0)));
   // The simulated ratio with every latency scaled by `scale`.
   auto ratio = [&](double scale, double* step_time) -> Status {
-    StatusOr<Cluster> scaled = ScaleLinkLatencies(cluster, scale);
-    if (!scaled.ok()) return scaled.status();
-    StatusOr<double> t =
-        SimulateOn(graph, *scaled, profile, c->calibration,
-                   "calibration: " + CalibrationPlacementName(1));
-    if (!t.ok()) return t.status();
-    *step_time = *t;
+    DPLACE_ASSIGN_OR_RETURN(Cluster scaled, ScaleLinkLatencies(cluster, scale));
+    DPLACE_ASSIGN_OR_RETURN(
+        *step_time, SimulateOn(graph, scaled, profile, c->calibration,
+                               "calibration: " + CalibrationPlacementName(1)));
     return Status::Ok();
   };
-  Status s = ratio(1.0, &c->calibration_simulated_before);
-  if (!s.ok()) return s;
+  DPLACE_RETURN_IF_ERROR(ratio(1.0, &c->calibration_simulated_before));
   const double max_scale = options.max_latency / max_latency;
   double at_zero = 0, at_max = 0;
-  if (s = ratio(0, &at_zero); !s.ok()) return s;
-  if (s = ratio(max_scale, &at_max); !s.ok()) return s;
+  DPLACE_RETURN_IF_ERROR(ratio(0, &at_zero));
+  DPLACE_RETURN_IF_ERROR(ratio(max_scale, &at_max));
   // The scale at which the simulated ratio reaches `wanted`: 0 when it
   // does at zero latency, NaN when not even at max_scale.
   auto fit = [&](double wanted, double* scale) -> Status {
@@ -160,13 +155,13 @@ Status FitLatencyScale(const Graph& graph, const Cluster& cluster,
     for (int i = 0; i < 40 && hi > 0; ++i) {
       const double mid = (lo + hi) / 2;
       double at_mid = 0;
-      if (Status st = ratio(mid, &at_mid); !st.ok()) return st;
+      DPLACE_RETURN_IF_ERROR(ratio(mid, &at_mid));
       (at_mid / c->reference_simulated < wanted ? lo : hi) = mid;
     }
     *scale = hi;
     return Status::Ok();
   };
-  if (s = fit(target, &c->fitted_scale); !s.ok()) return s;
+  DPLACE_RETURN_IF_ERROR(fit(target, &c->fitted_scale));
   if (std::isnan(c->fitted_scale)) {
     return InfeasibleError(
         "calibration: measured, the random per-op placement takes " +
@@ -180,7 +175,7 @@ Status FitLatencyScale(const Graph& graph, const Cluster& cluster,
   c->half_scales = {std::nan(""), std::nan("")};
   if (halves) {
     for (int h = 0; h < 2; ++h) {
-      if (s = fit(half_targets[h], &c->half_scales[h]); !s.ok()) return s;
+      DPLACE_RETURN_IF_ERROR(fit(half_targets[h], &c->half_scales[h]));
     }
   }
   // Move from the benchmarked latencies (scale 1) only as far as the fit
@@ -195,9 +190,8 @@ Status FitLatencyScale(const Graph& graph, const Cluster& cluster,
     }
   }
   c->latency_scale = low > 1 ? low : high < 1 ? high : 1.0;
-  StatusOr<Cluster> calibrated = ScaleLinkLatencies(cluster, c->latency_scale);
-  if (!calibrated.ok()) return calibrated.status();
-  c->cluster = std::move(calibrated).value();
+  DPLACE_ASSIGN_OR_RETURN(c->cluster,
+                          ScaleLinkLatencies(cluster, c->latency_scale));
   return ratio(c->latency_scale, &c->calibration_simulated_after);
 }
 
@@ -280,10 +274,8 @@ StatusOr<LinkCalibration> CalibrateLinks(
     return InvalidArgumentError("calibration: rounds must be >= 1, got " +
                                 std::to_string(options.rounds));
   }
-  StatusOr<LinkCalibration> prepared =
-      CalibrationPlacements(problem, options.seed);
-  if (!prepared.ok()) return prepared.status();
-  LinkCalibration c = std::move(prepared).value();
+  DPLACE_ASSIGN_OR_RETURN(LinkCalibration c,
+                          CalibrationPlacements(problem, options.seed));
   // Rotating order, so that no placement always follows another.
   const int count = CalibrationPlacementCount(c);
   for (int r = 0; r < options.rounds; ++r) {
@@ -291,15 +283,11 @@ StatusOr<LinkCalibration> CalibrateLinks(
       if (options.progress) {
         options.progress(count * r + k, count * options.rounds);
       }
-      if (Status s = MeasureCalibrationPlacement(measured, (r + k) % count, &c);
-          !s.ok()) {
-        return s;
-      }
+      DPLACE_RETURN_IF_ERROR(
+          MeasureCalibrationPlacement(measured, (r + k) % count, &c));
     }
   }
-  if (Status s = FitLinkCalibration(problem, profile, options, &c); !s.ok()) {
-    return s;
-  }
+  DPLACE_RETURN_IF_ERROR(FitLinkCalibration(problem, profile, options, &c));
   return c;
 }
 
@@ -337,11 +325,11 @@ Status FitLinkCalibration(const PlacementProblem& problem,
   c.profile = given_profile;
   c.op_time_scale = 1;
   if (!given_profile.empty()) {
-    StatusOr<double> unscaled =
+    DPLACE_ASSIGN_OR_RETURN(
+        double unscaled,
         SimulateOn(graph, base, given_profile, c.reference,
-                   "calibration: " + CalibrationPlacementName(0));
-    if (!unscaled.ok()) return unscaled.status();
-    c.op_time_scale = c.reference_measured / *unscaled;
+                   "calibration: " + CalibrationPlacementName(0)));
+    c.op_time_scale = c.reference_measured / unscaled;
     for (auto* table : {&c.profile.by_name, &c.profile.by_type}) {
       for (auto& [name, times] : *table) {
         for (auto& [kind, seconds] : times) seconds *= c.op_time_scale;
@@ -360,10 +348,10 @@ Status FitLinkCalibration(const PlacementProblem& problem,
   const std::string& host =
       base.device(c.reference.empty() ? 0 : c.reference[0]).host;
   auto fit_links = [&]() -> Status {
-    StatusOr<Cluster> slowed =
-        WithSharedHostSlowdown(base, host, c.shared_host_slowdown);
-    if (!slowed.ok()) return slowed.status();
-    return FitLatencyScale(graph, *slowed, profile, options, target, halves,
+    DPLACE_ASSIGN_OR_RETURN(
+        Cluster slowed,
+        WithSharedHostSlowdown(base, host, c.shared_host_slowdown));
+    return FitLatencyScale(graph, slowed, profile, options, target, halves,
                            half_targets, &c);
   };
   if (c.split.empty()) return fit_links();
@@ -384,20 +372,17 @@ Status FitLinkCalibration(const PlacementProblem& problem,
     Status fitted = fit_links();
     if (fitted.code() == StatusCode::kInfeasible) return false;
     if (!fitted.ok()) return fitted;
-    StatusOr<double> split =
-        SimulateOn(graph, c.cluster, profile, c.split, what);
-    if (!split.ok()) return split.status();
-    return *split / c.reference_simulated >= wanted;
+    DPLACE_ASSIGN_OR_RETURN(
+        double split, SimulateOn(graph, c.cluster, profile, c.split, what));
+    return split / c.reference_simulated >= wanted;
   };
   double lo = 0, hi = 4;
-  StatusOr<bool> at_zero = reaches(0);
-  if (!at_zero.ok()) return at_zero.status();
-  if (!*at_zero) {
+  DPLACE_ASSIGN_OR_RETURN(bool at_zero, reaches(0));
+  if (!at_zero) {
     for (int i = 0; i < 30; ++i) {
       const double mid = (lo + hi) / 2;
-      StatusOr<bool> r = reaches(mid);
-      if (!r.ok()) return r.status();
-      (*r ? hi : lo) = mid;
+      DPLACE_ASSIGN_OR_RETURN(bool r, reaches(mid));
+      (r ? hi : lo) = mid;
     }
   } else {
     hi = 0;

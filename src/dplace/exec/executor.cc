@@ -186,12 +186,11 @@ StatusOr<std::vector<ExecDevice>> ParseExecDevices(const std::string& list) {
     size_t comma = list.find(',', start);
     if (comma == std::string::npos) comma = list.size();
     const std::string name = list.substr(start, comma - start);
-    StatusOr<ExecDevice> device = ParseExecDevice(name);
-    if (!device.ok()) return device.status();
+    DPLACE_ASSIGN_OR_RETURN(ExecDevice device, ParseExecDevice(name));
     if (!seen.insert(name).second) {
       return InvalidArgumentError("device \"" + name + "\" is named twice");
     }
-    devices.push_back(*device);
+    devices.push_back(std::move(device));
     start = comma + 1;
   }
   return devices;
@@ -905,23 +904,20 @@ StatusOr<double> Executor::TimeCopy(int from, int to, int64_t bytes,
     placement.push_back(from);
     placement.push_back(to);
   }
-  StatusOr<Graph> graph = std::move(builder).Build();
-  if (!graph.ok()) return graph.status();
+  DPLACE_ASSIGN_OR_RETURN(Graph graph, std::move(builder).Build());
   ExecOptions options;
   options.warmup_steps = 1;
   options.measured_steps = 1;
-  StatusOr<std::unique_ptr<Executor>> executor =
-      Create(*graph, impl_->devices, options);
-  if (!executor.ok()) return executor.status();
+  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                          Create(graph, impl_->devices, options));
   std::vector<double> per_copy;
   for (int r = 0; r < repeats; ++r) {
-    StatusOr<ExecResult> result = (*executor)->Measure(placement);
-    if (!result.ok()) return result.status();
-    if (!result->feasible) {
+    DPLACE_ASSIGN_OR_RETURN(ExecResult result, executor->Measure(placement));
+    if (!result.feasible) {
       return InvalidArgumentError("copy benchmark of " + std::to_string(bytes) +
-                                  " bytes: " + result->infeasible_reason);
+                                  " bytes: " + result.infeasible_reason);
     }
-    per_copy.push_back(result->copy_seconds[to] / copies);
+    per_copy.push_back(result.copy_seconds[to] / copies);
   }
   return Median(per_copy);
 }

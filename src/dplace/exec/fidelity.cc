@@ -310,10 +310,8 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
   // the calibration's reference, calibration (and split) placements.
   std::optional<LinkCalibration> calibration;
   if (options.calibrate_links != nullptr) {
-    StatusOr<LinkCalibration> prepared =
-        CalibrationPlacements(problem, options.seed);
-    if (!prepared.ok()) return prepared.status();
-    calibration = std::move(prepared).value();
+    DPLACE_ASSIGN_OR_RETURN(calibration,
+                            CalibrationPlacements(problem, options.seed));
   }
   const int items =
       calibration ? n + CalibrationPlacementCount(*calibration) : n;
@@ -334,8 +332,8 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
           options.progress(r * items + k, options.rounds * items,
                            "calibration: " + CalibrationPlacementName(i - n));
         }
-        Status s = MeasureCalibrationPlacement(measured, i - n, &*calibration);
-        if (!s.ok()) return s;
+        DPLACE_RETURN_IF_ERROR(
+            MeasureCalibrationPlacement(measured, i - n, &*calibration));
         continue;
       }
       FidelitySample& sample = report.samples[i];
@@ -352,11 +350,8 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
     // Every placement simulated again, on the calibrated cluster.
     LinkCalibrationOptions fit_options;
     fit_options.statistic = options.statistic;
-    if (Status s = FitLinkCalibration(problem, *options.calibrate_links,
-                                      fit_options, &*calibration);
-        !s.ok()) {
-      return s;
-    }
+    DPLACE_RETURN_IF_ERROR(FitLinkCalibration(problem, *options.calibrate_links,
+                                              fit_options, &*calibration));
     const CostModel calibrated(*problem.graph, calibration->cluster,
                                calibration->profile);
     Simulator calibrated_simulator(calibrated);
@@ -464,24 +459,20 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
           " placements were feasible both simulated and measured; at least "
           "2 are needed");
     }
-    StatusOr<FidelityStats> s = ComputeFidelityStats(predicted, actual);
-    if (!s.ok()) return s.status();
-    *stats = *s;
+    DPLACE_ASSIGN_OR_RETURN(*stats, ComputeFidelityStats(predicted, actual));
     if (odd_rounds.size() >= 2) {
-      StatusOr<FidelityStats> r = ComputeFidelityStats(even_rounds, odd_rounds);
-      if (!r.ok()) return r.status();
-      *retest = *r;
+      DPLACE_ASSIGN_OR_RETURN(*retest,
+                              ComputeFidelityStats(even_rounds, odd_rounds));
     }
     return Status::Ok();
   };
   report.statistic = options.statistic;
-  Status assessed = assess(options.statistic, &report.stats, &report.retest);
-  if (!assessed.ok()) return assessed;
+  DPLACE_RETURN_IF_ERROR(
+      assess(options.statistic, &report.stats, &report.retest));
   for (RoundStatistic other : kRoundStatistics) {
     if (other == options.statistic || options.rounds < 2) continue;
     FidelityReport::OtherStatistic o{other, {}, {}};
-    assessed = assess(other, &o.stats, &o.retest);
-    if (!assessed.ok()) return assessed;
+    DPLACE_RETURN_IF_ERROR(assess(other, &o.stats, &o.retest));
     report.other_statistics.push_back(o);
   }
   // `stats` of another simulated time of the samples (NaN where there is
@@ -496,17 +487,13 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
       }
     }
     if (predicted.size() < 2) return Status::Ok();
-    StatusOr<FidelityStats> s = ComputeFidelityStats(predicted, actual);
-    if (!s.ok()) return s.status();
-    *stats = *s;
+    DPLACE_ASSIGN_OR_RETURN(*stats, ComputeFidelityStats(predicted, actual));
     return Status::Ok();
   };
-  assessed = against_measured(&FidelitySample::uncalibrated_simulated,
-                              &report.uncalibrated);
-  if (!assessed.ok()) return assessed;
-  assessed =
-      against_measured(&FidelitySample::compared_simulated, &report.compared);
-  if (!assessed.ok()) return assessed;
+  DPLACE_RETURN_IF_ERROR(against_measured(
+      &FidelitySample::uncalibrated_simulated, &report.uncalibrated));
+  DPLACE_RETURN_IF_ERROR(
+      against_measured(&FidelitySample::compared_simulated, &report.compared));
   report.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -49,11 +49,11 @@ StatusOr<std::unique_ptr<Environment>> NewMeasuredEnvironment(
   if (!devices.ok()) {
     return devices.status().WithPrefix("cluster " + cluster.name());
   }
-  StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::Create(graph, std::move(devices).value(), options);
-  if (!executor.ok()) return executor.status();
+  DPLACE_ASSIGN_OR_RETURN(
+      std::unique_ptr<Executor> executor,
+      Executor::Create(graph, std::move(devices).value(), options));
   return std::unique_ptr<Environment>(
-      new MeasuredEnvironment(graph, cluster, std::move(executor).value()));
+      new MeasuredEnvironment(graph, cluster, std::move(executor)));
 }
 
 }  // namespace dplace

@@ -159,24 +159,20 @@ StatusOr<double> TimeHandOff(const std::vector<ExecDevice>& devices, int a,
     return InvalidArgumentError(
         "hand-off benchmark: expected ops >= 2 and repeats >= 1");
   }
-  StatusOr<Graph> graph = ReluChain(ops);
-  if (!graph.ok()) return graph.status();
+  DPLACE_ASSIGN_OR_RETURN(Graph graph, ReluChain(ops));
   ExecOptions options;
   options.measured_steps = repeats;
-  StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::Create(*graph, devices, options);
-  if (!executor.ok()) return executor.status();
+  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                          Executor::Create(graph, devices, options));
   Placement local(ops, a), alternating(ops, a);
   for (int i = 1; i < ops; i += 2) alternating[i] = b;
-  StatusOr<ExecResult> one = (*executor)->Measure(local);
-  if (!one.ok()) return one.status();
-  StatusOr<ExecResult> two = (*executor)->Measure(alternating);
-  if (!two.ok()) return two.status();
-  if (!one->feasible || !two->feasible) {
-    return InternalError("hand-off benchmark: " + one->infeasible_reason +
-                         two->infeasible_reason);
+  DPLACE_ASSIGN_OR_RETURN(ExecResult one, executor->Measure(local));
+  DPLACE_ASSIGN_OR_RETURN(ExecResult two, executor->Measure(alternating));
+  if (!one.feasible || !two.feasible) {
+    return InternalError("hand-off benchmark: " + one.infeasible_reason +
+                         two.infeasible_reason);
   }
-  return std::max(0.0, (two->step_time - one->step_time) / (ops - 1));
+  return std::max(0.0, (two.step_time - one.step_time) / (ops - 1));
 }
 
 StatusOr<std::vector<CopyFit>> BenchmarkCopies(
@@ -291,17 +287,15 @@ StatusOr<std::vector<DeviceSpeed>> MeasureDeviceSpeeds(
     return InvalidArgumentError(
         "device speed: matmul_size, add_elements and steps must be >= 1");
   }
-  StatusOr<Graph> graph = SpeedGraph(options);
-  if (!graph.ok()) return graph.status();
-  StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::Create(*graph, devices);
-  if (!executor.ok()) return executor.status();
-  const OpId matmul = OpOfType(*graph, "MatMul");
-  const OpId large_add = *graph->FindOp("large_add");
+  DPLACE_ASSIGN_OR_RETURN(Graph graph, SpeedGraph(options));
+  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                          Executor::Create(graph, devices));
+  const OpId matmul = OpOfType(graph, "MatMul");
+  const OpId large_add = *graph.FindOp("large_add");
   std::vector<DeviceSpeed> speeds;
   for (size_t d = 0; d < devices.size(); ++d) {
     StatusOr<std::vector<double>> times =
-        (*executor)->ProfileOps(static_cast<int>(d), options.steps);
+        executor->ProfileOps(static_cast<int>(d), options.steps);
     if (!times.ok()) {
       return times.status().WithPrefix("device speed " + devices[d].name);
     }
@@ -309,7 +303,7 @@ StatusOr<std::vector<DeviceSpeed>> MeasureDeviceSpeeds(
     std::vector<double> tiny_times;
     for (int i = 0; i < kTinyAdds; ++i) {
       tiny_times.push_back(
-          (*times)[*graph->FindOp("tiny_add_" + std::to_string(i))]);
+          (*times)[*graph.FindOp("tiny_add_" + std::to_string(i))]);
     }
     std::nth_element(tiny_times.begin(), tiny_times.begin() + kTinyAdds / 2,
                      tiny_times.end());
@@ -319,8 +313,8 @@ StatusOr<std::vector<DeviceSpeed>> MeasureDeviceSpeeds(
     const double add = std::max((*times)[large_add] - tiny, 1e-9);
     DeviceSpeed s;
     s.peak_flops =
-        graph->flops(matmul) / mm / Roofline().dense_compute_efficiency[kind];
-    s.memory_bandwidth = static_cast<double>(graph->bytes_accessed(large_add)) /
+        graph.flops(matmul) / mm / Roofline().dense_compute_efficiency[kind];
+    s.memory_bandwidth = static_cast<double>(graph.bytes_accessed(large_add)) /
                          add / Roofline().memory_efficiency[kind];
     s.launch_overhead = tiny;
     speeds.push_back(s);
@@ -392,23 +386,17 @@ StatusOr<Cluster> DetectLocalCluster(const LocalClusterOptions& options) {
         std::to_string(options.cpu_devices));
   }
   const std::vector<ExecDevice> devices = LocalExecDevices(options);
-  StatusOr<std::vector<DeviceSpeed>> speeds =
-      MeasureDeviceSpeeds(devices, options);
-  if (!speeds.ok()) return speeds.status();
+  DPLACE_ASSIGN_OR_RETURN(std::vector<DeviceSpeed> speeds,
+                          MeasureDeviceSpeeds(devices, options));
   std::vector<CopyFit> copies;
   if (devices.size() > 1) {
     // Copies need an executor; any graph will do.
-    StatusOr<Graph> graph = SpeedGraph(options);
-    if (!graph.ok()) return graph.status();
-    StatusOr<std::unique_ptr<Executor>> executor =
-        Executor::Create(*graph, devices);
-    if (!executor.ok()) return executor.status();
-    StatusOr<std::vector<CopyFit>> fits =
-        BenchmarkCopies(**executor, options.copies);
-    if (!fits.ok()) return fits.status();
-    copies = std::move(fits).value();
+    DPLACE_ASSIGN_OR_RETURN(Graph graph, SpeedGraph(options));
+    DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                            Executor::Create(graph, devices));
+    DPLACE_ASSIGN_OR_RETURN(copies, BenchmarkCopies(*executor, options.copies));
   }
-  return MakeLocalCluster(options.name, devices, *speeds, copies);
+  return MakeLocalCluster(options.name, devices, speeds, copies);
 }
 
 }  // namespace dplace

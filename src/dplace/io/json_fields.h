@@ -27,9 +27,8 @@ StatusOr<json> ParseJson(const std::string& text, const std::string& source);
 template <typename T, typename ParseFn>
 StatusOr<T> ParseDocument(const std::string& text, const std::string& source,
                           ParseFn parse) {
-  StatusOr<json> root = ParseJson(text, source);
-  if (!root.ok()) return root.status();
-  StatusOr<T> value = parse(*root);
+  DPLACE_ASSIGN_OR_RETURN(json root, ParseJson(text, source));
+  StatusOr<T> value = parse(root);
   if (!value.ok()) return value.status().WithPrefix(source);
   return value;
 }

@@ -58,8 +58,8 @@ StatusOr<Placement> ParsePlacement(const json& root, const Graph& graph,
                                   "\" has no device");
     }
   }
-  Status valid = ValidatePlacement(graph, cluster, placement);
-  if (!valid.ok()) return valid.WithPrefix("placement");
+  DPLACE_RETURN_IF_ERROR(
+      ValidatePlacement(graph, cluster, placement).WithPrefix("placement"));
   return placement;
 }
 

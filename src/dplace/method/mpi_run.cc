@@ -11,11 +11,10 @@ namespace dplace {
 
 StatusOr<std::unique_ptr<MpiMethodRun>> MpiMethodRun::Start(
     const MpiRunOptions& options) {
-  StatusOr<std::unique_ptr<MpiContext>> started =
-      MpiContext::Start(options.mpi);
-  if (!started.ok()) return started.status();
+  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<MpiContext> started,
+                          MpiContext::Start(options.mpi));
   return std::unique_ptr<MpiMethodRun>(
-      new MpiMethodRun(std::move(started).value(), options.measure_on_workers));
+      new MpiMethodRun(std::move(started), options.measure_on_workers));
 }
 
 MpiMethodRun::MpiMethodRun(std::unique_ptr<MpiContext> context,
@@ -60,9 +59,8 @@ StatusOr<MpiRunResult> MpiMethodRun::Run(const std::string& method,
       context.AverageOverControllers(gradient);
     };
   }
-  StatusOr<MethodRun> run = RunMethod(method, options, problem, run_options);
-  if (!run.ok()) return run.status();
-  result.run = std::move(run).value();
+  DPLACE_ASSIGN_OR_RETURN(result.run,
+                          RunMethod(method, options, problem, run_options));
   if (result.run.placed) {
     DPLACE_RETURN_IF_ERROR(
         ShareBest(problem, run_options.record_timeline, &result));
@@ -73,12 +71,13 @@ StatusOr<MpiRunResult> MpiMethodRun::Run(const std::string& method,
 Status MpiMethodRun::RunWorker(const PlacementProblem& problem) {
   // Each worker evaluates alone: one simulator thread, or this host's
   // devices as the cluster names them.
-  StatusOr<std::unique_ptr<Environment>> local =
+  DPLACE_ASSIGN_OR_RETURN(
+      std::unique_ptr<Environment> local,
       measure_on_workers_
           ? NewMeasuredEnvironment(*problem.graph, *problem.cluster, {})
           : StatusOr<std::unique_ptr<Environment>>(
-                NewSimulatedEnvironment(*problem.cost, /*num_threads=*/1));
-  return local.ok() ? context_->RunWorker(local->get()) : local.status();
+                NewSimulatedEnvironment(*problem.cost, /*num_threads=*/1)));
+  return context_->RunWorker(local.get());
 }
 
 Status MpiMethodRun::ShareBest(const PlacementProblem& problem,
@@ -91,10 +90,9 @@ Status MpiMethodRun::ShareBest(const PlacementProblem& problem,
   if (best != context.controller()) {
     SimOptions sim_options;
     sim_options.record_timeline = record_timeline;
-    StatusOr<SimResult> sim =
-        Simulator(*problem.cost).Simulate(run->placement, sim_options);
-    if (!sim.ok()) return sim.status();
-    run->sim = std::move(sim).value();
+    DPLACE_ASSIGN_OR_RETURN(
+        run->sim,
+        Simulator(*problem.cost).Simulate(run->placement, sim_options));
   }
   result->best_controller = best;
   result->stats = context.stats();

@@ -70,13 +70,12 @@ StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,
                                         const OnnxImportOptions& options,
                                         Optimizer optimizer,
                                         std::vector<std::string>* warnings) {
-  StatusOr<OnnxImport> imported = ImportOnnxFile(path, options);
-  if (!imported.ok()) return imported.status();
-  if (warnings) *warnings = imported->warnings;
+  DPLACE_ASSIGN_OR_RETURN(OnnxImport imported, ImportOnnxFile(path, options));
+  if (warnings) *warnings = std::move(imported.warnings);
   TrainingOptions training_options;
   training_options.optimizer = optimizer;
   StatusOr<Graph> training =
-      ExpandForTraining(imported->forward, training_options);
+      ExpandForTraining(imported.forward, training_options);
   if (!training.ok()) return training.status().WithPrefix(path);
   return training;
 }
@@ -108,13 +107,12 @@ StatusOr<LoadedModel> LoadModel(const std::string& spec) {
                          return family.model->expert(g, c, family.params);
                        }};
   }
-  StatusOr<Graph> graph =
-      spec.rfind("random:", 0) == 0 ? MakeRandomModel(spec)
-      : IsOnnxPath(spec)
-          ? ImportOnnxTrainingGraph(spec, {}, Optimizer::kSgd, nullptr)
-          : ReadGraphJson(spec);
-  if (!graph.ok()) return graph.status();
-  return LoadedModel{std::move(graph).value(), nullptr};
+  DPLACE_ASSIGN_OR_RETURN(
+      Graph graph, spec.rfind("random:", 0) == 0 ? MakeRandomModel(spec)
+                   : IsOnnxPath(spec)            ? ImportOnnxTrainingGraph(
+                                                       spec, {}, Optimizer::kSgd, nullptr)
+                                      : ReadGraphJson(spec));
+  return LoadedModel{std::move(graph), nullptr};
 }
 
 }  // namespace dplace

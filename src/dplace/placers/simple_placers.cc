@@ -12,8 +12,7 @@ namespace {
 // the first device of a kind they allow.
 StatusOr<Placement> OnFirstDeviceOf(const PlacementProblem& problem,
                                     DeviceKind kind) {
-  Status s = CheckPlaceable(problem);
-  if (!s.ok()) return s;
+  DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem));
   const std::vector<DeviceId> devices = problem.cluster->DevicesOfKind(kind);
   if (devices.empty()) {
     return InfeasibleError("cluster " + problem.cluster->name() + " has no " +
@@ -48,8 +47,7 @@ class ExpertPlacer : public Placer {
           " has no human-expert placement (only zoo models have one; use "
           "--model zoo:NAME)");
     }
-    Status s = CheckPlaceable(problem);
-    if (!s.ok()) return s;
+    DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem));
     return problem.expert();
   }
 };
@@ -60,8 +58,7 @@ class RandomPlacer : public Placer {
  public:
   using Placer::Placer;
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
-    Status s = CheckPlaceable(problem);
-    if (!s.ok()) return s;
+    DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem));
     const Graph& g = *problem.graph;
     const Cluster& c = *problem.cluster;
     const HintGroups groups = ColocationHintGroups(g);
@@ -112,8 +109,7 @@ class RoundRobinPlacer : public Placer {
       : Placer("round-robin"), settings_(settings) {}
 
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
-    Status s = CheckPlaceable(problem, /*need_gpu=*/true);
-    if (!s.ok()) return s;
+    DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem, /*need_gpu=*/true));
     const Graph& g = *problem.graph;
     const Cluster& c = *problem.cluster;
     const std::vector<DeviceId> gpus = c.DevicesOfKind(DeviceKind::kGpu);
@@ -138,8 +134,7 @@ StatusOr<std::unique_ptr<Method>> MakeRoundRobin(const MethodOptions& options) {
   RoundRobinSettings settings;
   OptionReader reader("round-robin", options);
   reader.Int("depth", &settings.depth);
-  Status s = reader.Finish();
-  if (!s.ok()) return s;
+  DPLACE_RETURN_IF_ERROR(reader.Finish());
   if (settings.depth < 0) {
     return InvalidArgumentError("method round-robin: depth must be >= 0");
   }

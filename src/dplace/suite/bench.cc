@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <limits>
@@ -16,6 +15,7 @@
 #include "dplace/io/cluster_json.h"
 #include "dplace/method/run.h"
 #include "dplace/model/load_model.h"
+#include "dplace/util/format.h"
 
 namespace dplace {
 namespace {
@@ -153,12 +153,9 @@ struct LoadedBenchmark {
 
 StatusOr<std::unique_ptr<LoadedBenchmark>> Load(const std::string& model,
                                                 const std::string& cluster) {
-  StatusOr<LoadedModel> m = LoadModel(model);
-  if (!m.ok()) return m.status();
-  StatusOr<Cluster> c = LoadCluster(cluster);
-  if (!c.ok()) return c.status();
-  return std::make_unique<LoadedBenchmark>(std::move(m).value(),
-                                           std::move(c).value());
+  DPLACE_ASSIGN_OR_RETURN(LoadedModel m, LoadModel(model));
+  DPLACE_ASSIGN_OR_RETURN(Cluster c, LoadCluster(cluster));
+  return std::make_unique<LoadedBenchmark>(std::move(m), std::move(c));
 }
 
 int CountRuns(const Suite& suite) {
@@ -194,8 +191,7 @@ StatusOr<TableResults> RunTable(const Suite& suite, const SuiteTable& table,
         static_cast<int>(lb.cluster.DevicesOfKind(DeviceKind::kGpu).size());
     br.lower_bound = PlacementLowerBound(Simulator(lb.cost));
     for (const SuiteMethod& m : table.methods) {
-      StatusOr<MethodOptions> options = OptionsOf(m, b);
-      if (!options.ok()) return options.status();
+      DPLACE_ASSIGN_OR_RETURN(MethodOptions options, OptionsOf(m, b));
       MethodResults mr;
       mr.method = m.method;
       mr.learned = IsLearnedMethod(m.method);
@@ -219,7 +215,7 @@ StatusOr<TableResults> RunTable(const Suite& suite, const SuiteTable& table,
         run_options.context.search.budget.samples = m.budget_samples;
         run_options.context.search.budget.seconds = m.budget_seconds;
         StatusOr<MethodRun> run =
-            RunMethod(m.method, *options, lb.problem, run_options);
+            RunMethod(m.method, options, lb.problem, run_options);
         if (!run.ok()) return run.status().WithPrefix(b.name);
         if (mr.learned && mr.budget_samples == 0 && mr.budget_seconds == 0) {
           mr.budget_samples = run->search.samples;
@@ -240,24 +236,23 @@ StatusOr<ScaleRow> RunScaleRow(const ScaleStudy& scale,
   ScaleRow row;
   row.model = model;
   const auto start = std::chrono::steady_clock::now();
-  StatusOr<std::unique_ptr<LoadedBenchmark>> loaded =
-      Load(model, scale.cluster);
-  if (!loaded.ok()) return loaded.status();
+  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<LoadedBenchmark> loaded,
+                          Load(model, scale.cluster));
   row.build_seconds = SecondsSince(start);
-  LoadedBenchmark& lb = **loaded;
+  LoadedBenchmark& lb = *loaded;
   row.ops = lb.model.graph.num_ops();
   row.edges = lb.model.graph.num_edges();
   // The simulated placement: round-robin over the GPUs (CPU-only ops on the
   // CPU), the same work whatever placers are timed.
-  StatusOr<MethodRun> reference =
-      RunMethod("round-robin", {}, lb.problem, MethodRunOptions{});
-  if (!reference.ok()) return reference.status();
-  if (reference->placed) {
+  DPLACE_ASSIGN_OR_RETURN(
+      MethodRun reference,
+      RunMethod("round-robin", {}, lb.problem, MethodRunOptions{}));
+  if (reference.placed) {
     Simulator simulator(lb.cost);
     std::vector<double> times;
     for (int i = 0; i < scale.simulate_repeats; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      StatusOr<SimResult> sim = simulator.Simulate(reference->placement);
+      StatusOr<SimResult> sim = simulator.Simulate(reference.placement);
       times.push_back(SecondsSince(t0));
       if (!sim.ok()) return sim.status();
     }
@@ -265,15 +260,15 @@ StatusOr<ScaleRow> RunScaleRow(const ScaleStudy& scale,
     row.simulate_repeats = scale.simulate_repeats;
   }
   for (const std::string& method : scale.methods) {
-    StatusOr<MethodRun> run = RunMethod(method, {}, lb.problem, {});
-    if (!run.ok()) return run.status();
+    DPLACE_ASSIGN_OR_RETURN(MethodRun run,
+                            RunMethod(method, {}, lb.problem, {}));
     ScalePlacerCost cost;
     cost.method = method;
-    cost.placed = run->placed;
-    cost.error = run->error;
-    cost.seconds = run->wall_seconds;
-    cost.step_time = run->sim.step_time;
-    cost.feasible = run->placed && run->sim.feasible;
+    cost.placed = run.placed;
+    cost.error = run.error;
+    cost.seconds = run.wall_seconds;
+    cost.step_time = run.sim.step_time;
+    cost.feasible = run.placed && run.sim.feasible;
     row.placers.push_back(cost);
   }
   row.rss_bytes = CurrentRssBytes();
@@ -384,12 +379,6 @@ json ScaleJson(const ScaleRow& row) {
               {"placers", placers}};
 }
 
-std::string Fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
-
 // "0.9105" or "0.9105 (0.9001–0.9302)" for several runs; "OOM" when no run
 // fits; "-" when the placer refused.
 std::string StepTimeCell(const MethodResults& m) {
@@ -399,10 +388,10 @@ std::string StepTimeCell(const MethodResults& m) {
     }
     return "-";
   }
-  std::string cell = Fmt("%.4f", m.step_time.median);
+  std::string cell = Format("%.4f", m.step_time.median);
   if (m.runs.size() > 1) {
-    cell += " (" + Fmt("%.4f", m.step_time.min) + "–" +
-            Fmt("%.4f", m.step_time.max) + ")";
+    cell += " (" + Format("%.4f", m.step_time.min) + "–" +
+            Format("%.4f", m.step_time.max) + ")";
   }
   if (m.step_time.count < static_cast<int>(m.runs.size())) {
     cell += " [" + std::to_string(m.runs.size() - m.step_time.count) + " OOM]";
@@ -414,7 +403,7 @@ std::string StepTimeCell(const MethodResults& m) {
 std::string Percent(double fraction) {
   if (!std::isfinite(fraction)) return "-";
   if (std::abs(fraction) < 5e-4) return "0.0%";
-  return Fmt("%+.1f%%", 100 * fraction);
+  return Format("%+.1f%%", 100 * fraction);
 }
 
 std::string PaperTable(const TableResults& t) {
@@ -472,11 +461,11 @@ std::string DetailTable(const BenchmarkResults& b) {
   std::string out =
       "`" + b.model + "` on `" + b.cluster + "`: graph " + b.graph_name + ", " +
       std::to_string(b.ops) + " ops, " + std::to_string(b.devices) +
-      " devices; lower bound " + Fmt("%.4f", b.lower_bound) +
+      " devices; lower bound " + Format("%.4f", b.lower_bound) +
       " s; best baseline " +
       (b.best_baseline.empty()
            ? std::string("none (every classical placer OOM or refused)")
-           : b.best_baseline + " " + Fmt("%.4f", b.best_baseline_step_time) +
+           : b.best_baseline + " " + Format("%.4f", b.best_baseline_step_time) +
                  " s") +
       ".\n\n"
       "| method | runs | step time (s), median (min–max) | reduction vs best "
@@ -509,14 +498,14 @@ std::string DetailTable(const BenchmarkResults& b) {
     out += "| " + name + " | " + std::to_string(m.runs.size()) + " | " +
            StepTimeCell(m) + " | " + Percent(m.reduction_vs_best_baseline) +
            " | " +
-           (std::isfinite(m.vs_lower_bound) ? Fmt("%.2fx", m.vs_lower_bound)
+           (std::isfinite(m.vs_lower_bound) ? Format("%.2fx", m.vs_lower_bound)
                                             : "-") +
            " | " +
-           (learned ? Fmt("%.0f", m.samples_to_best.median) + " / " +
-                          Fmt("%.0f", SamplesRun(m))
+           (learned ? Format("%.0f", m.samples_to_best.median) + " / " +
+                          Format("%.0f", SamplesRun(m))
                     : "-") +
-           " | " + (learned ? Fmt("%.2f", m.seconds_to_best.median) : "-") +
-           " | " + Fmt(m.learned ? "%.2f" : "%.3f", m.wall_seconds.median) +
+           " | " + (learned ? Format("%.2f", m.seconds_to_best.median) : "-") +
+           " | " + Format(m.learned ? "%.2f" : "%.3f", m.wall_seconds.median) +
            " | " + note + " |\n";
   }
   return out;
@@ -542,18 +531,19 @@ std::string ScaleTable(const BenchResults& r) {
   out += " RSS | peak RSS |\n" + rule + "---:|---:|\n";
   for (const ScaleRow& row : r.scale) {
     out += "| `" + row.model + "` | " + std::to_string(row.ops) + " | " +
-           std::to_string(row.edges) + " | " + Fmt("%.3f", row.build_seconds) +
-           " | " + Fmt("%.2f", row.simulate_seconds * 1e3) + " |";
+           std::to_string(row.edges) + " | " +
+           Format("%.3f", row.build_seconds) + " | " +
+           Format("%.2f", row.simulate_seconds * 1e3) + " |";
     for (const std::string& m : methods) {
       std::string cell = "-";
       for (const ScalePlacerCost& p : row.placers) {
         if (p.method == m)
-          cell = Fmt("%.3f", p.seconds) + (p.placed ? "" : " (refused)");
+          cell = Format("%.3f", p.seconds) + (p.placed ? "" : " (refused)");
       }
       out += " " + cell + " |";
     }
-    out += " " + Fmt("%.0f MB", row.rss_bytes / 1e6) + " | " +
-           Fmt("%.0f MB", row.peak_rss_bytes / 1e6) + " |\n";
+    out += " " + Format("%.0f MB", row.rss_bytes / 1e6) + " | " +
+           Format("%.0f MB", row.peak_rss_bytes / 1e6) + " |\n";
   }
   return out;
 }
@@ -608,8 +598,7 @@ LearningCurve CurveOf(const std::vector<SampleRecord>& history,
 
 StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
                                 const BenchProgress& progress) {
-  Status known = CheckSuiteMethods(suite);
-  if (!known.ok()) return known;
+  DPLACE_RETURN_IF_ERROR(CheckSuiteMethods(suite));
   const auto start = std::chrono::steady_clock::now();
   BenchResults results;
   results.suite = suite.name;
@@ -622,9 +611,9 @@ StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
   const int total = CountRuns(suite);
   int done = 0;
   for (const SuiteTable& table : suite.tables) {
-    StatusOr<TableResults> t = RunTable(suite, table, total, &done, progress);
-    if (!t.ok()) return t.status();
-    results.tables.push_back(std::move(t).value());
+    DPLACE_ASSIGN_OR_RETURN(TableResults t,
+                            RunTable(suite, table, total, &done, progress));
+    results.tables.push_back(std::move(t));
   }
   results.scale_cluster = suite.scale.cluster;
   for (const std::string& model : suite.scale.models) {

@@ -102,14 +102,12 @@ Status ParseTable(const json& value, const std::string& path,
   table->source = fields.String("source", "");
   const json* benchmarks = fields.Array("benchmarks", true);
   const json* methods = fields.Array("methods", true);
-  Status status = fields.Finish();
-  if (!status.ok()) return status;
+  DPLACE_RETURN_IF_ERROR(fields.Finish());
   std::set<std::string> names;
   for (size_t i = 0; i < benchmarks->size(); ++i) {
     SuiteBenchmark b;
-    Status s = ParseBenchmark(
-        (*benchmarks)[i], path + ".benchmarks[" + std::to_string(i) + "]", &b);
-    if (!s.ok()) return s;
+    DPLACE_RETURN_IF_ERROR(ParseBenchmark(
+        (*benchmarks)[i], path + ".benchmarks[" + std::to_string(i) + "]", &b));
     if (!names.insert(b.name).second) {
       return InvalidArgumentError(path + ".benchmarks[" + std::to_string(i) +
                                   "]: benchmark \"" + b.name +
@@ -119,9 +117,8 @@ Status ParseTable(const json& value, const std::string& path,
   }
   for (size_t i = 0; i < methods->size(); ++i) {
     SuiteMethod m;
-    Status s = ParseMethod((*methods)[i],
-                           path + ".methods[" + std::to_string(i) + "]", &m);
-    if (!s.ok()) return s;
+    DPLACE_RETURN_IF_ERROR(ParseMethod(
+        (*methods)[i], path + ".methods[" + std::to_string(i) + "]", &m));
     table->methods.push_back(std::move(m));
   }
   return Status::Ok();
@@ -147,18 +144,15 @@ StatusOr<Suite> ParseSuite(const json& value, const std::string& path) {
   if (suite.seeds.empty()) suite.seeds = {1};
   const json* tables = fields.Array("tables", false);
   const json* scale = fields.Object("scale", false);
-  Status status = fields.Finish();
-  if (!status.ok()) return status;
+  DPLACE_RETURN_IF_ERROR(fields.Finish());
   for (size_t i = 0; tables && i < tables->size(); ++i) {
     SuiteTable table;
-    Status s = ParseTable((*tables)[i],
-                          path + ".tables[" + std::to_string(i) + "]", &table);
-    if (!s.ok()) return s;
+    DPLACE_RETURN_IF_ERROR(ParseTable(
+        (*tables)[i], path + ".tables[" + std::to_string(i) + "]", &table));
     suite.tables.push_back(std::move(table));
   }
   if (scale) {
-    Status s = ParseScale(*scale, path + ".scale", &suite.scale);
-    if (!s.ok()) return s;
+    DPLACE_RETURN_IF_ERROR(ParseScale(*scale, path + ".scale", &suite.scale));
   }
   if (suite.tables.empty() && suite.scale.models.empty()) {
     return InvalidArgumentError(path + ": a suite needs tables or a scale");
@@ -184,19 +178,17 @@ StatusOr<std::vector<Suite>> ParseSuites(const std::string& text,
         FieldReader fields(root, "");
         io_internal::CheckFormat(fields, "dplace.suites");
         const json* suites = fields.Array("suites", true);
-        Status status = fields.Finish();
-        if (!status.ok()) return status;
+        DPLACE_RETURN_IF_ERROR(fields.Finish());
         std::vector<Suite> out;
         std::set<std::string> names;
         for (size_t i = 0; i < suites->size(); ++i) {
           const std::string path = "suites[" + std::to_string(i) + "]";
-          StatusOr<Suite> suite = ParseSuite((*suites)[i], path);
-          if (!suite.ok()) return suite.status();
-          if (!names.insert(suite->name).second) {
-            return InvalidArgumentError(path + ": suite \"" + suite->name +
+          DPLACE_ASSIGN_OR_RETURN(Suite suite, ParseSuite((*suites)[i], path));
+          if (!names.insert(suite.name).second) {
+            return InvalidArgumentError(path + ": suite \"" + suite.name +
                                         "\" appears twice");
           }
-          out.push_back(std::move(suite).value());
+          out.push_back(std::move(suite));
         }
         return out;
       });
@@ -205,9 +197,8 @@ StatusOr<std::vector<Suite>> ParseSuites(const std::string& text,
 StatusOr<std::vector<Suite>> LoadSuites(const std::string& path) {
   if (path.empty())
     return ParseSuites(BuiltinSuitesJson(), "src/dplace/suite/suites.json");
-  StatusOr<std::string> text = ReadTextFile(path);
-  if (!text.ok()) return text.status();
-  return ParseSuites(*text, path);
+  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return ParseSuites(text, path);
 }
 
 StatusOr<Suite> FindSuite(const std::vector<Suite>& suites,

@@ -111,15 +111,14 @@ inline StatusOr<PlaceResult> RunSearch(const Problem& problem,
                                        std::vector<std::string> options,
                                        const SearchOptions& search,
                                        uint64_t seed = 1) {
-  StatusOr<MethodOptions> parsed = MethodOptions::Parse(options);
-  if (!parsed.ok()) return parsed.status();
-  StatusOr<std::unique_ptr<Method>> agent = MakeMethod(agent_name, *parsed);
-  if (!agent.ok()) return agent.status();
+  DPLACE_ASSIGN_OR_RETURN(MethodOptions parsed, MethodOptions::Parse(options));
+  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Method> agent,
+                          MakeMethod(agent_name, parsed));
   auto env = NewSimulatedEnvironment(*problem.cost, 1);
   PlaceContext context;
   context.environment = env.get();
   context.search = search;
-  return (*agent)->Place(problem.Get(seed), context);
+  return agent->Place(problem.Get(seed), context);
 }
 
 // Runs `samples` samples of `agent` on `problem`; then the same search

@@ -97,20 +97,17 @@ StatusOr<std::unique_ptr<Executor>> ExecutorOfCluster(
 
 StatusOr<std::unique_ptr<MeasuredProblem>> LoadMeasuredProblem(
     const ExecFlags& flags, const ExecOptions& exec_options) {
-  StatusOr<LoadedModel> model = LoadModel(flags.model);
-  if (!model.ok()) return model.status();
-  StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
-  if (!cluster.ok()) return cluster.status();
-  StatusOr<ProfileTable> profile = LoadProfile(flags.profile);
-  if (!profile.ok()) return profile.status();
+  DPLACE_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(flags.model));
+  DPLACE_ASSIGN_OR_RETURN(Cluster cluster, LoadCluster(flags.cluster));
+  DPLACE_ASSIGN_OR_RETURN(ProfileTable profile, LoadProfile(flags.profile));
   std::unique_ptr<MeasuredProblem> m(new MeasuredProblem{
-      std::move(model).value(), std::move(cluster).value(),
-      std::move(profile).value(), nullptr, nullptr, PlacementProblem{}});
-  StatusOr<std::unique_ptr<Executor>> executor =
-      ExecutorOfCluster(m->model.graph, m->cluster, exec_options);
-  if (!executor.ok()) return executor.status();
+      std::move(model), std::move(cluster), std::move(profile), nullptr,
+      nullptr, PlacementProblem{}});
+  DPLACE_ASSIGN_OR_RETURN(
+      std::unique_ptr<Executor> executor,
+      ExecutorOfCluster(m->model.graph, m->cluster, exec_options));
   m->env = std::make_unique<MeasuredEnvironment>(m->model.graph, m->cluster,
-                                                 std::move(executor).value());
+                                                 std::move(executor));
   m->cost = std::make_unique<CostModel>(m->model.graph, m->cluster, m->profile);
   m->problem = ProblemOf(m->model, *m->cost, flags.seed);
   return m;

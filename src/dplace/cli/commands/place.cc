@@ -433,9 +433,9 @@ int PlaceMeasured(const PlacementProblem& problem, const PlaceFlags& place,
   hooks.environment = env->get();
   hooks.after_search = [&](MethodRun* run) -> StatusOr<std::string> {
     err << "dplace: measuring the chosen placement ...\n";
-    StatusOr<std::vector<Measurement>> m = (*env)->Evaluate({run->placement});
-    if (!m.ok()) return m.status();
-    const Measurement& r = (*m)[0];
+    DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> m,
+                            (*env)->Evaluate({run->placement}));
+    const Measurement& r = m[0];
     if (!r.feasible) return "measured: infeasible: " + r.infeasible_reason;
     return "measured step time: " + Format("%.6f", r.step_time) +
            " s (simulated below)";

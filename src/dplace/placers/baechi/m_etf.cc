@@ -17,13 +17,15 @@ class EtfPlacer : public Placer {
       : Placer("m-etf"), settings_(settings) {}
 
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
-    StatusOr<baechi::PlacementUnits> units = baechi::MakePlacementUnits(
-        problem, settings_.common, /*whole_step_estimate=*/false);
-    if (!units.ok()) return units.status();
-    StatusOr<baechi::ListSchedule> schedule = baechi::RunListScheduler(
-        problem, *units, settings_.common, /*favourite_child=*/{});
-    if (!schedule.ok()) return schedule.status();
-    return std::move(schedule->placement);
+    DPLACE_ASSIGN_OR_RETURN(
+        baechi::PlacementUnits units,
+        baechi::MakePlacementUnits(problem, settings_.common,
+                                   /*whole_step_estimate=*/false));
+    DPLACE_ASSIGN_OR_RETURN(
+        baechi::ListSchedule schedule,
+        baechi::RunListScheduler(problem, units, settings_.common,
+                                 /*favourite_child=*/{}));
+    return std::move(schedule.placement);
   }
 
  private:

@@ -358,16 +358,16 @@ class SctPlacer : public Placer {
       : Placer("m-sct"), settings_(settings) {}
 
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
-    StatusOr<baechi::PlacementUnits> units = baechi::MakePlacementUnits(
-        problem, settings_.common, /*whole_step_estimate=*/false);
-    if (!units.ok()) return units.status();
-    FavouriteChildLp lp(problem, *units, settings_);
-    StatusOr<std::vector<OpId>> favourite = lp.Solve();
-    if (!favourite.ok()) return favourite.status();
-    StatusOr<baechi::ListSchedule> schedule =
-        baechi::RunListScheduler(problem, *units, settings_.common, *favourite);
-    if (!schedule.ok()) return schedule.status();
-    return std::move(schedule->placement);
+    DPLACE_ASSIGN_OR_RETURN(
+        baechi::PlacementUnits units,
+        baechi::MakePlacementUnits(problem, settings_.common,
+                                   /*whole_step_estimate=*/false));
+    FavouriteChildLp lp(problem, units, settings_);
+    DPLACE_ASSIGN_OR_RETURN(std::vector<OpId> favourite, lp.Solve());
+    DPLACE_ASSIGN_OR_RETURN(
+        baechi::ListSchedule schedule,
+        baechi::RunListScheduler(problem, units, settings_.common, favourite));
+    return std::move(schedule.placement);
   }
 
  private:

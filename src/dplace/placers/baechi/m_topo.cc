@@ -95,10 +95,10 @@ class TopoPlacer : public Placer {
       : Placer("m-topo"), settings_(settings) {}
 
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
-    StatusOr<baechi::PlacementUnits> made = baechi::MakePlacementUnits(
-        problem, settings_.common, /*whole_step_estimate=*/true);
-    if (!made.ok()) return made.status();
-    const baechi::PlacementUnits& u = *made;
+    DPLACE_ASSIGN_OR_RETURN(
+        const baechi::PlacementUnits u,
+        baechi::MakePlacementUnits(problem, settings_.common,
+                                   /*whole_step_estimate=*/true));
     const Cluster& c = *problem.cluster;
     const std::vector<int64_t> budget =
         baechi::MemoryBudgets(c, settings_.common);

@@ -31,33 +31,38 @@ constexpr int kCheckpointVersion = 1;
 StatusOr<Grouping> MakeSearchGrouping(const PlacementProblem& problem,
                                       const SearchSettings& settings) {
   const Graph& graph = *problem.graph;
-  if (settings.grouping == "colocation") {
-    ColocationOptions options;
-    options.scope_marker = settings.scope_marker;
-    return ColocationGrouping(graph, options);
+  switch (settings.grouping) {
+    case OpGrouping::kColocation: {
+      ColocationOptions options;
+      options.scope_marker = settings.scope_marker;
+      return ColocationGrouping(graph, options);
+    }
+    case OpGrouping::kHints: {
+      // Only the graph's hard co-location constraints.
+      ColocationOptions options;
+      options.absorb_single_consumer = false;
+      return ColocationGrouping(graph, options);
+    }
+    case OpGrouping::kOps: {
+      std::vector<int32_t> labels(graph.num_ops());
+      for (OpId op = 0; op < graph.num_ops(); ++op) labels[op] = op;
+      return MakeGrouping(graph, labels);
+    }
+    case OpGrouping::kMetis: {
+      MetisGroupingOptions options;
+      options.num_groups = settings.num_groups;
+      options.seed = problem.seed;
+      options.cost_model = problem.cost;
+      return MetisGrouping(graph, options);
+    }
+    case OpGrouping::kFluid: {
+      FluidGroupingOptions options;
+      options.num_groups = settings.num_groups;
+      options.seed = problem.seed;
+      return FluidGrouping(graph, options);
+    }
   }
-  if (settings.grouping == "hints") {
-    // Only the graph's hard co-location constraints.
-    ColocationOptions options;
-    options.absorb_single_consumer = false;
-    return ColocationGrouping(graph, options);
-  }
-  if (settings.grouping == "ops") {
-    std::vector<int32_t> labels(graph.num_ops());
-    for (OpId op = 0; op < graph.num_ops(); ++op) labels[op] = op;
-    return MakeGrouping(graph, labels);
-  }
-  if (settings.grouping == "metis") {
-    MetisGroupingOptions options;
-    options.num_groups = settings.num_groups;
-    options.seed = problem.seed;
-    options.cost_model = problem.cost;
-    return MetisGrouping(graph, options);
-  }
-  FluidGroupingOptions options;
-  options.num_groups = settings.num_groups;
-  options.seed = problem.seed;
-  return FluidGrouping(graph, options);
+  return InternalError("unknown grouping");
 }
 
 StatusOr<AgentSetup> MakeSetup(const PlacementProblem& problem,
@@ -68,7 +73,8 @@ StatusOr<AgentSetup> MakeSetup(const PlacementProblem& problem,
   setup.budget = budget;
   StatusOr<Grouping> grouping = MakeSearchGrouping(problem, settings);
   if (!grouping.ok()) {
-    return grouping.status().WithPrefix("grouping " + settings.grouping);
+    return grouping.status().WithPrefix("grouping " +
+                                        OpGroupingName(settings.grouping));
   }
   setup.grouping = std::move(grouping).value();
   setup.groups = CoarsenGraph(*problem.graph, setup.grouping);
@@ -551,12 +557,27 @@ StatusOr<Grouping> SearchGrouping(const PlacementProblem& problem,
   return MakeSearchGrouping(problem, settings);
 }
 
+const std::vector<std::pair<std::string, OpGrouping>>& OpGroupingNames() {
+  static const auto* names =
+      new std::vector<std::pair<std::string, OpGrouping>>{
+          {"colocation", OpGrouping::kColocation},
+          {"hints", OpGrouping::kHints},
+          {"ops", OpGrouping::kOps},
+          {"metis", OpGrouping::kMetis},
+          {"fluid", OpGrouping::kFluid}};
+  return *names;
+}
+
+const std::string& OpGroupingName(OpGrouping grouping) {
+  return EnumName(OpGroupingNames(), grouping);
+}
+
 void ReadSearchSettings(OptionReader* reader, SearchSettings* s) {
   reader->Double("failing_step_time", &s->failing_step_time);
   reader->Double("baseline_decay", &s->baseline_decay);
   reader->Bool("baseline_starts_failing", &s->baseline_starts_failing);
   reader->Int("feasible_only_after", &s->feasible_only_after);
-  reader->String("grouping", &s->grouping);
+  reader->Enum("grouping", OpGroupingNames(), &s->grouping);
   reader->Int("groups", &s->num_groups);
   reader->String("scope_marker", &s->scope_marker);
 }
@@ -571,11 +592,6 @@ Status ValidateSearchSettings(const std::string& method,
   }
   if (!(s.baseline_decay >= 0 && s.baseline_decay < 1)) {
     return bad("baseline_decay must be in [0, 1)");
-  }
-  if (s.grouping != "colocation" && s.grouping != "hints" &&
-      s.grouping != "ops" && s.grouping != "metis" && s.grouping != "fluid") {
-    return bad("grouping=" + s.grouping +
-               ": expected colocation, hints, ops, metis or fluid");
   }
   if (s.num_groups < 1) return bad("groups must be >= 1");
   return Status::Ok();

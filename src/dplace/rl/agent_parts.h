@@ -9,12 +9,24 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dplace/rl/agent.h"
 #include "dplace/rl/algorithms.h"
 
 namespace dplace {
+
+// The name of `value` in `names` (an OptionReader::Enum list that holds
+// every value of E).
+template <typename E>
+const std::string& EnumName(const std::vector<std::pair<std::string, E>>& names,
+                            E value) {
+  for (const auto& [name, e] : names) {
+    if (e == value) return name;
+  }
+  throw std::logic_error("a value missing from its names");
+}
 
 // Checks a tensor read from a checkpoint before anything reads its data:
 // defined, on the CPU, strided, and its elements within its storage (the

@@ -64,7 +64,7 @@ TEST(EncoderInputTest, SymmetricNormalisedAdjacencyWithSelfLoops) {
   const Problem problem = TwoChains();  // Two chains of three ops.
   PlacementProblem p = problem.Get();
   SearchSettings settings;
-  settings.grouping = "ops";
+  settings.grouping = OpGrouping::kOps;
   const Grouping grouping = *SearchGrouping(p, settings);
   const GroupGraph groups = CoarsenGraph(*problem.graph, grouping);
   const EncoderInput input = MakeEncoderInput(*problem.graph, grouping, groups);
@@ -191,7 +191,7 @@ TEST_F(EncoderFileTest, MismatchedOrCorruptFileIsAClearError) {
 TEST(MarsPolicyTest, AutoregressiveAcrossSegments) {
   const Problem problem = TwoChains();
   SearchSettings settings;
-  settings.grouping = "ops";
+  settings.grouping = OpGrouping::kOps;
   const Grouping grouping = *SearchGrouping(problem.Get(), settings);
   const GroupGraph groups = CoarsenGraph(*problem.graph, grouping);
   torch::manual_seed(1);

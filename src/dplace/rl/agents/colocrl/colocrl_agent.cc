@@ -61,10 +61,11 @@ struct ColocRlSettings {
   int elite_steps = 1;       // Default: 1.
 };
 
-class ColocRlAgent : public Agent {
+class ColocRlAgent : public PolicyAgent {
  public:
   explicit ColocRlAgent(ColocRlSettings settings)
-      : Agent("colocrl", settings.search), settings_(std::move(settings)) {}
+      : PolicyAgent("colocrl", settings.search),
+        settings_(std::move(settings)) {}
 
  protected:
   Status DoInit(const AgentSetup& setup) override {
@@ -85,10 +86,7 @@ class ColocRlAgent : public Agent {
 
   int BatchSize() const override { return settings_.batch; }
 
-  std::vector<std::vector<DeviceId>> DoSample(int k,
-                                              std::mt19937_64* rng) override {
-    return ActionRows(policy_->Sample(k, rng));
-  }
+  PlacementPolicy& policy() override { return *policy_; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     int updates = 0;

@@ -141,10 +141,10 @@ EncoderFileInfo ExpectedInfo(const Graph& graph, const Grouping& grouping,
   return info;
 }
 
-class MarsAgent : public Agent {
+class MarsAgent : public PolicyAgent {
  public:
   MarsAgent(std::string name, MarsSettings settings)
-      : Agent(std::move(name), settings.search),
+      : PolicyAgent(std::move(name), settings.search),
         settings_(std::move(settings)) {}
 
  protected:
@@ -201,10 +201,7 @@ class MarsAgent : public Agent {
 
   int BatchSize() const override { return settings_.batch; }
 
-  std::vector<std::vector<DeviceId>> DoSample(int k,
-                                              std::mt19937_64* rng) override {
-    return ActionRows(policy_->Sample(k, rng));
-  }
+  PlacementPolicy& policy() override { return *policy_; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     const torch::Tensor actions =

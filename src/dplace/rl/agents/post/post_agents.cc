@@ -47,10 +47,10 @@ struct PostSettings {
   double entropy_bonus = 0;
 };
 
-class PostAgent : public Agent {
+class PostAgent : public PolicyAgent {
  public:
   PostAgent(std::string name, PostMode mode, PostSettings settings)
-      : Agent(std::move(name), settings.search),
+      : PolicyAgent(std::move(name), settings.search),
         mode_(mode),
         settings_(std::move(settings)) {}
 
@@ -77,10 +77,7 @@ class PostAgent : public Agent {
 
   int BatchSize() const override { return settings_.batch; }
 
-  std::vector<std::vector<DeviceId>> DoSample(int k,
-                                              std::mt19937_64* rng) override {
-    return ActionRows(policy_->Sample(k, rng));
-  }
+  PlacementPolicy& policy() override { return *policy_; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     const int k = static_cast<int>(batch.group_devices.size());

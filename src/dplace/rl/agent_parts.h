@@ -20,6 +20,12 @@
 
 namespace dplace {
 
+// The first line of `text`: LibTorch's exception messages go on with a
+// trace.
+inline std::string FirstLine(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
 // The name of `value` in `names` (an OptionReader::Enum list that holds
 // every value of E).
 template <typename E>

@@ -82,7 +82,7 @@ inline torch::Tensor UsedAdvantages(const EvaluatedBatch& batch) {
   return torch::tensor(advantages, torch::kFloat64).to(torch::kFloat32);
 }
 
-// An agent whose placements are drawn from one PlacementPolicy (Post and
+// An agent whose placements are drawn from one placement policy (Post and
 // its baselines, ColocRL, Mars): its DoSample draws from the policy's
 // distribution under the search's generator. The planners, which sample a
 // grouping before the placements, are agents of their own.
@@ -92,7 +92,7 @@ class PolicyAgent : public Agent {
 
  protected:
   // The policy DoInit built. REQUIRES: DoInit has run.
-  virtual PlacementPolicy& policy() = 0;
+  virtual PlacementPolicyImpl& policy() = 0;
 
   std::vector<std::vector<DeviceId>> DoSample(int k,
                                               std::mt19937_64* rng) final {

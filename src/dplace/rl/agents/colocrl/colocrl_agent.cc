@@ -74,7 +74,7 @@ class ColocRlAgent : public PolicyAgent {
     Seq2SeqConfig config;
     config.hidden = settings_.hidden;
     config.embedding = settings_.embedding;
-    policy_ = std::make_shared<Seq2SeqPolicy>(
+    policy_ = Seq2SeqPolicy(
         MakeGroupFeatures(*setup.problem->graph, setup.grouping, setup.groups),
         setup.num_devices, setup.allowed, config);
     optimizer_ = std::make_unique<torch::optim::Adam>(
@@ -86,7 +86,7 @@ class ColocRlAgent : public PolicyAgent {
 
   int BatchSize() const override { return settings_.batch; }
 
-  PlacementPolicy& policy() override { return *policy_; }
+  PlacementPolicyImpl& policy() override { return *policy_; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     int updates = 0;
@@ -143,7 +143,7 @@ class ColocRlAgent : public PolicyAgent {
 
   ColocRlSettings settings_;
   int num_groups_ = 0;
-  std::shared_ptr<Seq2SeqPolicy> policy_;
+  Seq2SeqPolicy policy_{nullptr};
   int num_devices_ = 0;
   std::unique_ptr<torch::optim::Adam> optimizer_;
   EliteBuffer buffer_;  // Samples since the last elite update.

@@ -172,9 +172,8 @@ class MarsAgent : public PolicyAgent {
     torch::manual_seed(setup.problem->seed ^ 0x6d617273);  // "mars"
     std::vector<int32_t> order(setup.groups.order.begin(),
                                setup.groups.order.end());
-    policy_ = std::make_shared<MarsPolicy>(std::move(input), order, encoder,
-                                           setup.num_devices, setup.allowed,
-                                           settings_.placer);
+    policy_ = MarsPolicy(std::move(input), order, encoder, setup.num_devices,
+                         setup.allowed, settings_.placer);
     std::vector<torch::Tensor> placer_parameters, encoder_parameters;
     for (const auto& item : policy_->named_parameters()) {
       const bool is_encoder = item.key().rfind("graph_encoder.", 0) == 0;
@@ -201,7 +200,7 @@ class MarsAgent : public PolicyAgent {
 
   int BatchSize() const override { return settings_.batch; }
 
-  PlacementPolicy& policy() override { return *policy_; }
+  PlacementPolicyImpl& policy() override { return *policy_; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     const torch::Tensor actions =
@@ -239,7 +238,7 @@ class MarsAgent : public PolicyAgent {
  private:
   MarsSettings settings_;
   int num_groups_ = 0;
-  std::shared_ptr<MarsPolicy> policy_;
+  MarsPolicy policy_{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer_;
 };
 

@@ -61,8 +61,7 @@ class PostAgent : public PolicyAgent {
     allowed_ = torch::from_blob(const_cast<uint8_t*>(setup.allowed.data()),
                                 {num_groups_, num_devices_}, torch::kUInt8)
                    .to(torch::kBool);
-    policy_ = std::make_shared<SoftmaxPolicy>(num_groups_, num_devices_,
-                                              setup.allowed);
+    policy_ = SoftmaxPolicy(num_groups_, num_devices_, setup.allowed);
     optimizer_ = std::make_unique<torch::optim::SGD>(
         policy_->parameters(),
         torch::optim::SGDOptions(settings_.learning_rate));
@@ -77,7 +76,7 @@ class PostAgent : public PolicyAgent {
 
   int BatchSize() const override { return settings_.batch; }
 
-  PlacementPolicy& policy() override { return *policy_; }
+  PlacementPolicyImpl& policy() override { return *policy_; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     const int k = static_cast<int>(batch.group_devices.size());
@@ -155,7 +154,7 @@ class PostAgent : public PolicyAgent {
   int num_groups_ = 0;
   int num_devices_ = 0;
   torch::Tensor allowed_;  // [G, D] bool.
-  std::shared_ptr<SoftmaxPolicy> policy_;
+  SoftmaxPolicy policy_{nullptr};
   std::unique_ptr<torch::optim::SGD> optimizer_;
   int64_t decay_samples_ = 2400;
   int64_t samples_ = 0;  // Seen by this agent, for ε's decay.

@@ -63,6 +63,19 @@ struct CheckpointInfo {
   bool has_best = false;
 };
 
+// How a search merges ops into the groups its policy places.
+enum class OpGrouping {
+  kColocation,  // "colocation": ColocRL's co-location heuristics.
+  kHints,  // "hints": only the graph's co-location hints (hard constraints).
+  kOps,    // "ops": no grouping, one op per group.
+  kMetis,  // "metis": METIS k-way into SearchSettings::num_groups.
+  kFluid,  // "fluid": fluid communities into SearchSettings::num_groups.
+};
+// Each OpGrouping with its option text, in that order.
+const std::vector<std::pair<std::string, OpGrouping>>& OpGroupingNames();
+// The option text of `grouping` ("colocation", ...).
+const std::string& OpGroupingName(OpGrouping grouping);
+
 // Settings every agent shares: reward, baseline, warm-up, grouping.
 struct SearchSettings {
   // Step time charged to an infeasible placement; its -sqrt is the failing
@@ -77,11 +90,9 @@ struct SearchSettings {
   // policy or the baseline; negative: they always do (Post learns from its
   // OOM signal). Default: -1.
   int64_t feasible_only_after = -1;
-  // How ops are merged into the groups the policy places: "colocation"
-  // (ColocRL's heuristics), "hints" (only the graph's co-location hints,
-  // the hard constraints), "ops" (no grouping), "metis" or "fluid" (k-way
-  // groupers with `num_groups`). Default: "colocation".
-  std::string grouping = "colocation";
+  // How ops are merged into the groups the policy places (OpGrouping).
+  // Default: colocation.
+  OpGrouping grouping = OpGrouping::kColocation;
   int num_groups = 256;  // For metis and fluid. Default: 256.
   // Co-location rule 3: one group per scope prefix ending in a component
   // that starts with this marker (one group per LSTM cell in zoo RNNs, as
@@ -91,7 +102,8 @@ struct SearchSettings {
 
 // Reads the SearchSettings keys: failing_step_time, baseline_decay,
 // baseline_starts_failing, feasible_only_after, grouping, groups,
-// scope_marker. Invalid values are reported by ValidateSearchSettings.
+// scope_marker. A malformed value is the reader's error (Finish); values
+// out of range are reported by ValidateSearchSettings.
 void ReadSearchSettings(OptionReader* reader, SearchSettings* settings);
 Status ValidateSearchSettings(const std::string& method,
                               const SearchSettings& settings);

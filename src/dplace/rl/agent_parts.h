@@ -1,5 +1,6 @@
 // Pieces the LibTorch agents share: converting between sampled action
-// tensors and the search loop's group devices, the buffer of samples the
+// tensors and the search loop's group devices, the base of the agents that
+// sample from one policy, the buffer of samples the
 // cross-entropy update draws its elite from, and checkpointing a policy
 // with its optimizer. Internal to src/dplace/rl.
 #ifndef DPLACE_RL_AGENT_PARTS_H_
@@ -7,14 +8,34 @@
 
 #include <torch/torch.h>
 
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dplace/rl/agent.h"
 #include "dplace/rl/algorithms.h"
+#include "dplace/rl/nets/policy.h"
 
 namespace dplace {
+
+// The first line of `text`: LibTorch's exception messages go on with a
+// trace.
+inline std::string FirstLine(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+// The name of `value` in `names` (an OptionReader::Enum list that holds
+// every value of E).
+template <typename E>
+const std::string& EnumName(const std::vector<std::pair<std::string, E>>& names,
+                            E value) {
+  for (const auto& [name, e] : names) {
+    if (e == value) return name;
+  }
+  throw std::logic_error("a value missing from its names");
+}
 
 // Checks a tensor read from a checkpoint before anything reads its data:
 // defined, on the CPU, strided, and its elements within its storage (the
@@ -60,6 +81,24 @@ inline torch::Tensor UsedAdvantages(const EvaluatedBatch& batch) {
   }
   return torch::tensor(advantages, torch::kFloat64).to(torch::kFloat32);
 }
+
+// An agent whose placements are drawn from one placement policy (Post and
+// its baselines, ColocRL, Mars): its DoSample draws from the policy's
+// distribution under the search's generator. The planners, which sample a
+// grouping before the placements, are agents of their own.
+class PolicyAgent : public Agent {
+ public:
+  using Agent::Agent;
+
+ protected:
+  // The policy DoInit built. REQUIRES: DoInit has run.
+  virtual PlacementPolicyImpl& policy() = 0;
+
+  std::vector<std::vector<DeviceId>> DoSample(int k,
+                                              std::mt19937_64* rng) final {
+    return ActionRows(policy().Sample(k, rng));
+  }
+};
 
 // Samples (actions and step times) since the last cross-entropy update.
 class EliteBuffer {

@@ -205,12 +205,20 @@ TEST_F(SearchLoopTest, ResumedSearchContinuesFromTheCheckpoint) {
 TEST_F(SearchLoopTest, SecondsBudgetStopsTheSearch) {
   const Problem problem = TwoChains();
   SearchOptions search;
-  search.budget.seconds = 0.2;
+  search.budget.seconds = 1;
+  // A fake clock that every batch of 12 advances by a quarter second: the
+  // budget runs out after the fourth batch.
+  double now = 0;
+  search.clock = [&now] { return now; };
+  search.progress = [&now](const SearchProgress&) { now += 0.25; };
   StatusOr<PlaceResult> r =
       RunSearch(problem, "post", {"grouping=ops"}, search);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_GT(r->search.samples, 0);
-  EXPECT_GE(r->search.wall_seconds, 0.2);
+  EXPECT_EQ(r->search.samples, 48);
+  EXPECT_EQ(r->search.wall_seconds, 1.0);
+  ASSERT_EQ(r->search.history.size(), 48u);
+  EXPECT_EQ(r->search.history.front().wall_seconds, 0.0);
+  EXPECT_EQ(r->search.history.back().wall_seconds, 0.75);
 }
 
 TEST_F(SearchLoopTest, BadInputIsAClearError) {

@@ -1,8 +1,8 @@
 // Policy-update algorithms as reusable pieces, on the [k, G, D]
-// log-probabilities a PlacementPolicy gives for k sampled placements of G
-// groups over D devices. Losses are minimised; each is the negated
-// objective of its paper, averaged over the k placements and summed over
-// the groups.
+// log-probabilities a placement policy (PlacementPolicyImpl) gives for k
+// sampled placements of G groups over D devices. Losses are minimised; each is
+// the negated objective of its paper, averaged over the k placements and summed
+// over the groups.
 #ifndef DPLACE_RL_ALGORITHMS_H_
 #define DPLACE_RL_ALGORITHMS_H_
 

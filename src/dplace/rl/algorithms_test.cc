@@ -160,14 +160,14 @@ TEST(SoftmaxPolicyTest, StartsUniformOverAllowedDevicesAndNeverSamplesOthers) {
   allowed[1 * 3 + 0] = 0;  // Group 1 may not go to device 0.
   SoftmaxPolicy policy(2, 3, allowed);
   std::mt19937_64 rng(1);
-  const torch::Tensor a = policy.Sample(3000, &rng);
+  const torch::Tensor a = policy->Sample(3000, &rng);
   for (int d = 0; d < 3; ++d) {
     EXPECT_NEAR((a.select(1, 0) == d).sum().item<int64_t>() / 3000.0, 1.0 / 3,
                 0.03);
   }
   EXPECT_EQ((a.select(1, 1) == 0).sum().item<int64_t>(), 0);
-  policy.SetProbabilities(torch::tensor({{0.7, 0.2, 0.1}, {0.0, 0.5, 0.5}}));
-  const torch::Tensor p = policy.Probabilities();
+  policy->SetProbabilities(torch::tensor({{0.7, 0.2, 0.1}, {0.0, 0.5, 0.5}}));
+  const torch::Tensor p = policy->Probabilities();
   EXPECT_NEAR(p[0][0].item<float>(), 0.7, 1e-6);
   EXPECT_NEAR(p[1][1].item<float>(), 0.5, 1e-6);
 }
@@ -190,7 +190,7 @@ TEST(Seq2SeqPolicyTest, SamplerFollowsItsOwnLogProbabilities) {
   // Make the distribution far from uniform.
   {
     torch::NoGradGuard no_grad;
-    for (auto& p : policy.parameters()) p.mul_(4);
+    for (auto& p : policy->parameters()) p.mul_(4);
   }
   std::vector<std::vector<int64_t>> all;
   for (int code = 0; code < 8; ++code) {
@@ -200,13 +200,13 @@ TEST(Seq2SeqPolicyTest, SamplerFollowsItsOwnLogProbabilities) {
   for (int i = 0; i < 8; ++i) {
     for (int g = 0; g < groups; ++g) actions[i][g] = all[i][g];
   }
-  const torch::Tensor log_probs = policy.LogProbs(actions);
+  const torch::Tensor log_probs = policy->LogProbs(actions);
   const torch::Tensor p = ActionLogProbs(log_probs, actions).sum(1).exp();
   EXPECT_NEAR(p.sum().item<float>(), 1.0, 1e-5);
 
   std::mt19937_64 rng(11);
   const int n = 20000;
-  const torch::Tensor drawn = policy.Sample(n, &rng);
+  const torch::Tensor drawn = policy->Sample(n, &rng);
   const torch::Tensor codes =
       drawn.select(1, 0) + 2 * drawn.select(1, 1) + 4 * drawn.select(1, 2);
   for (int code = 0; code < 8; ++code) {
@@ -217,14 +217,14 @@ TEST(Seq2SeqPolicyTest, SamplerFollowsItsOwnLogProbabilities) {
 
 TEST(EliteLikelihoodLossTest, StepsTowardTheElite) {
   SoftmaxPolicy policy(2, 3, AllAllowed(2, 3));
-  torch::optim::SGD sgd(policy.parameters(), torch::optim::SGDOptions(1.0));
+  torch::optim::SGD sgd(policy->parameters(), torch::optim::SGDOptions(1.0));
   const torch::Tensor elite = torch::tensor({{2, 1}, {2, 0}}, torch::kLong);
   for (int i = 0; i < 50; ++i) {
     sgd.zero_grad();
-    EliteLikelihoodLoss(policy.LogProbs(elite), elite).backward();
+    EliteLikelihoodLoss(policy->LogProbs(elite), elite).backward();
     sgd.step();
   }
-  const torch::Tensor p = policy.Probabilities();
+  const torch::Tensor p = policy->Probabilities();
   EXPECT_GT(p[0][2].item<float>(), 0.95);
   EXPECT_NEAR(p[1][0].item<float>(), 0.5, 0.02);
   EXPECT_NEAR(p[1][1].item<float>(), 0.5, 0.02);

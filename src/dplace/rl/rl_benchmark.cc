@@ -52,13 +52,14 @@ void BM_Seq2SeqSampleAndReinforce(benchmark::State& state) {
   config.hidden = hidden;
   Seq2SeqPolicy policy(SyntheticFeatures(groups, 40), kDevices,
                        std::vector<uint8_t>(groups * kDevices, 1), config);
-  torch::optim::Adam adam(policy.parameters(), torch::optim::AdamOptions(0.01));
+  torch::optim::Adam adam(policy->parameters(),
+                          torch::optim::AdamOptions(0.01));
   std::mt19937_64 rng(1);
   const torch::Tensor advantages = torch::randn({batch});
   for (auto _ : state) {
-    const torch::Tensor actions = policy.Sample(batch, &rng);
+    const torch::Tensor actions = policy->Sample(batch, &rng);
     adam.zero_grad();
-    ReinforceLoss(policy.LogProbs(actions), actions, advantages).backward();
+    ReinforceLoss(policy->LogProbs(actions), actions, advantages).backward();
     adam.step();
   }
   state.SetItemsProcessed(state.iterations() * batch);
@@ -81,7 +82,7 @@ void BM_Seq2SeqSample(benchmark::State& state) {
                        std::vector<uint8_t>(groups * kDevices, 1), config);
   std::mt19937_64 rng(1);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(policy.Sample(4, &rng));
+    benchmark::DoNotOptimize(policy->Sample(4, &rng));
   }
   state.SetItemsProcessed(state.iterations() * 4);
 }
@@ -96,22 +97,22 @@ void BM_SoftmaxSampleAndPpo(benchmark::State& state) {
   const int batch = 12;
   SoftmaxPolicy policy(groups, kDevices,
                        std::vector<uint8_t>(groups * kDevices, 1));
-  torch::optim::SGD sgd(policy.parameters(), torch::optim::SGDOptions(1.0));
+  torch::optim::SGD sgd(policy->parameters(), torch::optim::SGDOptions(1.0));
   std::mt19937_64 rng(1);
   const torch::Tensor advantages = torch::randn({batch});
   PpoSettings ppo;
   ppo.clip = 0;
   ppo.kl_penalty = 1;
   for (auto _ : state) {
-    const torch::Tensor actions = policy.Sample(batch, &rng);
+    const torch::Tensor actions = policy->Sample(batch, &rng);
     torch::Tensor old;
     {
       torch::NoGradGuard no_grad;
-      old = policy.LogProbs(actions).clone();
+      old = policy->LogProbs(actions).clone();
     }
     for (int step = 0; step < 10; ++step) {
       sgd.zero_grad();
-      PpoLoss(policy.LogProbs(actions), old, actions, advantages, ppo)
+      PpoLoss(policy->LogProbs(actions), old, actions, advantages, ppo)
           .backward();
       sgd.step();
     }

@@ -4,11 +4,12 @@
 
 namespace dplace {
 
-MarsPolicy::MarsPolicy(EncoderInput input, const std::vector<int32_t>& order,
-                       GraphEncoder encoder, int num_devices,
-                       const std::vector<uint8_t>& allowed,
-                       const SegmentPlacerConfig& config)
-    : PlacementPolicy(static_cast<int>(order.size()), num_devices, allowed),
+MarsPolicyImpl::MarsPolicyImpl(EncoderInput input,
+                               const std::vector<int32_t>& order,
+                               GraphEncoder encoder, int num_devices,
+                               const std::vector<uint8_t>& allowed,
+                               const SegmentPlacerConfig& config)
+    : PlacementPolicyImpl(static_cast<int>(order.size()), num_devices, allowed),
       config_(config),
       input_(std::move(input)) {
   const int hidden = config.hidden;
@@ -39,19 +40,19 @@ MarsPolicy::MarsPolicy(EncoderInput input, const std::vector<int32_t>& order,
   output_ = register_module("output", torch::nn::Linear(hidden, num_devices));
 }
 
-torch::Tensor MarsPolicy::Embed() {
+torch::Tensor MarsPolicyImpl::Embed() {
   return graph_encoder_(input_.features, input_.adjacency)
       .index_select(0, order_);
 }
 
-MarsPolicy::State MarsPolicy::Carry(const State& state) const {
+MarsPolicyImpl::State MarsPolicyImpl::Carry(const State& state) const {
   if (config_.carry_gradient) return state;
   return {std::get<0>(state).detach(), std::get<1>(state).detach()};
 }
 
-MarsPolicy::Segment MarsPolicy::EncodeSegment(const torch::Tensor& embedded,
-                                              int64_t first, int64_t length,
-                                              State* state) {
+MarsPolicyImpl::Segment MarsPolicyImpl::EncodeSegment(
+    const torch::Tensor& embedded, int64_t first, int64_t length,
+    State* state) {
   const torch::Tensor projected =
       torch::tanh(input_projection_(embedded.slice(0, first, first + length)));
   auto [outputs, next] =
@@ -64,9 +65,9 @@ MarsPolicy::Segment MarsPolicy::EncodeSegment(const torch::Tensor& embedded,
   return s;
 }
 
-torch::Tensor MarsPolicy::DecoderInput(const Segment& segment,
-                                       const torch::Tensor& previous,
-                                       int64_t begin) {
+torch::Tensor MarsPolicyImpl::DecoderInput(const Segment& segment,
+                                           const torch::Tensor& previous,
+                                           int64_t begin) {
   const int64_t k = previous.size(0), n = previous.size(1);
   const torch::Tensor devices = device_embedding_(previous);  // [k, n, Dv]
   const torch::Tensor states = segment.states.slice(0, begin, begin + n)
@@ -75,8 +76,9 @@ torch::Tensor MarsPolicy::DecoderInput(const Segment& segment,
   return torch::cat({devices, states}, -1).transpose(0, 1);
 }
 
-torch::Tensor MarsPolicy::Logits(const Segment& segment,
-                                 const torch::Tensor& decoded, int64_t begin) {
+torch::Tensor MarsPolicyImpl::Logits(const Segment& segment,
+                                     const torch::Tensor& decoded,
+                                     int64_t begin) {
   const torch::Tensor weights =
       torch::softmax(torch::matmul(decoded, segment.keys.t()), -1);
   const torch::Tensor context = torch::matmul(weights, segment.states);
@@ -87,7 +89,7 @@ torch::Tensor MarsPolicy::Logits(const Segment& segment,
          seq_mask_bias_.slice(0, first, first + decoded.size(1));
 }
 
-torch::Tensor MarsPolicy::Sample(int k, std::mt19937_64* rng) {
+torch::Tensor MarsPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   torch::NoGradGuard no_grad;
   const torch::Tensor embedded = Embed();
   const int64_t length = num_groups();
@@ -115,7 +117,7 @@ torch::Tensor MarsPolicy::Sample(int k, std::mt19937_64* rng) {
   return sequence.index_select(1, inverse_order_);
 }
 
-torch::Tensor MarsPolicy::LogProbs(const torch::Tensor& actions) {
+torch::Tensor MarsPolicyImpl::LogProbs(const torch::Tensor& actions) {
   const torch::Tensor embedded = Embed();
   const int64_t k = actions.size(0), length = num_groups();
   const int64_t hidden = config_.hidden;

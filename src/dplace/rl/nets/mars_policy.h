@@ -38,15 +38,15 @@ struct SegmentPlacerConfig {
   bool carry_gradient = false;
 };
 
-class MarsPolicy : public PlacementPolicy {
+class MarsPolicyImpl : public PlacementPolicyImpl {
  public:
   // `order`: the reading order of the groups (a permutation of 0..G-1).
   // The encoder is registered as a submodule "graph_encoder" and trained
   // (fine-tuned) with the placer.
-  MarsPolicy(EncoderInput input, const std::vector<int32_t>& order,
-             GraphEncoder encoder, int num_devices,
-             const std::vector<uint8_t>& allowed,
-             const SegmentPlacerConfig& config);
+  MarsPolicyImpl(EncoderInput input, const std::vector<int32_t>& order,
+                 GraphEncoder encoder, int num_devices,
+                 const std::vector<uint8_t>& allowed,
+                 const SegmentPlacerConfig& config);
 
   torch::Tensor Sample(int k, std::mt19937_64* rng) override;
   torch::Tensor LogProbs(const torch::Tensor& actions) override;
@@ -90,6 +90,7 @@ class MarsPolicy : public PlacementPolicy {
   torch::nn::Linear combine_{nullptr};
   torch::nn::Linear output_{nullptr};
 };
+TORCH_MODULE(MarsPolicy);
 
 }  // namespace dplace
 

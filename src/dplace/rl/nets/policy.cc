@@ -35,8 +35,8 @@ torch::Tensor ToTensor(const std::vector<std::vector<double>>& m, int cols) {
 
 }  // namespace
 
-PlacementPolicy::PlacementPolicy(int num_groups, int num_devices,
-                                 const std::vector<uint8_t>& allowed)
+PlacementPolicyImpl::PlacementPolicyImpl(int num_groups, int num_devices,
+                                         const std::vector<uint8_t>& allowed)
     : num_groups_(num_groups), num_devices_(num_devices) {
   torch::Tensor bias = torch::zeros({num_groups, num_devices});
   auto a = bias.accessor<float, 2>();
@@ -74,33 +74,33 @@ torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng) {
   return out;
 }
 
-SoftmaxPolicy::SoftmaxPolicy(int num_groups, int num_devices,
-                             const std::vector<uint8_t>& allowed)
-    : PlacementPolicy(num_groups, num_devices, allowed) {
+SoftmaxPolicyImpl::SoftmaxPolicyImpl(int num_groups, int num_devices,
+                                     const std::vector<uint8_t>& allowed)
+    : PlacementPolicyImpl(num_groups, num_devices, allowed) {
   // Post, Algorithm 1: u starts at zero (uniform over allowed devices).
   logits_ =
       register_parameter("logits", torch::zeros({num_groups, num_devices}));
 }
 
-torch::Tensor SoftmaxPolicy::Probabilities() {
+torch::Tensor SoftmaxPolicyImpl::Probabilities() {
   torch::NoGradGuard no_grad;
   return torch::softmax(logits_ + mask_bias(), 1);
 }
 
-torch::Tensor SoftmaxPolicy::Sample(int k, std::mt19937_64* rng) {
+torch::Tensor SoftmaxPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   const torch::Tensor probs = Probabilities();
   torch::Tensor out = torch::empty({k, num_groups()}, torch::kInt64);
   for (int i = 0; i < k; ++i) out[i] = SampleRows(probs, rng);
   return out;
 }
 
-torch::Tensor SoftmaxPolicy::LogProbs(const torch::Tensor& actions) {
+torch::Tensor SoftmaxPolicyImpl::LogProbs(const torch::Tensor& actions) {
   const torch::Tensor log_probs = torch::log_softmax(logits_ + mask_bias(), 1);
   return log_probs.unsqueeze(0).expand(
       {actions.size(0), num_groups(), num_devices()});
 }
 
-void SoftmaxPolicy::SetProbabilities(const torch::Tensor& probs) {
+void SoftmaxPolicyImpl::SetProbabilities(const torch::Tensor& probs) {
   torch::NoGradGuard no_grad;
   logits_.copy_(torch::log(probs.to(torch::kFloat32).clamp_min(1e-12)));
 }
@@ -151,11 +151,11 @@ GroupFeatures MakeGroupFeatures(const Graph& graph, const Grouping& grouping,
   return f;
 }
 
-Seq2SeqPolicy::Seq2SeqPolicy(GroupFeatures features, int num_devices,
-                             const std::vector<uint8_t>& allowed,
-                             const Seq2SeqConfig& config)
-    : PlacementPolicy(static_cast<int>(features.order.size()), num_devices,
-                      allowed),
+Seq2SeqPolicyImpl::Seq2SeqPolicyImpl(GroupFeatures features, int num_devices,
+                                     const std::vector<uint8_t>& allowed,
+                                     const Seq2SeqConfig& config)
+    : PlacementPolicyImpl(static_cast<int>(features.order.size()), num_devices,
+                          allowed),
       features_(std::move(features)) {
   const int hidden = config.hidden;
   order_ = register_buffer("order", torch::tensor(features_.order));
@@ -186,7 +186,7 @@ Seq2SeqPolicy::Seq2SeqPolicy(GroupFeatures features, int num_devices,
   output_ = register_module("output", torch::nn::Linear(hidden, num_devices));
 }
 
-Seq2SeqPolicy::Encoded Seq2SeqPolicy::Encode() {
+Seq2SeqPolicyImpl::Encoded Seq2SeqPolicyImpl::Encode() {
   const torch::Tensor input =
       torch::cat({type_embedding_(features_.type_fractions), features_.sizes,
                   features_.adjacency},
@@ -202,9 +202,9 @@ Seq2SeqPolicy::Encoded Seq2SeqPolicy::Encode() {
   return e;
 }
 
-torch::Tensor Seq2SeqPolicy::Logits(const Encoded& encoded,
-                                    const torch::Tensor& decoded,
-                                    int64_t first) {
+torch::Tensor Seq2SeqPolicyImpl::Logits(const Encoded& encoded,
+                                        const torch::Tensor& decoded,
+                                        int64_t first) {
   // Content-based attention over every encoder state.
   const torch::Tensor weights =
       torch::softmax(torch::matmul(decoded, encoded.keys.t()), -1);
@@ -215,7 +215,7 @@ torch::Tensor Seq2SeqPolicy::Logits(const Encoded& encoded,
          seq_mask_bias_.slice(0, first, first + decoded.size(1));
 }
 
-torch::Tensor Seq2SeqPolicy::Sample(int k, std::mt19937_64* rng) {
+torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   torch::NoGradGuard no_grad;
   const Encoded encoded = Encode();
   const int64_t length = num_groups();
@@ -235,7 +235,7 @@ torch::Tensor Seq2SeqPolicy::Sample(int k, std::mt19937_64* rng) {
   return sequence.index_select(1, inverse_order_);
 }
 
-torch::Tensor Seq2SeqPolicy::LogProbs(const torch::Tensor& actions) {
+torch::Tensor Seq2SeqPolicyImpl::LogProbs(const torch::Tensor& actions) {
   const Encoded encoded = Encode();
   const int64_t k = actions.size(0);
   const torch::Tensor sequence = actions.index_select(1, order_);

@@ -9,7 +9,9 @@
 //     group, fed the embedding of the previous group's device, attending
 //     over the encoder's states.
 //
-// Devices a group may not run on get probability 0 in every policy.
+// Each is a FooImpl module with a TORCH_MODULE(Foo) holder, as LibTorch's
+// own modules; PlacementPolicyImpl is their abstract base. Devices a group
+// may not run on get probability 0 in every policy.
 // Sampling draws from a caller's std::mt19937_64 only, so a search's
 // randomness is one generator that a checkpoint can hold.
 #ifndef DPLACE_RL_NETS_POLICY_H_
@@ -26,12 +28,12 @@
 
 namespace dplace {
 
-class PlacementPolicy : public torch::nn::Module {
+class PlacementPolicyImpl : public torch::nn::Module {
  public:
   // allowed[g * num_devices + d]: group g may go to device d; every group
   // allows at least one device.
-  PlacementPolicy(int num_groups, int num_devices,
-                  const std::vector<uint8_t>& allowed);
+  PlacementPolicyImpl(int num_groups, int num_devices,
+                      const std::vector<uint8_t>& allowed);
 
   int num_groups() const { return num_groups_; }
   int num_devices() const { return num_devices_; }
@@ -60,10 +62,10 @@ class PlacementPolicy : public torch::nn::Module {
 // a uniform from `rng`; a device of probability 0 is never drawn. [n] int64.
 torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng);
 
-class SoftmaxPolicy : public PlacementPolicy {
+class SoftmaxPolicyImpl : public PlacementPolicyImpl {
  public:
-  SoftmaxPolicy(int num_groups, int num_devices,
-                const std::vector<uint8_t>& allowed);
+  SoftmaxPolicyImpl(int num_groups, int num_devices,
+                    const std::vector<uint8_t>& allowed);
 
   torch::Tensor Sample(int k, std::mt19937_64* rng) override;
   torch::Tensor LogProbs(const torch::Tensor& actions) override;
@@ -79,6 +81,7 @@ class SoftmaxPolicy : public PlacementPolicy {
  private:
   torch::Tensor logits_;
 };
+TORCH_MODULE(SoftmaxPolicy);
 
 // The inputs of a Seq2SeqPolicy: one row per group, in group-id order.
 struct GroupFeatures {
@@ -105,11 +108,11 @@ struct Seq2SeqConfig {
   int embedding = 32;
 };
 
-class Seq2SeqPolicy : public PlacementPolicy {
+class Seq2SeqPolicyImpl : public PlacementPolicyImpl {
  public:
-  Seq2SeqPolicy(GroupFeatures features, int num_devices,
-                const std::vector<uint8_t>& allowed,
-                const Seq2SeqConfig& config);
+  Seq2SeqPolicyImpl(GroupFeatures features, int num_devices,
+                    const std::vector<uint8_t>& allowed,
+                    const Seq2SeqConfig& config);
 
   torch::Tensor Sample(int k, std::mt19937_64* rng) override;
   torch::Tensor LogProbs(const torch::Tensor& actions) override;
@@ -139,6 +142,7 @@ class Seq2SeqPolicy : public PlacementPolicy {
   torch::nn::Linear combine_{nullptr};
   torch::nn::Linear output_{nullptr};
 };
+TORCH_MODULE(Seq2SeqPolicy);
 
 }  // namespace dplace
 

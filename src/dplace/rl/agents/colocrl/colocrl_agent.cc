@@ -5,6 +5,10 @@
 // update for neural policies) for ablations.
 #include <torch/torch.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "dplace/rl/agent.h"
 #include "dplace/rl/agent_parts.h"
 #include "dplace/rl/algorithms.h"
@@ -13,8 +17,26 @@
 namespace dplace {
 namespace {
 
+enum class ColocRlAlgorithm { kReinforce, kPpo };
+
+const std::vector<std::pair<std::string, ColocRlAlgorithm>>&
+ColocRlAlgorithmNames() {
+  static const auto* names =
+      new std::vector<std::pair<std::string, ColocRlAlgorithm>>{
+          {"reinforce", ColocRlAlgorithm::kReinforce},
+          {"ppo", ColocRlAlgorithm::kPpo}};
+  return *names;
+}
+
 struct ColocRlSettings {
-  SearchSettings search;
+  // Default: SearchSettings's, but the baseline starts at the failing
+  // signal and only feasible samples update after 500 (ColocRL).
+  SearchSettings search = [] {
+    SearchSettings s;
+    s.baseline_starts_failing = true;
+    s.feasible_only_after = 500;
+    return s;
+  }();
   // Placements per update (Monte-Carlo samples of eq. 2). Default: 4.
   int batch = 4;
   // LSTM size. Default: 256 (as the Hierarchical Planner's placer).
@@ -27,8 +49,8 @@ struct ColocRlSettings {
   // Gradient-norm clipping; 0: none. Default: 1.
   double grad_clip = 1;
   // "reinforce" (ColocRL) or "ppo" (clipped, per-group ratios).
-  // Default: "reinforce".
-  std::string algorithm = "reinforce";
+  // Default: reinforce.
+  ColocRlAlgorithm algorithm = ColocRlAlgorithm::kReinforce;
   // Gradient steps per batch with ppo. Default: 4.
   int ppo_steps = 4;
   // Every this many samples, `elite_steps` steps of maximum likelihood on
@@ -39,10 +61,11 @@ struct ColocRlSettings {
   int elite_steps = 1;       // Default: 1.
 };
 
-class ColocRlAgent : public Agent {
+class ColocRlAgent : public PolicyAgent {
  public:
   explicit ColocRlAgent(ColocRlSettings settings)
-      : Agent("colocrl", settings.search), settings_(std::move(settings)) {}
+      : PolicyAgent("colocrl", settings.search),
+        settings_(std::move(settings)) {}
 
  protected:
   Status DoInit(const AgentSetup& setup) override {
@@ -51,7 +74,7 @@ class ColocRlAgent : public Agent {
     Seq2SeqConfig config;
     config.hidden = settings_.hidden;
     config.embedding = settings_.embedding;
-    policy_ = std::make_shared<Seq2SeqPolicy>(
+    policy_ = Seq2SeqPolicy(
         MakeGroupFeatures(*setup.problem->graph, setup.grouping, setup.groups),
         setup.num_devices, setup.allowed, config);
     optimizer_ = std::make_unique<torch::optim::Adam>(
@@ -63,10 +86,7 @@ class ColocRlAgent : public Agent {
 
   int BatchSize() const override { return settings_.batch; }
 
-  std::vector<std::vector<DeviceId>> DoSample(int k,
-                                              std::mt19937_64* rng) override {
-    return ActionRows(policy_->Sample(k, rng));
-  }
+  PlacementPolicyImpl& policy() override { return *policy_; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     int updates = 0;
@@ -74,7 +94,7 @@ class ColocRlAgent : public Agent {
         BatchActions(batch, num_groups_, /*used_only=*/true);
     if (actions.size(0) > 0) {
       const torch::Tensor advantage = UsedAdvantages(batch);
-      if (settings_.algorithm == "ppo") {
+      if (settings_.algorithm == ColocRlAlgorithm::kPpo) {
         PpoSettings ppo;
         torch::Tensor old;
         {
@@ -123,29 +143,27 @@ class ColocRlAgent : public Agent {
 
   ColocRlSettings settings_;
   int num_groups_ = 0;
-  std::shared_ptr<Seq2SeqPolicy> policy_;
+  Seq2SeqPolicy policy_{nullptr};
   int num_devices_ = 0;
   std::unique_ptr<torch::optim::Adam> optimizer_;
   EliteBuffer buffer_;  // Samples since the last elite update.
 };
 
-StatusOr<std::unique_ptr<Method>> MakeColocRl(const MethodOptions& options) {
-  ColocRlSettings s;
-  s.search.baseline_starts_failing = true;
-  s.search.feasible_only_after = 500;
-  OptionReader reader("colocrl", options);
-  ReadSearchSettings(&reader, &s.search);
-  reader.Int("batch", &s.batch);
-  reader.Int("hidden", &s.hidden);
-  reader.Int("embedding", &s.embedding);
-  reader.Double("learning_rate", &s.learning_rate);
-  reader.Double("grad_clip", &s.grad_clip);
-  reader.String("algorithm", &s.algorithm);
-  reader.Int("ppo_steps", &s.ppo_steps);
-  reader.Int("ce_every", &s.ce_every);
-  reader.Double("elite_ratio", &s.elite_ratio);
-  reader.Int("elite_steps", &s.elite_steps);
-  DPLACE_RETURN_IF_ERROR(reader.Finish());
+void ReadColocRlSettings(OptionReader* reader, ColocRlSettings* s) {
+  ReadSearchSettings(reader, &s->search);
+  reader->Int("batch", &s->batch);
+  reader->Int("hidden", &s->hidden);
+  reader->Int("embedding", &s->embedding);
+  reader->Double("learning_rate", &s->learning_rate);
+  reader->Double("grad_clip", &s->grad_clip);
+  reader->Enum("algorithm", ColocRlAlgorithmNames(), &s->algorithm);
+  reader->Int("ppo_steps", &s->ppo_steps);
+  reader->Int("ce_every", &s->ce_every);
+  reader->Double("elite_ratio", &s->elite_ratio);
+  reader->Int("elite_steps", &s->elite_steps);
+}
+
+Status ValidateColocRlSettings(const ColocRlSettings& s) {
   DPLACE_RETURN_IF_ERROR(ValidateSearchSettings("colocrl", s.search));
   auto bad = [](const std::string& what) {
     return InvalidArgumentError("method colocrl: option " + what);
@@ -156,9 +174,6 @@ StatusOr<std::unique_ptr<Method>> MakeColocRl(const MethodOptions& options) {
   }
   if (!(s.learning_rate > 0)) return bad("learning_rate must be > 0");
   if (s.grad_clip < 0) return bad("grad_clip must be >= 0");
-  if (s.algorithm != "reinforce" && s.algorithm != "ppo") {
-    return bad("algorithm=" + s.algorithm + ": expected reinforce or ppo");
-  }
   if (s.ppo_steps < 1 || s.elite_steps < 1) {
     return bad("ppo_steps and elite_steps must be >= 1");
   }
@@ -166,6 +181,15 @@ StatusOr<std::unique_ptr<Method>> MakeColocRl(const MethodOptions& options) {
   if (!(s.elite_ratio > 0 && s.elite_ratio <= 1)) {
     return bad("elite_ratio must be in (0, 1]");
   }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Method>> MakeColocRl(const MethodOptions& options) {
+  ColocRlSettings s;
+  OptionReader reader("colocrl", options);
+  ReadColocRlSettings(&reader, &s);
+  DPLACE_RETURN_IF_ERROR(reader.Finish());
+  DPLACE_RETURN_IF_ERROR(ValidateColocRlSettings(s));
   return std::unique_ptr<Method>(new ColocRlAgent(s));
 }
 

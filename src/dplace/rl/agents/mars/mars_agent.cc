@@ -25,19 +25,21 @@ namespace dplace {
 namespace {
 
 struct MarsSettings {
-  SearchSettings search;
-  // Graph encoder.
-  GraphEncoderConfig encoder;  // encoder_hidden, encoder_layers.
+  SearchSettings search;  // Default: SearchSettings's.
+  // Graph encoder: encoder_hidden, encoder_layers. Default:
+  // GraphEncoderConfig's.
+  GraphEncoderConfig encoder;
   // Pre-train the encoder (DGI) before the search. Default: true (mars);
   // false for mars-nopretrain.
   bool pretrain = true;
   // An encoder file from `dplace pretrain` to start from instead of
   // pre-training here. Default: none.
   std::string encoder_path;
-  PretrainSettings pretraining;  // pretrain_steps, pretrain_learning_rate.
-  // Placer.
-  SegmentPlacerConfig placer;  // hidden, device_embedding, segment,
-                               // carry_gradient.
+  // pretrain_steps, pretrain_learning_rate. Default: PretrainSettings's.
+  PretrainSettings pretraining;
+  // The placer: hidden, device_embedding, segment, carry_gradient.
+  // Default: SegmentPlacerConfig's.
+  SegmentPlacerConfig placer;
   // PPO: placements per update. Default: 10 (EAGLE's minibatch).
   int batch = 10;
   // Epochs over each batch. Default: 4 (EAGLE).
@@ -60,54 +62,69 @@ struct MarsSettings {
   bool normalize_advantages = true;
 };
 
-Status ReadMarsSettings(const std::string& name, const MethodOptions& options,
-                        MarsSettings* s) {
-  OptionReader reader(name, options);
-  ReadSearchSettings(&reader, &s->search);
-  reader.Int("encoder_hidden", &s->encoder.hidden);
-  reader.Int("encoder_layers", &s->encoder.layers);
+// Reads the keys of the search settings and Mars's; the pre-training keys
+// only when s->pretrain.
+void ReadMarsSettings(OptionReader* reader, MarsSettings* s) {
+  ReadSearchSettings(reader, &s->search);
+  reader->Int("encoder_hidden", &s->encoder.hidden);
+  reader->Int("encoder_layers", &s->encoder.layers);
   if (s->pretrain) {
-    reader.String("encoder", &s->encoder_path);
-    reader.Int("pretrain_steps", &s->pretraining.steps);
-    reader.Double("pretrain_learning_rate", &s->pretraining.learning_rate);
+    reader->String("encoder", &s->encoder_path);
+    reader->Int("pretrain_steps", &s->pretraining.steps);
+    reader->Double("pretrain_learning_rate", &s->pretraining.learning_rate);
   }
-  reader.Int("hidden", &s->placer.hidden);
-  reader.Int("device_embedding", &s->placer.device_embedding);
-  reader.Int("segment", &s->placer.segment);
-  reader.Bool("carry_gradient", &s->placer.carry_gradient);
-  reader.Int("batch", &s->batch);
-  reader.Int("ppo_steps", &s->ppo_steps);
-  reader.Double("clip", &s->clip);
-  reader.Double("entropy_bonus", &s->entropy_bonus);
-  reader.Double("learning_rate", &s->learning_rate);
-  reader.Double("encoder_learning_rate", &s->encoder_learning_rate);
-  reader.Double("grad_clip", &s->grad_clip);
-  reader.Bool("normalize_advantages", &s->normalize_advantages);
-  DPLACE_RETURN_IF_ERROR(reader.Finish());
-  DPLACE_RETURN_IF_ERROR(ValidateSearchSettings(name, s->search));
+  reader->Int("hidden", &s->placer.hidden);
+  reader->Int("device_embedding", &s->placer.device_embedding);
+  reader->Int("segment", &s->placer.segment);
+  reader->Bool("carry_gradient", &s->placer.carry_gradient);
+  reader->Int("batch", &s->batch);
+  reader->Int("ppo_steps", &s->ppo_steps);
+  reader->Double("clip", &s->clip);
+  reader->Double("entropy_bonus", &s->entropy_bonus);
+  reader->Double("learning_rate", &s->learning_rate);
+  reader->Double("encoder_learning_rate", &s->encoder_learning_rate);
+  reader->Double("grad_clip", &s->grad_clip);
+  reader->Bool("normalize_advantages", &s->normalize_advantages);
+}
+
+Status ValidateMarsSettings(const std::string& method, const MarsSettings& s) {
+  DPLACE_RETURN_IF_ERROR(ValidateSearchSettings(method, s.search));
   auto bad = [&](const std::string& what) {
-    return InvalidArgumentError("method " + name + ": option " + what);
+    return InvalidArgumentError("method " + method + ": option " + what);
   };
-  if (s->encoder.hidden < 1 || s->encoder.layers < 1) {
+  if (s.encoder.hidden < 1 || s.encoder.layers < 1) {
     return bad("encoder_hidden and encoder_layers must be >= 1");
   }
-  if (s->pretraining.steps < 0) return bad("pretrain_steps must be >= 0");
-  if (!(s->pretraining.learning_rate > 0)) {
+  if (s.pretraining.steps < 0) return bad("pretrain_steps must be >= 0");
+  if (!(s.pretraining.learning_rate > 0)) {
     return bad("pretrain_learning_rate must be > 0");
   }
-  if (s->placer.hidden < 1 || s->placer.device_embedding < 1) {
+  if (s.placer.hidden < 1 || s.placer.device_embedding < 1) {
     return bad("hidden and device_embedding must be >= 1");
   }
-  if (s->placer.segment < 1) return bad("segment must be >= 1");
-  if (s->batch < 1) return bad("batch must be >= 1");
-  if (s->ppo_steps < 1) return bad("ppo_steps must be >= 1");
-  if (s->clip < 0) return bad("clip must be >= 0");
-  if (!(s->learning_rate > 0)) return bad("learning_rate must be > 0");
-  if (!(s->encoder_learning_rate >= 0)) {
+  if (s.placer.segment < 1) return bad("segment must be >= 1");
+  if (s.batch < 1) return bad("batch must be >= 1");
+  if (s.ppo_steps < 1) return bad("ppo_steps must be >= 1");
+  if (s.clip < 0) return bad("clip must be >= 0");
+  if (!(s.learning_rate > 0)) return bad("learning_rate must be > 0");
+  if (!(s.encoder_learning_rate >= 0)) {
     return bad("encoder_learning_rate must be >= 0");
   }
-  if (s->grad_clip < 0) return bad("grad_clip must be >= 0");
+  if (s.grad_clip < 0) return bad("grad_clip must be >= 0");
   return Status::Ok();
+}
+
+// The settings of method `name` (mars or mars-nopretrain) from `options`.
+StatusOr<MarsSettings> ParseMarsSettings(const std::string& name,
+                                         const MethodOptions& options,
+                                         bool pretrain) {
+  MarsSettings s;
+  s.pretrain = pretrain;
+  OptionReader reader(name, options);
+  ReadMarsSettings(&reader, &s);
+  DPLACE_RETURN_IF_ERROR(reader.Finish());
+  DPLACE_RETURN_IF_ERROR(ValidateMarsSettings(name, s));
+  return s;
 }
 
 EncoderFileInfo ExpectedInfo(const Graph& graph, const Grouping& grouping,
@@ -115,7 +132,7 @@ EncoderFileInfo ExpectedInfo(const Graph& graph, const Grouping& grouping,
   EncoderFileInfo info;
   info.graph_name = graph.name();
   info.graph_hash = graph.hash();
-  info.grouping = s.search.grouping;
+  info.grouping = OpGroupingName(s.search.grouping);
   info.grouping_hash = GroupingHash(grouping);
   info.num_groups = grouping.num_groups;
   info.input_width = EncoderInputWidth();
@@ -124,10 +141,10 @@ EncoderFileInfo ExpectedInfo(const Graph& graph, const Grouping& grouping,
   return info;
 }
 
-class MarsAgent : public Agent {
+class MarsAgent : public PolicyAgent {
  public:
   MarsAgent(std::string name, MarsSettings settings)
-      : Agent(std::move(name), settings.search),
+      : PolicyAgent(std::move(name), settings.search),
         settings_(std::move(settings)) {}
 
  protected:
@@ -139,10 +156,10 @@ class MarsAgent : public Agent {
     // same seed start from the same weights.
     GraphEncoder encoder(EncoderInputWidth(), settings_.encoder);
     if (!settings_.encoder_path.empty()) {
-      StatusOr<EncoderFileInfo> loaded =
+      DPLACE_RETURN_IF_ERROR(
           LoadEncoder(settings_.encoder_path,
-                      ExpectedInfo(graph, setup.grouping, settings_), encoder);
-      if (!loaded.ok()) return loaded.status();
+                      ExpectedInfo(graph, setup.grouping, settings_), encoder)
+              .status());
     } else if (settings_.pretrain && !setup.resuming) {
       // On resume the checkpoint holds the encoder's trained weights.
       PretrainSettings pretraining = settings_.pretraining;
@@ -155,9 +172,8 @@ class MarsAgent : public Agent {
     torch::manual_seed(setup.problem->seed ^ 0x6d617273);  // "mars"
     std::vector<int32_t> order(setup.groups.order.begin(),
                                setup.groups.order.end());
-    policy_ = std::make_shared<MarsPolicy>(std::move(input), order, encoder,
-                                           setup.num_devices, setup.allowed,
-                                           settings_.placer);
+    policy_ = MarsPolicy(std::move(input), order, encoder, setup.num_devices,
+                         setup.allowed, settings_.placer);
     std::vector<torch::Tensor> placer_parameters, encoder_parameters;
     for (const auto& item : policy_->named_parameters()) {
       const bool is_encoder = item.key().rfind("graph_encoder.", 0) == 0;
@@ -184,10 +200,7 @@ class MarsAgent : public Agent {
 
   int BatchSize() const override { return settings_.batch; }
 
-  std::vector<std::vector<DeviceId>> DoSample(int k,
-                                              std::mt19937_64* rng) override {
-    return ActionRows(policy_->Sample(k, rng));
-  }
+  PlacementPolicyImpl& policy() override { return *policy_; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     const torch::Tensor actions =
@@ -225,7 +238,7 @@ class MarsAgent : public Agent {
  private:
   MarsSettings settings_;
   int num_groups_ = 0;
-  std::shared_ptr<MarsPolicy> policy_;
+  MarsPolicy policy_{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer_;
 };
 
@@ -233,10 +246,9 @@ MethodFactory MakeMarsFactory(std::string name, bool pretrain) {
   return
       [name, pretrain](
           const MethodOptions& options) -> StatusOr<std::unique_ptr<Method>> {
-        MarsSettings s;
-        s.pretrain = pretrain;
-        DPLACE_RETURN_IF_ERROR(ReadMarsSettings(name, options, &s));
-        return std::unique_ptr<Method>(new MarsAgent(name, s));
+        DPLACE_ASSIGN_OR_RETURN(MarsSettings s,
+                                ParseMarsSettings(name, options, pretrain));
+        return std::unique_ptr<Method>(new MarsAgent(name, std::move(s)));
       };
 }
 
@@ -257,21 +269,23 @@ StatusOr<PretrainSummary> PretrainMarsEncoder(const PlacementProblem& problem,
                                               const std::string& path) {
   const auto start = std::chrono::steady_clock::now();
   if (!problem.graph) return InvalidArgumentError("pretrain: no graph");
-  MarsSettings s;
-  DPLACE_RETURN_IF_ERROR(ReadMarsSettings("mars", options, &s));
+  DPLACE_ASSIGN_OR_RETURN(
+      const MarsSettings s,
+      ParseMarsSettings("mars", options, /*pretrain=*/true));
   if (!s.encoder_path.empty()) {
     return InvalidArgumentError(
         "pretrain: option encoder makes no sense here (-o names the file to "
         "write)");
   }
-  if (s.search.grouping == "metis" && !problem.cost) {
+  if (s.search.grouping == OpGrouping::kMetis && !problem.cost) {
     return InvalidArgumentError(
         "pretrain: grouping=metis weighs ops by the cluster's cost model, "
         "so its groups depend on the cluster; let mars pre-train by itself");
   }
   StatusOr<Grouping> grouping = SearchGrouping(problem, s.search);
   if (!grouping.ok()) {
-    return grouping.status().WithPrefix("grouping " + s.search.grouping);
+    return grouping.status().WithPrefix("grouping " +
+                                        OpGroupingName(s.search.grouping));
   }
   const GroupGraph groups = CoarsenGraph(*problem.graph, *grouping);
   const EncoderInput input =

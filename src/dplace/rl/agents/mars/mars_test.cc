@@ -64,7 +64,7 @@ TEST(EncoderInputTest, SymmetricNormalisedAdjacencyWithSelfLoops) {
   const Problem problem = TwoChains();  // Two chains of three ops.
   PlacementProblem p = problem.Get();
   SearchSettings settings;
-  settings.grouping = "ops";
+  settings.grouping = OpGrouping::kOps;
   const Grouping grouping = *SearchGrouping(p, settings);
   const GroupGraph groups = CoarsenGraph(*problem.graph, grouping);
   const EncoderInput input = MakeEncoderInput(*problem.graph, grouping, groups);
@@ -191,7 +191,7 @@ TEST_F(EncoderFileTest, MismatchedOrCorruptFileIsAClearError) {
 TEST(MarsPolicyTest, AutoregressiveAcrossSegments) {
   const Problem problem = TwoChains();
   SearchSettings settings;
-  settings.grouping = "ops";
+  settings.grouping = OpGrouping::kOps;
   const Grouping grouping = *SearchGrouping(problem.Get(), settings);
   const GroupGraph groups = CoarsenGraph(*problem.graph, grouping);
   torch::manual_seed(1);
@@ -205,15 +205,15 @@ TEST(MarsPolicyTest, AutoregressiveAcrossSegments) {
                     GraphEncoder(EncoderInputWidth(), GraphEncoderConfig{8, 1}),
                     devices, std::vector<uint8_t>(6 * devices, 1), config);
   std::mt19937_64 rng(1);
-  const torch::Tensor a = policy.Sample(1, &rng);
+  const torch::Tensor a = policy->Sample(1, &rng);
   ASSERT_EQ(a.size(1), 6);
-  const torch::Tensor base = policy.LogProbs(a);
+  const torch::Tensor base = policy->LogProbs(a);
   EXPECT_TRUE(torch::allclose(base.exp().sum(-1), torch::ones({1, 6})));
   // Change the device of the group read second (position 1, segment 0).
   torch::Tensor changed = a.clone();
   const int64_t second = groups.order[1];
   changed[0][second] = (a[0][second].item<int64_t>() + 1) % devices;
-  const torch::Tensor after = policy.LogProbs(changed);
+  const torch::Tensor after = policy->LogProbs(changed);
   for (int position = 0; position < 6; ++position) {
     const int64_t g = groups.order[position];
     const bool same = torch::equal(base[0][g], after[0][g]);

@@ -20,8 +20,10 @@
 #include <torch/torch.h>
 
 #include <cstdint>
-#include <limits>
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "dplace/rl/agent.h"
 #include "dplace/rl/agent_parts.h"
@@ -33,25 +35,72 @@
 namespace dplace {
 namespace {
 
-constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
+// What groups the units the placer places: the feed-forward grouper,
+// trained jointly; a fixed random group per unit (HP's ablation); a fixed
+// heuristic grouping of the ops into `groups` groups, which becomes the
+// search's grouping (EAGLE's Table I); or none, every unit a group.
+enum class Grouper { kLearned, kRandom, kMetis, kFluid, kColocation, kNone };
+const std::vector<std::pair<std::string, Grouper>>& GrouperNames() {
+  static const auto* names = new std::vector<std::pair<std::string, Grouper>>{
+      {"learned", Grouper::kLearned},       {"random", Grouper::kRandom},
+      {"metis", Grouper::kMetis},           {"fluid", Grouper::kFluid},
+      {"colocation", Grouper::kColocation}, {"none", Grouper::kNone}};
+  return *names;
+}
+
+enum class Placer {
+  kSeq2Seq,      // The seq2seq placer (HP, EAGLE).
+  kGcn,          // A graph-convolution placer (EAGLE's Table II).
+  kFeedForward,  // The Simple Planner's per-unit feed-forward placer.
+};
+const std::vector<std::pair<std::string, Placer>>& PlacerNames() {
+  static const auto* names = new std::vector<std::pair<std::string, Placer>>{
+      {"seq2seq", Placer::kSeq2Seq},
+      {"gcn", Placer::kGcn},
+      {"ff", Placer::kFeedForward}};
+  return *names;
+}
+
+// Where the seq2seq placer attends, relative to its decoder LSTM.
+enum class Attention { kBefore, kAfter };
+const std::vector<std::pair<std::string, Attention>>& AttentionNames() {
+  static const auto* names = new std::vector<std::pair<std::string, Attention>>{
+      {"before", Attention::kBefore}, {"after", Attention::kAfter}};
+  return *names;
+}
+
+enum class PlannerAlgorithm {
+  kReinforce,  // HP.
+  kPpo,        // EAGLE.
+  kPpoCe,      // EAGLE with cross entropy (elite imitation).
+};
+const std::vector<std::pair<std::string, PlannerAlgorithm>>&
+PlannerAlgorithmNames() {
+  static const auto* names =
+      new std::vector<std::pair<std::string, PlannerAlgorithm>>{
+          {"reinforce", PlannerAlgorithm::kReinforce},
+          {"ppo", PlannerAlgorithm::kPpo},
+          {"ppo-ce", PlannerAlgorithm::kPpoCe}};
+  return *names;
+}
 
 struct PlannerSettings {
+  // SearchSettings's, except two that a planner derives from its own
+  // settings unless the options give them (ResolvePlannerSettings):
+  // grouping, the grouper's for metis, fluid and colocation, else hints;
+  // feasible_only_after, valid_only_after x batch.
   SearchSettings search;
-  // What groups the units: "learned" (the feed-forward grouper, trained
-  // jointly), "random" (a fixed random group per unit, HP's ablation),
-  // "metis", "fluid", "colocation" (a fixed heuristic grouping of the ops
-  // into `groups` groups, EAGLE's Table I), "none" (every unit is a group).
-  // Default: "learned" ("none" for simple).
-  std::string grouper = "learned";
-  // "seq2seq", "gcn" (EAGLE's Table II) or "ff" (the Simple Planner's
-  // per-unit feed-forward placer; needs grouper=none). Default: "seq2seq"
-  // ("ff" for simple).
-  std::string placer = "seq2seq";
-  // Where the seq2seq placer attends: "after" the decoder LSTM (HP) or
-  // "before" it (EAGLE). Default: "after" (hierarchical), "before" (eagle).
-  std::string attention = "after";
-  // "reinforce" (HP), "ppo" (eagle) or "ppo-ce" (eagle-ce).
-  std::string algorithm = "reinforce";
+  // What groups the units (Grouper). Default: learned (none for simple).
+  Grouper grouper = Grouper::kLearned;
+  // The placer (Placer); ff needs grouper=none. Default: seq2seq (ff for
+  // simple).
+  Placer placer = Placer::kSeq2Seq;
+  // Where the seq2seq placer attends. Default: after (hierarchical),
+  // before (eagle).
+  Attention attention = Attention::kAfter;
+  // Default: reinforce (hierarchical, simple), ppo (eagle), ppo-ce
+  // (eagle-ce).
+  PlannerAlgorithm algorithm = PlannerAlgorithm::kReinforce;
   // EAGLE's RNN from the grouper's output to the placer's input (only with
   // grouper=learned). Default: false (hierarchical), true (eagle).
   bool link = false;
@@ -89,7 +138,8 @@ struct PlannerSettings {
   int ce_every = 50;
   int elites = 5;
   int ce_steps = 1;
-  int64_t paper_budget = 4000;  // HP: 1000 updates x 4.
+  // Default: 4000 (HP: 1000 updates x 4), 2400 (EAGLE).
+  int64_t paper_budget = 4000;
 };
 
 // Log-probabilities of one grouping and of placements given it.
@@ -113,8 +163,8 @@ class PlannerAgent : public Agent {
                                *setup.problem->cluster, s.type_vocabulary);
     num_units_ = setup.grouping.num_groups;
     num_devices_ = setup.num_devices;
-    simple_ = s.placer == "ff";
-    learned_ = s.grouper == "learned";
+    simple_ = s.placer == Placer::kFeedForward;
+    learned_ = s.grouper == Grouper::kLearned;
     modules_ = std::make_shared<torch::nn::Module>("Planner");
     fixed_ = torch::Tensor();
     if (simple_ || learned_) {
@@ -134,7 +184,7 @@ class PlannerAgent : public Agent {
     } else {
       if (learned_) {
         num_groups_ = s.search.num_groups;
-      } else if (s.grouper == "random") {
+      } else if (s.grouper == Grouper::kRandom) {
         num_groups_ = s.search.num_groups;
         std::mt19937_64 rng(setup.problem->seed ^ 0x6a09e667f3bcc908ULL);
         fixed_ = torch::empty({num_units_}, torch::kInt64);
@@ -151,7 +201,7 @@ class PlannerAgent : public Agent {
       const int64_t features =
           features_.vocabulary + kEmbeddedOutputs * kEmbeddedDims;
       const int64_t link = learned_ && s.link ? s.grouper_hidden : 0;
-      if (s.placer == "gcn") {
+      if (s.placer == Placer::kGcn) {
         GcnPlacerConfig c;
         c.input_size = features + link;
         c.num_devices = num_devices_;
@@ -166,7 +216,7 @@ class PlannerAgent : public Agent {
         c.hidden = s.hidden;
         c.device_embedding = s.device_embedding;
         c.attention_size = s.attention_size;
-        c.attention_before = s.attention == "before";
+        c.attention_before = s.attention == Attention::kBefore;
         placer_ = modules_->register_module(
             "placer", std::make_shared<Seq2SeqPlacerImpl>(c));
       }
@@ -232,7 +282,7 @@ class PlannerAgent : public Agent {
       const torch::Tensor actions =
           pending_placements_.index_select(0, torch::tensor(used));
       const torch::Tensor advantages = UsedAdvantages(batch);
-      if (settings_.algorithm == "reinforce") {
+      if (settings_.algorithm == PlannerAlgorithm::kReinforce) {
         Step(ReinforceObjective(LogProbs(pending_grouping_, actions), actions,
                                 advantages));
       } else {
@@ -248,7 +298,7 @@ class PlannerAgent : public Agent {
       }
       ++updates;
     }
-    if (settings_.algorithm == "ppo-ce") {
+    if (settings_.algorithm == PlannerAlgorithm::kPpoCe) {
       torch::Tensor rows = pending_placements_;
       if (learned_) {
         rows = torch::cat(
@@ -412,15 +462,14 @@ enum class Preset { kHierarchical, kEagle, kEagleCe, kSimple };
 
 PlannerSettings PresetSettings(Preset preset) {
   PlannerSettings s;
-  s.search.grouping = "";  // Resolved after the options (see below).
-  s.search.feasible_only_after = kUnset;
   if (preset == Preset::kSimple) {
-    s.grouper = "none";
-    s.placer = "ff";
+    s.grouper = Grouper::kNone;
+    s.placer = Placer::kFeedForward;
   }
   if (preset == Preset::kEagle || preset == Preset::kEagleCe) {
-    s.attention = "before";
-    s.algorithm = preset == Preset::kEagle ? "ppo" : "ppo-ce";
+    s.attention = Attention::kBefore;
+    s.algorithm = preset == Preset::kEagle ? PlannerAlgorithm::kPpo
+                                           : PlannerAlgorithm::kPpoCe;
     s.link = true;
     s.batch = 10;
     s.hidden = 512;
@@ -434,11 +483,105 @@ PlannerSettings PresetSettings(Preset preset) {
   return s;
 }
 
-bool OneOf(const std::string& value, std::initializer_list<const char*> set) {
-  for (const char* v : set) {
-    if (value == v) return true;
+void ReadPlannerSettings(OptionReader* reader, PlannerSettings* s) {
+  ReadSearchSettings(reader, &s->search);
+  reader->Enum("grouper", GrouperNames(), &s->grouper);
+  reader->Enum("placer", PlacerNames(), &s->placer);
+  reader->Enum("attention", AttentionNames(), &s->attention);
+  reader->Enum("algorithm", PlannerAlgorithmNames(), &s->algorithm);
+  reader->Bool("link", &s->link);
+  reader->Int("batch", &s->batch);
+  reader->Int("hidden", &s->hidden);
+  reader->Int("grouper_hidden", &s->grouper_hidden);
+  reader->Int("grouper_layers", &s->grouper_layers);
+  reader->Int("type_embedding", &s->type_embedding);
+  reader->Int("type_vocabulary", &s->type_vocabulary);
+  reader->Int("device_embedding", &s->device_embedding);
+  reader->Int("attention_size", &s->attention_size);
+  reader->Double("learning_rate", &s->learning_rate);
+  reader->Double("grad_clip", &s->grad_clip);
+  reader->Double("tanh_constant", &s->tanh_constant);
+  reader->Double("temperature", &s->temperature);
+  reader->Double("noise", &s->noise);
+  reader->Int("noise_updates", &s->noise_updates);
+  reader->Int("valid_only_after", &s->valid_only_after);
+  reader->Double("clip", &s->clip);
+  reader->Double("entropy_bonus", &s->entropy_bonus);
+  reader->Int("ppo_epochs", &s->ppo_epochs);
+  reader->Int("ce_every", &s->ce_every);
+  reader->Int("elites", &s->elites);
+  reader->Int("ce_steps", &s->ce_steps);
+}
+
+// The search's grouping and warm-up, unless `options` give them: a
+// heuristic grouper is the search's grouping; the others group the units
+// of the search's grouping (default: the co-location hints).
+Status ResolvePlannerSettings(const std::string& method,
+                              const MethodOptions& options,
+                              PlannerSettings* s) {
+  const bool grouping_given = options.values().count("grouping") > 0;
+  if (s->grouper == Grouper::kMetis || s->grouper == Grouper::kFluid ||
+      s->grouper == Grouper::kColocation) {
+    const OpGrouping grouper_grouping =
+        s->grouper == Grouper::kMetis   ? OpGrouping::kMetis
+        : s->grouper == Grouper::kFluid ? OpGrouping::kFluid
+                                        : OpGrouping::kColocation;
+    if (grouping_given) {
+      return InvalidArgumentError(
+          "method " + method +
+          ": option grouping=" + OpGroupingName(s->search.grouping) +
+          " with grouper=" + EnumName(GrouperNames(), s->grouper) +
+          ": the grouper groups the ops itself; give one of them");
+    }
+    s->search.grouping = grouper_grouping;
+  } else if (!grouping_given) {
+    s->search.grouping = OpGrouping::kHints;
   }
-  return false;
+  if (options.values().count("feasible_only_after") == 0) {
+    s->search.feasible_only_after =
+        s->valid_only_after < 0 ? -1 : s->valid_only_after * s->batch;
+  }
+  return Status::Ok();
+}
+
+Status ValidatePlannerSettings(const std::string& method,
+                               const PlannerSettings& s) {
+  DPLACE_RETURN_IF_ERROR(ValidateSearchSettings(method, s.search));
+  auto bad = [&](const std::string& what) {
+    return InvalidArgumentError("method " + method + ": option " + what);
+  };
+  if (s.placer == Placer::kFeedForward && s.grouper != Grouper::kNone) {
+    return bad(
+        "placer=ff is the Simple Planner's per-unit feed-forward "
+        "placer: it needs grouper=none, not grouper=" +
+        EnumName(GrouperNames(), s.grouper));
+  }
+  if (s.batch < 1) return bad("batch must be >= 1");
+  if (s.hidden < 2 || s.hidden % 2 != 0) {
+    return bad(
+        "hidden must be even and >= 2 (the bi-LSTM encoder has "
+        "hidden/2 per direction)");
+  }
+  if (s.grouper_hidden < 1 || s.grouper_layers < 1 || s.type_embedding < 1 ||
+      s.type_vocabulary < 2 || s.device_embedding < 1 || s.attention_size < 1) {
+    return bad(
+        "grouper_hidden, grouper_layers, type_embedding, "
+        "device_embedding and attention_size must be >= 1, "
+        "type_vocabulary >= 2");
+  }
+  if (!(s.learning_rate > 0)) return bad("learning_rate must be > 0");
+  if (s.grad_clip < 0) return bad("grad_clip must be >= 0");
+  if (s.tanh_constant < 0) return bad("tanh_constant must be >= 0");
+  if (!(s.temperature > 0)) return bad("temperature must be > 0");
+  if (s.noise < 0) return bad("noise must be >= 0");
+  if (!(s.clip > 0)) return bad("clip must be > 0");
+  if (s.ppo_epochs < 1 || s.ce_steps < 1) {
+    return bad("ppo_epochs and ce_steps must be >= 1");
+  }
+  if (s.ce_every < 1 || s.elites < 1 || s.elites > s.ce_every) {
+    return bad("ce_every must be >= 1 and elites in [1, ce_every]");
+  }
+  return Status::Ok();
 }
 
 MethodFactory MakePlannerFactory(std::string name, Preset preset) {
@@ -447,103 +590,10 @@ MethodFactory MakePlannerFactory(std::string name, Preset preset) {
           const MethodOptions& options) -> StatusOr<std::unique_ptr<Method>> {
         PlannerSettings s = PresetSettings(preset);
         OptionReader reader(name, options);
-        ReadSearchSettings(&reader, &s.search);
-        reader.String("grouper", &s.grouper);
-        reader.String("placer", &s.placer);
-        reader.String("attention", &s.attention);
-        reader.String("algorithm", &s.algorithm);
-        reader.Bool("link", &s.link);
-        reader.Int("batch", &s.batch);
-        reader.Int("hidden", &s.hidden);
-        reader.Int("grouper_hidden", &s.grouper_hidden);
-        reader.Int("grouper_layers", &s.grouper_layers);
-        reader.Int("type_embedding", &s.type_embedding);
-        reader.Int("type_vocabulary", &s.type_vocabulary);
-        reader.Int("device_embedding", &s.device_embedding);
-        reader.Int("attention_size", &s.attention_size);
-        reader.Double("learning_rate", &s.learning_rate);
-        reader.Double("grad_clip", &s.grad_clip);
-        reader.Double("tanh_constant", &s.tanh_constant);
-        reader.Double("temperature", &s.temperature);
-        reader.Double("noise", &s.noise);
-        reader.Int("noise_updates", &s.noise_updates);
-        reader.Int("valid_only_after", &s.valid_only_after);
-        reader.Double("clip", &s.clip);
-        reader.Double("entropy_bonus", &s.entropy_bonus);
-        reader.Int("ppo_epochs", &s.ppo_epochs);
-        reader.Int("ce_every", &s.ce_every);
-        reader.Int("elites", &s.elites);
-        reader.Int("ce_steps", &s.ce_steps);
+        ReadPlannerSettings(&reader, &s);
         DPLACE_RETURN_IF_ERROR(reader.Finish());
-        auto bad = [&](const std::string& what) {
-          return InvalidArgumentError("method " + name + ": option " + what);
-        };
-        if (!OneOf(s.grouper, {"learned", "random", "metis", "fluid",
-                               "colocation", "none"})) {
-          return bad("grouper=" + s.grouper +
-                     ": expected learned, random, metis, fluid, colocation or "
-                     "none");
-        }
-        // A heuristic grouper is the search's grouping; the others group the
-        // units of the search's grouping (default: the co-location hints).
-        if (OneOf(s.grouper, {"metis", "fluid", "colocation"})) {
-          if (!s.search.grouping.empty()) {
-            return bad("grouping=" + s.search.grouping +
-                       " with grouper=" + s.grouper +
-                       ": the grouper groups the ops itself; give one "
-                       "of them");
-          }
-          s.search.grouping = s.grouper;
-        } else if (s.search.grouping.empty()) {
-          s.search.grouping = "hints";
-        }
-        if (s.search.feasible_only_after == kUnset) {
-          s.search.feasible_only_after =
-              s.valid_only_after < 0 ? -1 : s.valid_only_after * s.batch;
-        }
-        DPLACE_RETURN_IF_ERROR(ValidateSearchSettings(name, s.search));
-        if (!OneOf(s.placer, {"seq2seq", "gcn", "ff"})) {
-          return bad("placer=" + s.placer + ": expected seq2seq, gcn or ff");
-        }
-        if (s.placer == "ff" && s.grouper != "none") {
-          return bad(
-              "placer=ff is the Simple Planner's per-unit feed-forward "
-              "placer: it needs grouper=none, not grouper=" +
-              s.grouper);
-        }
-        if (!OneOf(s.attention, {"before", "after"})) {
-          return bad("attention=" + s.attention + ": expected before or after");
-        }
-        if (!OneOf(s.algorithm, {"reinforce", "ppo", "ppo-ce"})) {
-          return bad("algorithm=" + s.algorithm +
-                     ": expected reinforce, ppo or ppo-ce");
-        }
-        if (s.batch < 1) return bad("batch must be >= 1");
-        if (s.hidden < 2 || s.hidden % 2 != 0) {
-          return bad(
-              "hidden must be even and >= 2 (the bi-LSTM encoder has "
-              "hidden/2 per direction)");
-        }
-        if (s.grouper_hidden < 1 || s.grouper_layers < 1 ||
-            s.type_embedding < 1 || s.type_vocabulary < 2 ||
-            s.device_embedding < 1 || s.attention_size < 1) {
-          return bad(
-              "grouper_hidden, grouper_layers, type_embedding, "
-              "device_embedding and attention_size must be >= 1, "
-              "type_vocabulary >= 2");
-        }
-        if (!(s.learning_rate > 0)) return bad("learning_rate must be > 0");
-        if (s.grad_clip < 0) return bad("grad_clip must be >= 0");
-        if (s.tanh_constant < 0) return bad("tanh_constant must be >= 0");
-        if (!(s.temperature > 0)) return bad("temperature must be > 0");
-        if (s.noise < 0) return bad("noise must be >= 0");
-        if (!(s.clip > 0)) return bad("clip must be > 0");
-        if (s.ppo_epochs < 1 || s.ce_steps < 1) {
-          return bad("ppo_epochs and ce_steps must be >= 1");
-        }
-        if (s.ce_every < 1 || s.elites < 1 || s.elites > s.ce_every) {
-          return bad("ce_every must be >= 1 and elites in [1, ce_every]");
-        }
+        DPLACE_RETURN_IF_ERROR(ResolvePlannerSettings(name, options, &s));
+        DPLACE_RETURN_IF_ERROR(ValidatePlannerSettings(name, s));
         return std::unique_ptr<Method>(new PlannerAgent(name, s));
       };
 }

@@ -285,27 +285,31 @@ TEST(PlannerOptionsTest, BadOptionsAreClearErrors) {
         MakeMethod(agent, *MethodOptions::Parse(options));
     return a.ok() ? std::string("ok") : a.status().message();
   };
-  EXPECT_THAT(error("hierarchical", {"grouper=kmeans"}),
-              HasSubstr("method hierarchical: option grouper=kmeans: expected "
-                        "learned, random, metis, fluid, colocation or none"));
-  EXPECT_THAT(error("eagle", {"placer=transformer"}),
-              HasSubstr("placer=transformer: expected seq2seq, gcn or ff"));
+  EXPECT_THAT(
+      error("hierarchical", {"grouper=kmeans"}),
+      HasSubstr("method hierarchical: option grouper=kmeans: expected one "
+                "of learned, random, metis, fluid, colocation, none"));
+  EXPECT_THAT(
+      error("eagle", {"placer=transformer"}),
+      HasSubstr("placer=transformer: expected one of seq2seq, gcn, ff"));
   EXPECT_THAT(error("hierarchical", {"placer=ff"}),
               HasSubstr("placer=ff is the Simple Planner's per-unit "
                         "feed-forward placer: it needs grouper=none, not "
                         "grouper=learned"));
   EXPECT_THAT(error("eagle", {"attention=during"}),
-              HasSubstr("attention=during: expected before or after"));
-  EXPECT_THAT(error("eagle-ce", {"algorithm=a2c"}),
-              HasSubstr("algorithm=a2c: expected reinforce, ppo or ppo-ce"));
+              HasSubstr("attention=during: expected one of before, after"));
+  EXPECT_THAT(
+      error("eagle-ce", {"algorithm=a2c"}),
+      HasSubstr("algorithm=a2c: expected one of reinforce, ppo, ppo-ce"));
   EXPECT_THAT(error("hierarchical", {"grouper=metis", "grouping=ops"}),
               HasSubstr("grouping=ops with grouper=metis: the grouper groups "
                         "the ops itself"));
   EXPECT_THAT(error("eagle", {"hidden=7"}), HasSubstr("hidden must be even"));
   EXPECT_THAT(error("eagle-ce", {"elites=60"}),
               HasSubstr("elites in [1, ce_every]"));
-  EXPECT_THAT(error("simple", {"grouping=clusters"}),
-              HasSubstr("grouping=clusters: expected colocation, hints, ops"));
+  EXPECT_THAT(
+      error("simple", {"grouping=clusters"}),
+      HasSubstr("grouping=clusters: expected one of colocation, hints, ops"));
   EXPECT_THAT(error("eagle", {"tanh=5"}),
               HasSubstr("method eagle: unknown option \"tanh\""));
   EXPECT_EQ(error("eagle", {"placer=gcn", "grouper=fluid", "groups=8"}), "ok");

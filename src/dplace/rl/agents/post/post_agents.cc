@@ -20,7 +20,7 @@ namespace {
 enum class PostMode { kPost, kCrossEntropy, kPolicyGradient, kPpo };
 
 struct PostSettings {
-  SearchSettings search;
+  SearchSettings search;  // Default: SearchSettings's.
   // K: placements per batch; one PPO (or policy-gradient) iteration per
   // batch. Default: 12 (Post's 12 workers).
   int batch = 12;
@@ -39,7 +39,7 @@ struct PostSettings {
   double learning_rate = 1;
   // SGA steps per PPO iteration. Default: 10 ("several (e.g., 10)").
   int ppo_steps = 10;
-  // β of the KL penalty. Default: 1 (post); 0 for spotlight.
+  // β of the KL penalty. Default: 1 (post); 0 (spotlight).
   double kl_penalty = 1;
   // PPO clip; 0: Post's unclipped ratio. Default: 0 (post); 0.2 (spotlight).
   double clip = 0;
@@ -47,10 +47,10 @@ struct PostSettings {
   double entropy_bonus = 0;
 };
 
-class PostAgent : public Agent {
+class PostAgent : public PolicyAgent {
  public:
   PostAgent(std::string name, PostMode mode, PostSettings settings)
-      : Agent(std::move(name), settings.search),
+      : PolicyAgent(std::move(name), settings.search),
         mode_(mode),
         settings_(std::move(settings)) {}
 
@@ -61,8 +61,7 @@ class PostAgent : public Agent {
     allowed_ = torch::from_blob(const_cast<uint8_t*>(setup.allowed.data()),
                                 {num_groups_, num_devices_}, torch::kUInt8)
                    .to(torch::kBool);
-    policy_ = std::make_shared<SoftmaxPolicy>(num_groups_, num_devices_,
-                                              setup.allowed);
+    policy_ = SoftmaxPolicy(num_groups_, num_devices_, setup.allowed);
     optimizer_ = std::make_unique<torch::optim::SGD>(
         policy_->parameters(),
         torch::optim::SGDOptions(settings_.learning_rate));
@@ -77,10 +76,7 @@ class PostAgent : public Agent {
 
   int BatchSize() const override { return settings_.batch; }
 
-  std::vector<std::vector<DeviceId>> DoSample(int k,
-                                              std::mt19937_64* rng) override {
-    return ActionRows(policy_->Sample(k, rng));
-  }
+  PlacementPolicyImpl& policy() override { return *policy_; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     const int k = static_cast<int>(batch.group_devices.size());
@@ -158,60 +154,76 @@ class PostAgent : public Agent {
   int num_groups_ = 0;
   int num_devices_ = 0;
   torch::Tensor allowed_;  // [G, D] bool.
-  std::shared_ptr<SoftmaxPolicy> policy_;
+  SoftmaxPolicy policy_{nullptr};
   std::unique_ptr<torch::optim::SGD> optimizer_;
   int64_t decay_samples_ = 2400;
   int64_t samples_ = 0;  // Seen by this agent, for ε's decay.
   EliteBuffer buffer_;   // Samples since the last CE solution.
 };
 
+// The settings of `mode` before the options: spotlight's PPO differs.
+PostSettings DefaultPostSettings(PostMode mode) {
+  PostSettings s;
+  if (mode == PostMode::kPpo) {
+    s.kl_penalty = 0;
+    s.clip = 0.2;
+    s.entropy_bonus = 0.01;
+  }
+  return s;
+}
+
+// Reads the keys of the search settings and those `mode` uses.
+void ReadPostSettings(OptionReader* reader, PostMode mode, PostSettings* s) {
+  ReadSearchSettings(reader, &s->search);
+  reader->Int("batch", &s->batch);
+  if (mode == PostMode::kPost || mode == PostMode::kCrossEntropy) {
+    reader->Int("ce_every", &s->ce_every);
+    reader->Double("elite_ratio", &s->elite_ratio);
+    reader->Double("epsilon", &s->epsilon);
+    reader->Int("epsilon_decay_samples", &s->epsilon_decay_samples);
+  }
+  if (mode != PostMode::kCrossEntropy) {
+    reader->Double("learning_rate", &s->learning_rate);
+  }
+  if (mode == PostMode::kPost || mode == PostMode::kPpo) {
+    reader->Int("ppo_steps", &s->ppo_steps);
+    reader->Double("kl_penalty", &s->kl_penalty);
+    reader->Double("clip", &s->clip);
+    reader->Double("entropy_bonus", &s->entropy_bonus);
+  }
+}
+
+Status ValidatePostSettings(const std::string& method, const PostSettings& s) {
+  DPLACE_RETURN_IF_ERROR(ValidateSearchSettings(method, s.search));
+  auto bad = [&](const std::string& what) {
+    return InvalidArgumentError("method " + method + ": option " + what);
+  };
+  if (s.batch < 1) return bad("batch must be >= 1");
+  if (s.ce_every < 1) return bad("ce_every must be >= 1");
+  if (!(s.elite_ratio > 0 && s.elite_ratio <= 1)) {
+    return bad("elite_ratio must be in (0, 1]");
+  }
+  if (!(s.epsilon >= 0 && s.epsilon <= 1)) {
+    return bad("epsilon must be in [0, 1]");
+  }
+  if (s.epsilon_decay_samples < 0) {
+    return bad("epsilon_decay_samples must be >= 0");
+  }
+  if (!(s.learning_rate > 0)) return bad("learning_rate must be > 0");
+  if (s.ppo_steps < 1) return bad("ppo_steps must be >= 1");
+  if (s.clip < 0) return bad("clip must be >= 0");
+  return Status::Ok();
+}
+
 MethodFactory MakePostFactory(std::string name, PostMode mode) {
   return
       [name, mode](
           const MethodOptions& options) -> StatusOr<std::unique_ptr<Method>> {
-        PostSettings s;
-        if (mode == PostMode::kPpo) {
-          s.kl_penalty = 0;
-          s.clip = 0.2;
-          s.entropy_bonus = 0.01;
-        }
+        PostSettings s = DefaultPostSettings(mode);
         OptionReader reader(name, options);
-        ReadSearchSettings(&reader, &s.search);
-        reader.Int("batch", &s.batch);
-        if (mode == PostMode::kPost || mode == PostMode::kCrossEntropy) {
-          reader.Int("ce_every", &s.ce_every);
-          reader.Double("elite_ratio", &s.elite_ratio);
-          reader.Double("epsilon", &s.epsilon);
-          reader.Int("epsilon_decay_samples", &s.epsilon_decay_samples);
-        }
-        if (mode != PostMode::kCrossEntropy) {
-          reader.Double("learning_rate", &s.learning_rate);
-        }
-        if (mode == PostMode::kPost || mode == PostMode::kPpo) {
-          reader.Int("ppo_steps", &s.ppo_steps);
-          reader.Double("kl_penalty", &s.kl_penalty);
-          reader.Double("clip", &s.clip);
-          reader.Double("entropy_bonus", &s.entropy_bonus);
-        }
+        ReadPostSettings(&reader, mode, &s);
         DPLACE_RETURN_IF_ERROR(reader.Finish());
-        DPLACE_RETURN_IF_ERROR(ValidateSearchSettings(name, s.search));
-        auto bad = [&](const std::string& what) {
-          return InvalidArgumentError("method " + name + ": option " + what);
-        };
-        if (s.batch < 1) return bad("batch must be >= 1");
-        if (s.ce_every < 1) return bad("ce_every must be >= 1");
-        if (!(s.elite_ratio > 0 && s.elite_ratio <= 1)) {
-          return bad("elite_ratio must be in (0, 1]");
-        }
-        if (!(s.epsilon >= 0 && s.epsilon <= 1)) {
-          return bad("epsilon must be in [0, 1]");
-        }
-        if (s.epsilon_decay_samples < 0) {
-          return bad("epsilon_decay_samples must be >= 0");
-        }
-        if (!(s.learning_rate > 0)) return bad("learning_rate must be > 0");
-        if (s.ppo_steps < 1) return bad("ppo_steps must be >= 1");
-        if (s.clip < 0) return bad("clip must be >= 0");
+        DPLACE_RETURN_IF_ERROR(ValidatePostSettings(name, s));
         return std::unique_ptr<Method>(new PostAgent(name, mode, s));
       };
 }

@@ -1,0 +1,76 @@
+// The search loop's checkpoints (agent.cc): what a checkpoint holds (the
+// loop's state, LoopState, as JSON meta beside the agent's own archive),
+// writing one so that a killed search leaves the previous one intact, and
+// reading one back with every field checked, so that a corrupt or foreign
+// file is an error and never a crash. Internal to src/dplace/rl.
+//
+// A checkpoint is a LibTorch archive of two entries: "meta", the JSON of
+// CheckpointMeta as a uint8 tensor, and "agent", the archive the agent's
+// DoSave wrote.
+#ifndef DPLACE_RL_CHECKPOINT_H_
+#define DPLACE_RL_CHECKPOINT_H_
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dplace/rl/agent.h"
+
+namespace dplace {
+
+// Everything the search loop owns, as a checkpoint holds it.
+struct LoopState {
+  int64_t samples = 0;
+  int64_t updates = 0;
+  double wall_seconds = 0;  // Of the runs before this one.
+  double baseline = 0;
+  bool baseline_set = false;
+  std::mt19937_64 rng;
+  bool has_best = false;
+  std::vector<DeviceId> best_groups;
+  double best_step_time = 0;
+  bool best_feasible = false;
+};
+
+// The meta of a checkpoint of `agent`'s search on `setup` in state `s`:
+// what identifies the search (format, version, agent, graph hash, cluster,
+// numbers of groups and devices) and the loop state. As `expected` of the
+// loaders, only the identifying fields are read.
+nlohmann::json CheckpointMeta(const std::string& agent, const AgentSetup& setup,
+                              const LoopState& s);
+
+// The agent's part of a checkpoint: Agent::DoSave and Agent::DoLoad.
+using SaveAgentState = std::function<void(torch::serialize::OutputArchive*)>;
+using LoadAgentState = std::function<void(torch::serialize::InputArchive*)>;
+
+// Writes a checkpoint of `meta` and what `save_agent` writes to `path`,
+// through a temporary file renamed over it, so that a search killed while
+// writing leaves the previous checkpoint intact. Errors name the path.
+Status WriteCheckpoint(const std::string& path, const nlohmann::json& meta,
+                       const SaveAgentState& save_agent);
+
+// Loads the loop state into *s and the agent's state through `load_agent`
+// from `bytes`, the contents of checkpoint `path` (named in errors): the
+// file of `--resume`, and what the checkpoint fuzz target feeds
+// (fuzz/fuzz_checkpoint.cc). The meta must match `expected`'s identifying
+// fields; every loop-state field is checked for its type and range.
+// Every error, a corrupt archive and what `load_agent` throws included, is
+// a Status.
+Status LoadCheckpointBytes(const std::string& bytes, const std::string& path,
+                           const nlohmann::json& expected,
+                           const LoadAgentState& load_agent, LoopState* s);
+// As LoadCheckpointBytes, from the file `path`.
+Status LoadCheckpoint(const std::string& path, const nlohmann::json& expected,
+                      const LoadAgentState& load_agent, LoopState* s);
+
+// On resume, keeps the lines of the JSONL log `path` of samples before
+// `samples` (a killed search may have logged samples it never learned
+// from); no file is no error. A line that is not a sample record is.
+Status TruncateLog(const std::string& path, int64_t samples);
+
+}  // namespace dplace
+
+#endif  // DPLACE_RL_CHECKPOINT_H_

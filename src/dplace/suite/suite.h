@@ -1,8 +1,8 @@
 // Benchmark suites: which models, on which clusters, with which methods,
 // budgets and seeds `dplace bench --suite NAME` runs. Suites are data, read
-// from a JSON file (src/dplace/suite/suites.json, compiled into dplace; `--suites FILE`
-// reads another); docs/formats.md describes the format and docs/bench.md
-// the suites.
+// from a JSON file (src/dplace/suite/suites.json, compiled into dplace;
+// `--suites FILE` reads another); docs/formats.md describes the format and
+// docs/bench.md the suites.
 #ifndef DPLACE_SUITE_SUITE_H_
 #define DPLACE_SUITE_SUITE_H_
 

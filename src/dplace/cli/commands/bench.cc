@@ -89,9 +89,10 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
   bench->add_option("--suite", flags->suite,
                     "suite name: smoke, paper, scale (see --list)");
   bench->add_flag("--list", flags->list, "list the suites");
-  bench->add_option("--suites", flags->suites,
-                    "suites JSON file (default: src/dplace/suite/suites.json, built "
-                    "into dplace)");
+  bench->add_option(
+      "--suites", flags->suites,
+      "suites JSON file (default: src/dplace/suite/suites.json, built "
+      "into dplace)");
   bench->add_option("-o,--output", flags->output,
                     "write the results as JSON (dplace.bench-results)");
   bench->add_option("--markdown", flags->markdown,

@@ -113,7 +113,8 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err);
 // dplace bench: a benchmark suite.
 struct BenchFlags {
   std::string suite;
-  std::string suites;  // File; empty: the built-in src/dplace/suite/suites.json.
+  std::string
+      suites;  // File; empty: the built-in src/dplace/suite/suites.json.
   std::string output;
   std::string markdown;
   std::string report;

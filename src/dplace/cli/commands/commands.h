@@ -106,6 +106,9 @@ struct PlaceFlags {
   std::string report;   // HTML report to write.
   std::string command;  // The command line, shown in the report.
   std::string encoder;  // mars: --encoder, added to `options`.
+  // --refine SECONDS: an mcmc search from the method's placement. Negative:
+  // not given; 0: given but not positive (an error).
+  double refine = -1;
 };
 CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags);
 int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err);
@@ -113,7 +116,8 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err);
 // dplace bench: a benchmark suite.
 struct BenchFlags {
   std::string suite;
-  std::string suites;  // File; empty: the built-in src/dplace/suite/suites.json.
+  std::string
+      suites;  // File; empty: the built-in src/dplace/suite/suites.json.
   std::string output;
   std::string markdown;
   std::string report;

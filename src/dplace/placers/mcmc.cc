@@ -225,7 +225,11 @@ class Walk {
     proposer_.emplace(space_, settings_);
     const bool resuming = !options_.resume_path.empty();
     if (resuming) DPLACE_RETURN_IF_ERROR(LoadCheckpoint(options_.resume_path));
-    if (!resuming) s_.rng.seed(problem_.seed);
+    // Cooperating controllers (SearchOptions::sampling_stream) walk apart.
+    if (!resuming) {
+      s_.rng.seed(problem_.seed ^
+                  (options_.sampling_stream * 0x9E3779B97F4A7C15ull));
+    }
     if (!options_.log_path.empty()) {
       DPLACE_RETURN_IF_ERROR(
           log_.Open(options_.log_path, resuming ? s_.samples : -1));

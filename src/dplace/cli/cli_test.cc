@@ -24,7 +24,9 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::AnyOf;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using json = nlohmann::json;
 
@@ -418,13 +420,33 @@ TEST_F(CliTest, PlaceAllComparesEveryMethodInOneTable) {
   EXPECT_THAT(r.out, HasSubstr("(best)"));
   EXPECT_THAT(r.out, HasSubstr("lower bound: "));
   EXPECT_THAT(r.err, HasSubstr("placing with round-robin"));
+  // The one search, with its budget stated.
+  EXPECT_THAT(r.out, HasSubstr("| mcmc | "));
+  EXPECT_THAT(r.out, HasSubstr("(budget: 2000 samples or 10 s)"));
+  EXPECT_THAT(r.out, Not(HasSubstr("| post | ")));
+}
+
+TEST_F(CliTest, PlaceRefineSearchesFromTheMethodsPlacement) {
+  const CliResult r =
+      Dplace({"place", "--model", "zoo:rnnlm:steps=4", "--cluster", "k40x4",
+              "--method", "round-robin", "--refine", "1"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("method round-robin: placed in "));
+  EXPECT_THAT(r.out, ContainsRegex("refined: [0-9.]+ s -> [0-9.]+ s \\(mcmc "
+                                   "from the placement, [0-9]+ samples"));
+  EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                               "--method", "m-etf", "--refine", "0"})),
+              HasSubstr("--refine must be > 0 seconds"));
+  EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                               "--method", "all", "--refine", "5"})),
+              HasSubstr("not with --method all"));
 }
 
 TEST_F(CliTest, PlaceBadInput) {
   EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
                                "--method", "m-etff"})),
               AllOf(HasSubstr("unknown method \"m-etff\" (methods: single-cpu"),
-                    HasSubstr("m-sct, post, ")));
+                    HasSubstr("m-sct, mcmc, post, ")));
   EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
                                "--method", "expert"})),
               HasSubstr("no human-expert placement"));

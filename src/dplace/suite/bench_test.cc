@@ -244,7 +244,7 @@ TEST_F(SmokeSuiteTest, JsonHasTheSchemaAndSaneNumbers) {
                         b.at("best_baseline_step_time").get<double>(),
                 1e-12);
   }
-  EXPECT_EQ(learned, 2);
+  EXPECT_EQ(learned, 3);  // mcmc, post, colocrl.
   // The best baseline is the fastest classical method, and no classical
   // method has a positive reduction against it.
   EXPECT_DOUBLE_EQ(b.at("best_baseline_step_time").get<double>(),
@@ -270,7 +270,8 @@ TEST_F(SmokeSuiteTest, MarkdownHasThePapersLayout) {
   const std::string md = BenchResultsToMarkdown(*results_);
   EXPECT_THAT(md, HasSubstr("## Smoke\n"));
   EXPECT_THAT(md, HasSubstr("| benchmark | GPUs | single-gpu | expert | "
-                            "round-robin | m-etf | post | colocrl | best "
+                            "round-robin | m-etf | mcmc | post | colocrl | "
+                            "best "
                             "learned vs best baseline |"));
   EXPECT_THAT(md, HasSubstr("| `rnnlm-small@k40x2` | 2 |"));
   EXPECT_THAT(md, HasSubstr("samples to best"));

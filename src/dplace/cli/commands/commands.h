@@ -106,6 +106,9 @@ struct PlaceFlags {
   std::string report;   // HTML report to write.
   std::string command;  // The command line, shown in the report.
   std::string encoder;  // mars: --encoder, added to `options`.
+  // --refine SECONDS: an mcmc search from the method's placement. Negative:
+  // not given; 0: given but not positive (an error).
+  double refine = -1;
 };
 CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags);
 int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err);

@@ -24,6 +24,7 @@
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/method/method.h"
+#include "dplace/placers/mcmc.h"
 #include "dplace/report/html_report.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
@@ -198,6 +199,44 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
   return sim.feasible ? kExitOk : kExitInfeasible;
 }
 
+std::string StepTimeText(const SimResult& sim) {
+  return sim.feasible ? Format("%.4f s", sim.step_time) : std::string("OOM");
+}
+
+// --refine: an mcmc search from `run`'s placement for `seconds`, through
+// `environment` (the simulated one when null). Replaces the run's placement
+// and simulation (never worse: the walk's start is its first best) and
+// returns the line saying both step times.
+StatusOr<std::string> Refine(const PlacementProblem& problem, double seconds,
+                             Environment* environment,
+                             const MethodRunOptions& run_options,
+                             MethodRun* run) {
+  std::unique_ptr<Environment> simulated;
+  if (environment == nullptr) {
+    simulated = NewSimulatedEnvironment(*problem.cost);
+    environment = simulated.get();
+  }
+  DPLACE_ASSIGN_OR_RETURN(McmcSettings settings, ReadMcmcSettings({}));
+  PlaceContext context;
+  context.environment = environment;
+  context.search.budget.seconds = seconds;
+  StatusOr<PlaceResult> refined =
+      RefinePlacement(problem, run->placement, settings, context);
+  if (!refined.ok()) return refined.status().WithPrefix("--refine");
+  SimOptions sim_options;
+  sim_options.record_timeline = run_options.record_timeline;
+  DPLACE_ASSIGN_OR_RETURN(
+      SimResult sim,
+      Simulator(*problem.cost).Simulate(refined->placement, sim_options));
+  const std::string line =
+      "refined: " + StepTimeText(run->sim) + " -> " + StepTimeText(sim) +
+      " (mcmc from the placement, " + std::to_string(refined->search.samples) +
+      " samples in " + Format("%.1f", refined->search.wall_seconds) + " s)";
+  run->placement = std::move(refined->placement);
+  run->sim = std::move(sim);
+  return line;
+}
+
 // dplace place --method NAME: one placer, or a learned placer's search
 // through the simulated environment; prints the chosen placement.
 int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
@@ -213,9 +252,15 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
       RunMethod(place.method, options, problem, run_options);
   if (run_options.context.search.progress) err << "\n";
   std::string note;
+  if (run.ok() && run->placed && place.refine > 0) {
+    StatusOr<std::string> line =
+        Refine(problem, place.refine, hooks.environment, run_options, &*run);
+    if (line.ok()) note = *line;
+    if (!line.ok()) run = line.status();
+  }
   if (run.ok() && run->placed && hooks.after_search) {
     StatusOr<std::string> line = hooks.after_search(&*run);
-    if (line.ok()) note = *line;
+    if (line.ok()) note += (note.empty() ? "" : "\n") + *line;
     if (!line.ok()) run = line.status();
   }
   if (!run.ok()) return Fail(err, run.status());
@@ -223,16 +268,28 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
                         header, trace, out, err);
 }
 
-// Every registered placer on one problem, as a markdown table; the best
-// feasible step time is marked.
+// The one search --method all runs, and its budget: small enough for a
+// table, enough for mcmc to improve on its start.
+constexpr const char* kAllSearch = "mcmc";
+constexpr int64_t kAllSearchSamples = 2000;
+constexpr double kAllSearchSeconds = 10;
+
+// Every registered classical placer on one problem, and mcmc with a small
+// budget, as a markdown table; the best feasible step time is marked.
 int PlaceAll(const PlacementProblem& problem, std::ostream& out,
              std::ostream& err) {
   Simulator simulator(*problem.cost);
   std::vector<MethodRun> results;
   for (const MethodEntry* e : Methods()) {
-    if (TraitsOf(*e).learns) continue;
+    const bool search = e->name == kAllSearch;
+    if (TraitsOf(*e).learns && !search) continue;
     err << "dplace: placing with " << e->name << " ...\n";
-    StatusOr<MethodRun> run = RunMethod(e->name, {}, problem, {});
+    MethodRunOptions run_options;
+    if (search) {
+      run_options.context.search.budget.samples = kAllSearchSamples;
+      run_options.context.search.budget.seconds = kAllSearchSeconds;
+    }
+    StatusOr<MethodRun> run = RunMethod(e->name, {}, problem, run_options);
     if (!run.ok()) {
       MethodRun failed;
       failed.method = e->name;
@@ -272,7 +329,13 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
         << (sim.feasible ? Format("%.2fx", sim.step_time / bound) : "-")
         << " | " << FormatBytesScaled(peak) << " | "
         << Format("%.3f", r.wall_seconds) << " | "
-        << (sim.feasible ? "" : DescribeInfeasibility(c, sim)) << " |\n";
+        << (sim.feasible ? "" : DescribeInfeasibility(c, sim))
+        << (r.learned
+                ? "searched " + std::to_string(r.search.samples) +
+                      " samples (budget: " + std::to_string(kAllSearchSamples) +
+                      " samples or " + Format("%g", kAllSearchSeconds) + " s)"
+                : "")
+        << " |\n";
   }
   out << "lower bound: " << Format("%.4f", bound)
       << " s (no placement beats the larger of the critical path and the "
@@ -513,6 +576,9 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
   place->add_option("--encoder", flags->encoder,
                     "mars: start from this pre-trained encoder (see `dplace "
                     "pretrain`); the same as --option encoder=FILE");
+  place->add_option("--refine", flags->refine,
+                    "after the method places, search from its placement "
+                    "with mcmc for SECONDS and print both step times");
   place->callback([place, flags] {
     // A negative budget is as wrong as zero (negative means "not given").
     if (place->count("--budget-samples") && flags->budget_samples < 0) {
@@ -521,6 +587,7 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
     if (place->count("--budget-seconds") && flags->budget_seconds < 0) {
       flags->budget_seconds = 0;
     }
+    if (place->count("--refine") && !(flags->refine > 0)) flags->refine = 0;
     if (!flags->encoder.empty()) {
       flags->options.push_back("encoder=" + flags->encoder);
     }
@@ -546,6 +613,14 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
                               ? std::string("--method all runs the classical "
                                             "placers")
                               : "method " + place.method + " is not one")));
+  }
+  if (place.refine == 0) {
+    return Fail(err, InvalidArgumentError("--refine must be > 0 seconds"));
+  }
+  if (place.refine > 0 && (place.method == "all" || IsMpiEnv(place.env))) {
+    return Fail(err, InvalidArgumentError(
+                         "--refine searches from one method's placement; "
+                         "not with --method all or --env mpi"));
   }
   if (place.method != "all" && !FindMethod(place.method)) {
     return Fail(err, NotFoundError("unknown method \"" + place.method +

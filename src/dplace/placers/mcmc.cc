@@ -1,0 +1,722 @@
+#include "dplace/placers/mcmc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "dplace/io/file.h"
+#include "dplace/method/search_log.h"
+#include "dplace/placers/placer_util.h"
+
+namespace dplace {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kCheckpointFormat = "dplace-mcmc-checkpoint";
+constexpr int kCheckpointVersion = 1;
+constexpr int64_t kDefaultBudgetSamples = 2000;
+
+// The search space: each colocation-hint group on one of the devices all
+// its ops allow.
+struct GroupSpace {
+  HintGroups hints;
+  int num_devices = 0;
+  // allowed[g * num_devices + d]: group g may go to device d. A group whose
+  // ops share no device kind may go anywhere; expanding moves the ops its
+  // device forbids to their first allowed device.
+  std::vector<uint8_t> allowed;
+  std::vector<std::vector<DeviceId>> devices;  // Per group, allowed ones.
+  std::vector<OpId> first_op;                  // Per group, lowest id.
+  std::vector<int32_t> topological;  // Groups by topological first op.
+  std::vector<int32_t> movable;      // Groups with two or more devices.
+
+  int num_groups() const { return hints.num_groups; }
+  bool Allows(int32_t g, DeviceId d) const {
+    return allowed[static_cast<size_t>(g) * num_devices + d] != 0;
+  }
+};
+
+GroupSpace MakeGroupSpace(const Graph& graph, const Cluster& cluster) {
+  GroupSpace s;
+  s.hints = ColocationHintGroups(graph);
+  s.num_devices = cluster.num_devices();
+  const int n = s.hints.num_groups;
+  std::vector<uint8_t> kinds(n, 0xff);
+  s.first_op.assign(n, -1);
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const int32_t g = s.hints.group[op];
+    kinds[g] &= graph.allowed_devices(op).bits();
+    if (s.first_op[g] < 0) s.first_op[g] = op;
+  }
+  s.allowed.assign(static_cast<size_t>(n) * s.num_devices, 0);
+  s.devices.resize(n);
+  for (int32_t g = 0; g < n; ++g) {
+    for (DeviceId d = 0; d < s.num_devices; ++d) {
+      if (kinds[g] & (1u << static_cast<int>(cluster.device(d).kind))) {
+        s.devices[g].push_back(d);
+      }
+    }
+    if (s.devices[g].empty()) {
+      for (DeviceId d = 0; d < s.num_devices; ++d) s.devices[g].push_back(d);
+    }
+    for (DeviceId d : s.devices[g]) {
+      s.allowed[static_cast<size_t>(g) * s.num_devices + d] = 1;
+    }
+    if (s.devices[g].size() > 1) s.movable.push_back(g);
+  }
+  std::vector<uint8_t> seen(n, 0);
+  for (OpId op : graph.topological_order()) {
+    const int32_t g = s.hints.group[op];
+    if (!seen[g]) {
+      seen[g] = 1;
+      s.topological.push_back(g);
+    }
+  }
+  return s;
+}
+
+// The op placement of group devices: each op on its group's device, or on
+// its first allowed device where that device's kind is not allowed.
+Placement Expand(const GroupSpace& s, const Graph& graph,
+                 const Cluster& cluster, const std::vector<DeviceId>& groups) {
+  Placement placement(graph.num_ops());
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const DeviceId d = groups[s.hints.group[op]];
+    placement[op] = graph.allowed_devices(op).Contains(cluster.device(d).kind)
+                        ? d
+                        : AllowedDevices(graph, cluster, op)[0];
+  }
+  return placement;
+}
+
+// Each group on the device of its first op, or its first allowed device.
+std::vector<DeviceId> Snap(const GroupSpace& s, const Placement& placement) {
+  std::vector<DeviceId> groups(s.num_groups());
+  for (int32_t g = 0; g < s.num_groups(); ++g) {
+    const DeviceId d = placement[s.first_op[g]];
+    groups[g] = s.Allows(g, d) ? d : s.devices[g][0];
+  }
+  return groups;
+}
+
+// Changes `groups` in place: moves one group, swaps two, or shifts a run.
+class Proposer {
+ public:
+  Proposer(const GroupSpace& space, const McmcSettings& settings)
+      : s_(space), settings_(settings) {
+    const int64_t n = space.num_groups();
+    max_shift_ = settings.max_shift > 0
+                     ? std::min<int64_t>(settings.max_shift, n)
+                     : std::max<int64_t>(1, n / std::max(1, space.num_devices));
+  }
+
+  void Propose(std::vector<DeviceId>* groups, std::mt19937_64* rng) const {
+    if (s_.movable.empty()) return;  // One placement only: nothing to change.
+    const double r = Uniform(rng);
+    if (r < settings_.move_probability) {
+      Move(groups, rng);
+    } else if (r < settings_.move_probability + settings_.swap_probability) {
+      if (!Swap(groups, rng)) Move(groups, rng);
+    } else {
+      Shift(groups, rng);
+    }
+  }
+
+ private:
+  static double Uniform(std::mt19937_64* rng) {
+    return std::uniform_real_distribution<double>(0, 1)(*rng);
+  }
+  static size_t Index(size_t n, std::mt19937_64* rng) {
+    return std::uniform_int_distribution<size_t>(0, n - 1)(*rng);
+  }
+
+  // One movable group to another of its devices.
+  void Move(std::vector<DeviceId>* groups, std::mt19937_64* rng) const {
+    const int32_t g = s_.movable[Index(s_.movable.size(), rng)];
+    const std::vector<DeviceId>& devices = s_.devices[g];
+    size_t i = Index(devices.size() - 1, rng);
+    if (devices[i] == (*groups)[g]) i = devices.size() - 1;
+    (*groups)[g] = devices[i];
+  }
+
+  // Two groups on different devices, each allowed on the other's; false
+  // when a few tries find none.
+  bool Swap(std::vector<DeviceId>* groups, std::mt19937_64* rng) const {
+    for (int tries = 0; tries < 8; ++tries) {
+      const int32_t a = s_.movable[Index(s_.movable.size(), rng)];
+      const int32_t b = s_.movable[Index(s_.movable.size(), rng)];
+      const DeviceId da = (*groups)[a], db = (*groups)[b];
+      if (da != db && s_.Allows(a, db) && s_.Allows(b, da)) {
+        std::swap((*groups)[a], (*groups)[b]);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A run of groups, consecutive in topological order, to one device (the
+  // groups that allow it). Run lengths are log-uniform in [1, max_shift_]:
+  // mostly short runs, now and then a layer's worth.
+  void Shift(std::vector<DeviceId>* groups, std::mt19937_64* rng) const {
+    const size_t n = s_.topological.size();
+    const size_t first = Index(n, rng);
+    const double log_max = std::log(static_cast<double>(max_shift_) + 1);
+    const size_t length = std::clamp<size_t>(
+        static_cast<size_t>(std::exp(Uniform(rng) * log_max)), 1, max_shift_);
+    const DeviceId d = static_cast<DeviceId>(Index(s_.num_devices, rng));
+    for (size_t i = first; i < std::min(n, first + length); ++i) {
+      const int32_t g = s_.topological[i];
+      if (s_.Allows(g, d)) (*groups)[g] = d;
+    }
+  }
+
+  const GroupSpace& s_;
+  const McmcSettings& settings_;
+  int64_t max_shift_ = 1;
+};
+
+// Everything a checkpoint holds.
+struct WalkState {
+  int64_t samples = 0;
+  int64_t batches = 0;
+  int64_t restarts = 0;
+  double wall_seconds = 0;  // Of the runs before this one.
+  std::mt19937_64 rng;
+  // Proposals since the walk last found a better group placement.
+  int64_t since_improvement = 0;
+  std::vector<DeviceId> current;  // Group devices; cost as below.
+  double current_cost = 0;
+  std::vector<DeviceId> anchor;  // The best group placement: restarts here.
+  double anchor_cost = 0;
+  // The best placement evaluated (the start as given included).
+  bool has_best = false;
+  Placement best;
+  double best_step_time = 0;
+  bool best_feasible = false;
+};
+
+// A search's placements: the start's candidates, then the walk.
+using StartPlacements = std::function<StatusOr<std::vector<Placement>>()>;
+
+// One walk, step by step: Start, RunBatch while BudgetLeft, Finish.
+class Walk {
+ public:
+  Walk(const PlacementProblem& problem, const McmcSettings& settings,
+       std::string start_name, const PlaceContext& context)
+      : problem_(problem),
+        settings_(settings),
+        start_name_(std::move(start_name)),
+        environment_(context.environment),
+        options_(context.search),
+        clock_(options_.clock ? options_.clock : SteadyClock()) {}
+
+  Status Start(const StartPlacements& start) {
+    DPLACE_RETURN_IF_ERROR(CheckRequest());
+    space_ = MakeGroupSpace(*problem_.graph, *problem_.cluster);
+    proposer_.emplace(space_, settings_);
+    const bool resuming = !options_.resume_path.empty();
+    if (resuming) DPLACE_RETURN_IF_ERROR(LoadCheckpoint(options_.resume_path));
+    // Cooperating controllers (SearchOptions::sampling_stream) walk apart.
+    if (!resuming) {
+      s_.rng.seed(problem_.seed ^
+                  (options_.sampling_stream * 0x9E3779B97F4A7C15ull));
+    }
+    if (!options_.log_path.empty()) {
+      DPLACE_RETURN_IF_ERROR(
+          log_.Open(options_.log_path, resuming ? s_.samples : -1));
+    }
+    trace_.num_groups = space_.num_groups();
+    trace_.first_sample_of_this_run = s_.samples;
+    batches_at_checkpoint_ = s_.batches;
+    start_ = clock_();
+    if (resuming) return Status::Ok();
+    DPLACE_ASSIGN_OR_RETURN(std::vector<Placement> candidates, start());
+    return EvaluateStart(std::move(candidates));
+  }
+
+  bool BudgetLeft() const {
+    const SearchBudget& budget = options_.budget;
+    return !(budget.samples > 0 && s_.samples >= budget.samples) &&
+           !(budget.seconds > 0 && Wall() >= budget.seconds);
+  }
+
+  // Proposes a batch from the current placement, evaluates it, and moves to
+  // the best proposal that passes the Metropolis test (in order, one
+  // uniform draw each); then restarts, checkpoints and reports when due.
+  Status RunBatch() {
+    int64_t k = settings_.batch;
+    if (options_.budget.samples > 0) {
+      k = std::min<int64_t>(k, options_.budget.samples - s_.samples);
+    }
+    std::vector<std::vector<DeviceId>> proposals(k, s_.current);
+    std::vector<Placement> placements;
+    for (std::vector<DeviceId>& p : proposals) {
+      proposer_->Propose(&p, &s_.rng);
+      placements.push_back(
+          Expand(space_, *problem_.graph, *problem_.cluster, p));
+    }
+    DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
+                            environment_->Evaluate(placements));
+    int64_t chosen = -1;
+    double chosen_cost = 0;
+    bool improved = false;
+    for (int64_t i = 0; i < k; ++i) {
+      DPLACE_RETURN_IF_ERROR(
+          Record(s_.samples + i, placements[i], measured[i]));
+      const double cost = Cost(measured[i]);
+      const double u = std::uniform_real_distribution<double>(0, 1)(s_.rng);
+      const bool accepted =
+          cost <= s_.current_cost ||
+          u < std::exp(-settings_.beta * (cost - s_.current_cost) /
+                       std::max(s_.current_cost, 1e-12));
+      if (accepted && (chosen < 0 || cost < chosen_cost)) {
+        chosen = i;
+        chosen_cost = cost;
+      }
+      if (cost < s_.anchor_cost) {
+        s_.anchor = proposals[i];
+        s_.anchor_cost = cost;
+        improved = true;
+      }
+    }
+    DPLACE_RETURN_IF_ERROR(log_.Flush());
+    s_.samples += k;
+    ++s_.batches;
+    if (chosen >= 0) {
+      s_.current = std::move(proposals[chosen]);
+      s_.current_cost = chosen_cost;
+    }
+    s_.since_improvement = improved ? 0 : s_.since_improvement + k;
+    if (s_.since_improvement >= settings_.restart_after) {
+      s_.current = s_.anchor;
+      s_.current_cost = s_.anchor_cost;
+      s_.since_improvement = 0;
+      ++s_.restarts;
+    }
+    DPLACE_RETURN_IF_ERROR(CheckpointWhenDue());
+    ReportProgress(measured, chosen >= 0);
+    return Status::Ok();
+  }
+
+  StatusOr<PlaceResult> Finish() {
+    s_.wall_seconds = Wall();
+    DPLACE_RETURN_IF_ERROR(Save());
+    PlaceResult result;
+    result.placement = s_.best;
+    result.search = std::move(trace_);
+    result.search.samples = s_.samples;
+    result.search.updates = s_.batches;
+    result.search.wall_seconds = s_.wall_seconds;
+    result.search.best_step_time = s_.best_step_time;
+    result.search.best_feasible = s_.best_feasible;
+    return result;
+  }
+
+ private:
+  Status CheckRequest() const {
+    const PlacementProblem& problem = problem_;
+    if (!problem.graph || !problem.cluster || !problem.cost || !environment_) {
+      return InvalidArgumentError("incomplete problem");
+    }
+    const SearchBudget& budget = options_.budget;
+    if (budget.samples < 0 || budget.seconds < 0 ||
+        (budget.samples == 0 && budget.seconds == 0)) {
+      return InvalidArgumentError(
+          "the search needs a budget: samples > 0 or seconds > 0");
+    }
+    const Cluster& cluster = *problem.cluster;
+    if (cluster.num_devices() < 2) {
+      return InvalidArgumentError(
+          "the search needs a cluster of at least two devices; cluster " +
+          cluster.name() + " has " + std::to_string(cluster.num_devices()));
+    }
+    if (environment_->graph().hash() != problem.graph->hash() ||
+        environment_->cluster().name() != cluster.name()) {
+      return InvalidArgumentError(
+          "the environment evaluates another graph or cluster than the "
+          "problem's");
+    }
+    if (options_.checkpoint_every < 1) {
+      return InvalidArgumentError("checkpoint_every must be >= 1");
+    }
+    return CheckPlaceable(problem);
+  }
+
+  double Wall() const { return s_.wall_seconds + (clock_() - start_); }
+
+  // What the walk minimises: the step time, or the failing step time when
+  // the placement does not fit.
+  double Cost(const Measurement& m) const {
+    return m.feasible ? m.step_time : settings_.failing_step_time;
+  }
+
+  // Evaluates the start's candidates as given and starts the walk from the
+  // best, snapped to the groups (evaluated too when snapping changed it).
+  Status EvaluateStart(std::vector<Placement> candidates) {
+    for (const Placement& p : candidates) {
+      DPLACE_RETURN_IF_ERROR(
+          ValidatePlacement(*problem_.graph, *problem_.cluster, p)
+              .WithPrefix("start " + start_name_));
+    }
+    DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
+                            environment_->Evaluate(candidates));
+    size_t best = 0;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      DPLACE_RETURN_IF_ERROR(Record(s_.samples + static_cast<int64_t>(i),
+                                    candidates[i], measured[i]));
+      if (Cost(measured[i]) < Cost(measured[best])) best = i;
+    }
+    s_.samples += static_cast<int64_t>(candidates.size());
+    s_.current = Snap(space_, candidates[best]);
+    s_.current_cost = Cost(measured[best]);
+    Placement snapped =
+        Expand(space_, *problem_.graph, *problem_.cluster, s_.current);
+    if (snapped != candidates[best]) {
+      DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> m,
+                              environment_->Evaluate({snapped}));
+      DPLACE_RETURN_IF_ERROR(Record(s_.samples, snapped, m[0]));
+      ++s_.samples;
+      s_.current_cost = Cost(m[0]);
+    }
+    s_.anchor = s_.current;
+    s_.anchor_cost = s_.current_cost;
+    DPLACE_RETURN_IF_ERROR(log_.Flush());
+    return Status::Ok();
+  }
+
+  // The best so far, a log line and a trace record of sample `index`.
+  Status Record(int64_t index, const Placement& placement,
+                const Measurement& m) {
+    if (!s_.has_best || (m.feasible && !s_.best_feasible) ||
+        (m.feasible == s_.best_feasible && m.step_time < s_.best_step_time)) {
+      s_.has_best = true;
+      s_.best = placement;
+      s_.best_step_time = m.step_time;
+      s_.best_feasible = m.feasible;
+    }
+    SampleRecord r;
+    r.index = index;
+    r.wall_seconds = Wall();
+    r.step_time = m.step_time;
+    r.feasible = m.feasible;
+    r.reward = -std::sqrt(Cost(m));
+    r.best_step_time = s_.best_feasible ? s_.best_step_time : 0;
+    trace_.history.push_back(r);
+    if (!log_.is_open()) return Status::Ok();
+    return log_.Append(r);
+  }
+
+  Status CheckpointWhenDue() {
+    if (s_.batches - batches_at_checkpoint_ < options_.checkpoint_every) {
+      return Status::Ok();
+    }
+    batches_at_checkpoint_ = s_.batches;
+    const double saved_wall = s_.wall_seconds;
+    s_.wall_seconds = Wall();
+    Status saved = Save();
+    s_.wall_seconds = saved_wall;
+    return saved;
+  }
+
+  void ReportProgress(const std::vector<Measurement>& measured,
+                      bool moved) const {
+    if (!options_.progress) return;
+    double sum = 0;
+    int feasible = 0;
+    for (const Measurement& m : measured) {
+      if (!m.feasible) continue;
+      sum += m.step_time;
+      ++feasible;
+    }
+    SearchProgress p;
+    p.samples = s_.samples;
+    p.updates = s_.batches;
+    p.wall_seconds = Wall();
+    p.budget = options_.budget;
+    p.batch_mean_step_time = feasible ? sum / feasible : 0;
+    p.best_step_time = s_.best_feasible ? s_.best_step_time : 0;
+    p.agent_stats = {{"moved", moved ? 1.0 : 0.0},
+                     {"current_step_time", s_.current_cost},
+                     {"restarts", static_cast<double>(s_.restarts)}};
+    options_.progress(p);
+  }
+
+  // What must match for a checkpoint to continue this search.
+  json Meta() const {
+    return json{{"format", kCheckpointFormat},
+                {"version", kCheckpointVersion},
+                {"graph_hash", problem_.graph->hash()},
+                {"cluster", problem_.cluster->name()},
+                {"num_groups", space_.num_groups()},
+                {"seed", problem_.seed},
+                {"start", start_name_},
+                {"beta", settings_.beta},
+                {"batch", settings_.batch},
+                {"restart_after", settings_.restart_after},
+                {"failing_step_time", settings_.failing_step_time},
+                {"move_probability", settings_.move_probability},
+                {"swap_probability", settings_.swap_probability},
+                {"max_shift", settings_.max_shift}};
+  }
+
+  // Written to a temporary file first, so a search killed while writing
+  // leaves the previous checkpoint whole.
+  Status Save() const {
+    if (options_.checkpoint_path.empty()) return Status::Ok();
+    std::ostringstream rng;
+    rng << s_.rng;
+    json j{{"meta", Meta()},
+           {"samples", s_.samples},
+           {"batches", s_.batches},
+           {"restarts", s_.restarts},
+           {"wall_seconds", s_.wall_seconds},
+           {"rng", rng.str()},
+           {"since_improvement", s_.since_improvement},
+           {"current", s_.current},
+           {"current_cost", s_.current_cost},
+           {"anchor", s_.anchor},
+           {"anchor_cost", s_.anchor_cost},
+           {"has_best", s_.has_best},
+           {"best", s_.best},
+           {"best_step_time", s_.best_step_time},
+           {"best_feasible", s_.best_feasible}};
+    const std::string& path = options_.checkpoint_path;
+    const std::string tmp = path + ".tmp";
+    DPLACE_RETURN_IF_ERROR(
+        WriteTextFile(tmp, j.dump() + "\n").WithPrefix("checkpoint"));
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      return InvalidArgumentError("checkpoint " + path +
+                                  ": cannot replace it with " + tmp);
+    }
+    return Status::Ok();
+  }
+
+  Status LoadCheckpoint(const std::string& path) {
+    StatusOr<std::string> text = ReadTextFile(path);
+    if (!text.ok()) return text.status().WithPrefix("checkpoint");
+    auto bad = [&](const std::string& what) {
+      return InvalidArgumentError("checkpoint " + path + ": " + what);
+    };
+    const json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("meta") || !j["meta"].is_object() ||
+        j["meta"].value("format", "") != kCheckpointFormat) {
+      return bad("not an mcmc checkpoint");
+    }
+    const json expected = Meta();
+    for (const auto& [key, value] : expected.items()) {
+      if (!j["meta"].contains(key) || j["meta"][key] != value) {
+        return bad("made for another search: " + key + " is " +
+                   (j["meta"].contains(key) ? j["meta"][key].dump()
+                                            : std::string("missing")) +
+                   ", this search has " + value.dump());
+      }
+    }
+    try {
+      s_.samples = j.at("samples").get<int64_t>();
+      s_.batches = j.at("batches").get<int64_t>();
+      s_.restarts = j.at("restarts").get<int64_t>();
+      s_.wall_seconds = j.at("wall_seconds").get<double>();
+      s_.since_improvement = j.at("since_improvement").get<int64_t>();
+      s_.current = j.at("current").get<std::vector<DeviceId>>();
+      s_.current_cost = j.at("current_cost").get<double>();
+      s_.anchor = j.at("anchor").get<std::vector<DeviceId>>();
+      s_.anchor_cost = j.at("anchor_cost").get<double>();
+      s_.has_best = j.at("has_best").get<bool>();
+      s_.best = j.at("best").get<Placement>();
+      s_.best_step_time = j.at("best_step_time").get<double>();
+      s_.best_feasible = j.at("best_feasible").get<bool>();
+      std::istringstream rng(j.at("rng").get<std::string>());
+      rng >> s_.rng;
+      if (rng.fail()) return bad("rng: not a generator state");
+    } catch (const json::exception& e) {
+      return bad(std::string("malformed: ") + e.what());
+    }
+    return CheckLoadedState(path);
+  }
+
+  // The loaded walk is one of this problem's: sizes and devices in range.
+  Status CheckLoadedState(const std::string& path) const {
+    auto in_range = [&](const std::vector<DeviceId>& groups) {
+      if (static_cast<int>(groups.size()) != space_.num_groups()) return false;
+      for (size_t g = 0; g < groups.size(); ++g) {
+        if (groups[g] < 0 || groups[g] >= space_.num_devices ||
+            !space_.Allows(static_cast<int32_t>(g), groups[g])) {
+          return false;
+        }
+      }
+      return true;
+    };
+    if (!s_.has_best || s_.samples < 1 || s_.batches < 0 ||
+        !in_range(s_.current) || !in_range(s_.anchor) ||
+        !(s_.current_cost > 0) || !(s_.anchor_cost > 0)) {
+      return InvalidArgumentError("checkpoint " + path +
+                                  ": the walk's state is not one of this "
+                                  "problem's");
+    }
+    Status valid =
+        ValidatePlacement(*problem_.graph, *problem_.cluster, s_.best);
+    return valid.WithPrefix("checkpoint " + path + ": best");
+  }
+
+  const PlacementProblem& problem_;
+  const McmcSettings& settings_;
+  const std::string start_name_;
+  Environment* environment_;
+  const SearchOptions& options_;
+  const Clock clock_;
+  GroupSpace space_;
+  std::optional<Proposer> proposer_;
+  WalkState s_;
+  SearchLog log_;
+  SearchTrace trace_;
+  double start_ = 0;  // clock_() when this run began.
+  int64_t batches_at_checkpoint_ = 0;
+};
+
+// The placements of `start`: one method's, or for "auto" those of the fast
+// classical placers that can place this problem.
+StatusOr<std::vector<Placement>> StartCandidates(
+    const PlacementProblem& problem, const std::string& start) {
+  std::vector<Placement> candidates;
+  if (start != "auto") {
+    DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Method> method, MakeMethod(start));
+    StatusOr<PlaceResult> placed = method->Place(problem);
+    if (!placed.ok()) return placed.status().WithPrefix("start");
+    candidates.push_back(std::move(placed->placement));
+    return candidates;
+  }
+  std::vector<std::string> names = {"m-etf", "round-robin", "single-gpu"};
+  if (problem.expert) names.insert(names.begin(), "expert");
+  std::string why;
+  for (const std::string& name : names) {
+    StatusOr<std::unique_ptr<Method>> method = MakeMethod(name);
+    if (!method.ok()) return method.status().WithPrefix("start auto");
+    StatusOr<PlaceResult> placed = (*method)->Place(problem);
+    // A placer that cannot place this problem is not a candidate.
+    if (!placed.ok()) {
+      why += (why.empty() ? "" : "; ") + placed.status().message();
+      continue;
+    }
+    candidates.push_back(std::move(placed->placement));
+  }
+  if (candidates.empty()) {
+    return InfeasibleError("start auto: no placer could place: " + why);
+  }
+  return candidates;
+}
+
+StatusOr<PlaceResult> RunWalk(const PlacementProblem& problem,
+                              const McmcSettings& settings,
+                              const std::string& start_name,
+                              const StartPlacements& start,
+                              const PlaceContext& context) {
+  Walk walk(problem, settings, start_name, context);
+  DPLACE_RETURN_IF_ERROR(walk.Start(start));
+  while (walk.BudgetLeft()) DPLACE_RETURN_IF_ERROR(walk.RunBatch());
+  return walk.Finish();
+}
+
+class McmcMethod : public Method {
+ public:
+  explicit McmcMethod(McmcSettings settings)
+      : Method("mcmc"), settings_(std::move(settings)) {}
+
+  MethodTraits traits() const override {
+    MethodTraits traits;
+    traits.learns = true;
+    traits.can_resume = true;
+    traits.default_budget_samples = kDefaultBudgetSamples;
+    return traits;
+  }
+
+ protected:
+  StatusOr<PlaceResult> DoPlace(const PlacementProblem& problem,
+                                const PlaceContext& context) override {
+    return RunWalk(
+        problem, settings_, settings_.start,
+        [&] { return StartCandidates(problem, settings_.start); }, context);
+  }
+
+ private:
+  McmcSettings settings_;
+};
+
+StatusOr<std::unique_ptr<Method>> MakeMcmc(const MethodOptions& options) {
+  DPLACE_ASSIGN_OR_RETURN(McmcSettings settings, ReadMcmcSettings(options));
+  return std::unique_ptr<Method>(new McmcMethod(std::move(settings)));
+}
+
+}  // namespace
+
+StatusOr<McmcSettings> ReadMcmcSettings(const MethodOptions& options) {
+  McmcSettings s;
+  OptionReader reader("mcmc", options);
+  reader.Double("beta", &s.beta);
+  reader.Int("batch", &s.batch);
+  reader.Int("restart_after", &s.restart_after);
+  reader.Double("failing_step_time", &s.failing_step_time);
+  reader.String("start", &s.start);
+  reader.Double("move_probability", &s.move_probability);
+  reader.Double("swap_probability", &s.swap_probability);
+  reader.Int("max_shift", &s.max_shift);
+  DPLACE_RETURN_IF_ERROR(reader.Finish());
+  auto bad = [](const std::string& what) {
+    return InvalidArgumentError("method mcmc: option " + what);
+  };
+  if (!(s.beta >= 0 && std::isfinite(s.beta))) return bad("beta must be >= 0");
+  if (s.batch < 1) return bad("batch must be >= 1");
+  if (s.restart_after < 1) return bad("restart_after must be >= 1");
+  if (!(s.failing_step_time > 0 && std::isfinite(s.failing_step_time))) {
+    return bad("failing_step_time must be > 0");
+  }
+  if (!(s.move_probability >= 0 && s.swap_probability >= 0 &&
+        s.move_probability + s.swap_probability <= 1)) {
+    return bad(
+        "move_probability and swap_probability must be >= 0 and sum to at "
+        "most 1");
+  }
+  if (s.max_shift < 0) return bad("max_shift must be >= 0");
+  if (s.start != "auto") {
+    const MethodEntry* entry = FindMethod(s.start);
+    if (entry == nullptr) {
+      return bad("start=" + s.start +
+                 ": unknown method (auto or one of: " + MethodNames() + ")");
+    }
+    if (TraitsOf(*entry).learns) {
+      return bad("start=" + s.start +
+                 ": a search cannot start the walk; name a method that "
+                 "places once, or auto");
+    }
+  }
+  return s;
+}
+
+StatusOr<PlaceResult> RefinePlacement(const PlacementProblem& problem,
+                                      const Placement& start,
+                                      const McmcSettings& settings,
+                                      const PlaceContext& context) {
+  return RunWalk(
+      problem, settings, "placement",
+      [&]() -> StatusOr<std::vector<Placement>> {
+        return std::vector<Placement>{start};
+      },
+      context);
+}
+
+REGISTER_METHOD("mcmc", 50,
+                "FlexFlow-style Metropolis-Hastings local search over "
+                "colocation groups through the simulator, from the best "
+                "classical placement; options beta, batch, restart_after, "
+                "start",
+                MakeMcmc);
+
+}  // namespace dplace

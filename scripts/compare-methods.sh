@@ -7,7 +7,7 @@
 # Usage: scripts/compare-methods.sh OLD_DPLACE NEW_DPLACE [MODEL] [CLUSTER]
 #   MODEL    default zoo:rnnlm:layers=2,batch=16 (small and fast)
 #   CLUSTER  default k80x2
-# Learned methods search SAMPLES samples (default 24; env SAMPLES=N).
+# Searches (learned methods, mcmc) run SAMPLES samples (default 24; env SAMPLES=N).
 # Exit 0 when every method agrees, 1 when one differs.
 set -euo pipefail
 
@@ -22,7 +22,7 @@ trap 'rm -rf "$work"' EXIT
 # The names: the first column of `place --list` (the new binary's; the old
 # one must know the same names).
 methods=$("$new" place --list | awk '{print $1}')
-learned=$("$new" place --list | awk '/\(learned\)/ {print $1}')
+learned=$("$new" place --list | awk '/\((learned|search)\)/ {print $1}')
 
 # The log without its wall-time field, which differs from run to run.
 strip_wall() { sed -E 's/"wall_s":[-0-9.eE+]+,?//' "$1"; }

@@ -565,8 +565,8 @@ TEST_F(CliTest, PlaceWithAnAgentBadInput) {
   EXPECT_THAT(
       BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
                        "--method", "single-gpu", "--budget-samples", "5"})),
-      HasSubstr("are for learned placers (see --list); method "
-                "single-gpu is not one"));
+      HasSubstr("are for searches, the learned placers and mcmc (see "
+                "--list); method single-gpu is not one"));
 }
 
 // ------------------------------------------------------ help and commands

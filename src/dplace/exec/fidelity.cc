@@ -227,7 +227,7 @@ std::vector<LabeledPlacement> FidelityPlacements(
   for (const std::string& name : options.placers) {
     if (name == "expert" && !problem.expert) continue;
     StatusOr<std::unique_ptr<Method>> placer = MakeMethod(name);
-    if (!placer.ok() || (*placer)->traits().learns) continue;
+    if (!placer.ok() || (*placer)->traits().searches) continue;
     StatusOr<PlaceResult> placed = (*placer)->Place(problem);
     if (!placed.ok()) continue;
     if (!ValidatePlacement(graph, cluster, placed->placement).ok()) continue;

@@ -74,6 +74,11 @@ MethodTraits TraitsOf(const MethodEntry& entry) {
   return method.ok() ? (*method)->traits() : MethodTraits{};
 }
 
+bool IsSearchMethod(std::string_view name) {
+  const MethodEntry* entry = FindMethod(name);
+  return entry != nullptr && TraitsOf(*entry).searches;
+}
+
 bool IsLearnedMethod(std::string_view name) {
   const MethodEntry* entry = FindMethod(name);
   return entry != nullptr && TraitsOf(*entry).learns;

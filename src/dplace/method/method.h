@@ -47,8 +47,11 @@ struct PlacementProblem {
 
 // What kind of method it is, for callers that treat kinds differently.
 struct MethodTraits {
-  // Searches through PlaceContext::environment within a budget, learning
-  // from what it measures; a method that does not places once.
+  // Searches through PlaceContext::environment within a budget (a learned
+  // agent, the local search); a method that does not places once.
+  bool searches = false;
+  // A search that learns a policy from what it measures (the papers'
+  // agents); the tables compare the best of them with the classical ones.
   bool learns = false;
   // Continues from a checkpoint (SearchOptions::resume_path).
   bool can_resume = false;
@@ -119,7 +122,9 @@ StatusOr<std::unique_ptr<Method>> MakeMethod(std::string_view name,
                                              const MethodOptions& options = {});
 // The traits of a registered method at its default options.
 MethodTraits TraitsOf(const MethodEntry& entry);
-// False for unknown names.
+// Whether `name` is a registered method whose traits search, or learn;
+// false for unknown names.
+bool IsSearchMethod(std::string_view name);
 bool IsLearnedMethod(std::string_view name);
 
 // Registration at static-initialisation time; use REGISTER_METHOD. Returns

@@ -24,10 +24,10 @@ StatusOr<MethodRun> RunMethod(const std::string& method,
                           MakeMethod(method, options));
   MethodRun run;
   run.method = method;
-  run.learned = made->traits().learns;
+  run.searched = made->traits().searches;
   PlaceContext context = run_options.context;
   std::unique_ptr<Environment> simulated;
-  if (run.learned) {
+  if (run.searched) {
     SearchBudget& budget = context.search.budget;
     if (budget.samples <= 0 && budget.seconds <= 0) {
       budget.samples = made->traits().default_budget_samples;
@@ -44,14 +44,14 @@ StatusOr<MethodRun> RunMethod(const std::string& method,
   if (!placed.ok()) {
     // A search that could not run is an error; a placer that could not
     // place is a result (tables show why).
-    if (run.learned) return placed.status();
+    if (run.searched) return placed.status();
     run.error = placed.status().message();
     run.error_code = placed.status().code();
     return run;
   }
   run.placement = std::move(placed->placement);
   run.search = std::move(placed->search);
-  if (run.learned) run.wall_seconds = run.search.wall_seconds;
+  if (run.searched) run.wall_seconds = run.search.wall_seconds;
   Simulator simulator(*problem.cost);
   SimOptions sim_options;
   sim_options.record_timeline = run_options.record_timeline;

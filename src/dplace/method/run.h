@@ -33,7 +33,7 @@ struct MethodRunOptions {
 
 struct MethodRun {
   std::string method;
-  bool learned = false;  // Its traits().learns.
+  bool searched = false;  // Its traits().searches: `search` is its trace.
   // False when a method that places once refused (e.g. nothing fits);
   // `error` and `error_code` say why. A search always places.
   bool placed = false;

@@ -24,7 +24,7 @@ namespace {
 std::vector<std::string> PlacerNames() {
   std::vector<std::string> names;
   for (const MethodEntry* e : Methods()) {
-    if (!TraitsOf(*e).learns) names.push_back(e->name);
+    if (!TraitsOf(*e).searches) names.push_back(e->name);
   }
   return names;
 }

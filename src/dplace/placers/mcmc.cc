@@ -632,7 +632,7 @@ class McmcMethod : public Method {
 
   MethodTraits traits() const override {
     MethodTraits traits;
-    traits.learns = true;
+    traits.searches = true;
     traits.can_resume = true;
     traits.default_budget_samples = kDefaultBudgetSamples;
     return traits;
@@ -691,7 +691,7 @@ StatusOr<McmcSettings> ReadMcmcSettings(const MethodOptions& options) {
       return bad("start=" + s.start +
                  ": unknown method (auto or one of: " + MethodNames() + ")");
     }
-    if (TraitsOf(*entry).learns) {
+    if (TraitsOf(*entry).searches) {
       return bad("start=" + s.start +
                  ": a search cannot start the walk; name a method that "
                  "places once, or auto");

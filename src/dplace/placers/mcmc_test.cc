@@ -281,7 +281,8 @@ TEST(McmcTest, BadOptionsAreErrorsNamingTheMethodAndKey) {
 
 TEST(McmcTest, IsASearchThatResumes) {
   const MethodTraits traits = TraitsOf(*FindMethod("mcmc"));
-  EXPECT_TRUE(traits.learns);
+  EXPECT_TRUE(traits.searches);
+  EXPECT_FALSE(traits.learns);  // No policy: not a learned placer.
   EXPECT_TRUE(traits.can_resume);
   EXPECT_EQ(traits.default_budget_samples, 2000);
   // A search without a budget or an environment says so.

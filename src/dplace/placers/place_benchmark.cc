@@ -92,7 +92,7 @@ void Place(benchmark::State& state, const std::string& method,
 
 int main(int argc, char** argv) {
   for (const dplace::MethodEntry* e : dplace::Methods()) {
-    if (dplace::TraitsOf(*e).learns) continue;
+    if (dplace::TraitsOf(*e).searches) continue;
     const std::string name = e->name;
     benchmark::RegisterBenchmark(
         ("Place/" + name + "/nmt8_k40x8").c_str(),

@@ -515,7 +515,13 @@ std::string PaperTableHtml(const json& table) {
          "classical baseline.</p>\n";
 }
 
-// Median samples the runs of a learned method searched.
+// Whether a method of a results file searched (its runs carry samples and
+// curves); files written before "searched" say "learned".
+bool Searched(const json& method) {
+  return method.value("searched", method.at("learned").get<bool>());
+}
+
+// Median samples the runs of a method that searched.
 std::string SamplesRun(const json& method) {
   std::vector<double> samples;
   for (const json& r : method.at("runs")) {
@@ -532,11 +538,11 @@ std::string DetailTableHtml(const json& b) {
       "best</th>"
       "<th>wall time to best (s)</th><th>wall time (s)</th></tr>\n";
   for (const json& m : b.at("methods")) {
-    const bool learned = m.at("learned").get<bool>();
+    const bool searched = Searched(m);
     const double reduction = NumberOr(m, "reduction_vs_best_baseline");
     const double vs_bound = NumberOr(m, "vs_lower_bound");
     std::string samples = "-", seconds = "-";
-    if (learned && m.at("samples_to_best").at("count").get<int>() > 0) {
+    if (searched && m.at("samples_to_best").at("count").get<int>() > 0) {
       samples =
           Format("%.0f", m.at("samples_to_best").at("median").get<double>()) +
           " / " + SamplesRun(m);
@@ -563,12 +569,13 @@ std::string DetailTableHtml(const json& b) {
   return out + "</table>\n";
 }
 
-// Best-so-far curves of every learned method and seed on one plot.
+// Best-so-far curves of every search (learned agents, mcmc) and seed on
+// one plot.
 std::string BenchmarkCurves(const json& b) {
   std::vector<Series> series;
   int colour = 0;
   for (const json& m : b.at("methods")) {
-    if (!m.at("learned").get<bool>()) continue;
+    if (!Searched(m)) continue;
     bool first = true;
     for (const json& r : m.at("runs")) {
       if (!r.contains("curve")) continue;
@@ -597,7 +604,7 @@ std::string BenchmarkCurves(const json& b) {
   refs.push_back(
       {"lower bound " + Format("%.4g s", bound), bound, "#777", true});
   PlotOptions o;
-  o.title = "Best step time so far, every learned method and seed";
+  o.title = "Best step time so far, every search and seed";
   o.x_label = "samples";
   o.y_label = "best step time (s)";
   o.y_min_zero = true;

@@ -6,7 +6,7 @@
 //   simulated timeline of one step (a Gantt chart per device slot and link),
 //   and a learned placer's learning curve.
 // - BenchReportHtml, for `dplace report results.json`: a suite's tables,
-//   the learning curves of every learned method on one plot per benchmark,
+//   the learning curves of every search on one plot per benchmark,
 //   and the scale study's log-log plot of cost against graph size.
 //
 // The pages are well-formed XML (XHTML served as HTML), so a strict parser

@@ -167,6 +167,7 @@ Status Agent::InitPolicy(const PlacementProblem& problem,
 
 MethodTraits Agent::traits() const {
   MethodTraits traits;
+  traits.searches = true;
   traits.learns = true;
   traits.can_resume = true;
   traits.default_budget_samples = PaperBudgetSamples();

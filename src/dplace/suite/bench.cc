@@ -63,7 +63,7 @@ RunRecord RecordOf(uint64_t seed, const Cluster& cluster, const MethodRun& r) {
   rec.feasible = r.sim.feasible;
   rec.infeasible = DescribeInfeasibility(cluster, r.sim);
   rec.peak_memory_bytes = r.sim.device_peak_bytes;
-  if (r.learned) {
+  if (r.searched) {
     rec.samples = r.search.samples;
     rec.num_groups = r.search.num_groups;
     for (const SampleRecord& s : r.search.history) {
@@ -84,7 +84,7 @@ void Summarise(double lower_bound, MethodResults* m) {
     walls.push_back(r.wall_seconds);
     if (!r.placed || !r.feasible) continue;
     times.push_back(r.step_time);
-    if (m->learned) {
+    if (m->searched) {
       samples.push_back(r.samples_to_best);
       seconds.push_back(r.seconds_to_best);
     }
@@ -100,7 +100,7 @@ void Summarise(double lower_bound, MethodResults* m) {
 
 void CompareWithBaselines(BenchmarkResults* b) {
   for (const MethodResults& m : b->methods) {
-    if (m.learned || m.step_time.count == 0) continue;
+    if (m.searched || m.step_time.count == 0) continue;
     if (b->best_baseline.empty() ||
         m.step_time.median < b->best_baseline_step_time) {
       b->best_baseline = m.method;
@@ -117,7 +117,7 @@ void CompareWithBaselines(BenchmarkResults* b) {
 
 std::vector<uint64_t> SeedsOf(const Suite& suite, const SuiteMethod& m) {
   if (!m.seeds.empty()) return m.seeds;
-  if (IsLearnedMethod(m.method)) return suite.seeds;
+  if (IsSearchMethod(m.method)) return suite.seeds;
   return {suite.seeds.front()};
 }
 
@@ -194,6 +194,7 @@ StatusOr<TableResults> RunTable(const Suite& suite, const SuiteTable& table,
       DPLACE_ASSIGN_OR_RETURN(MethodOptions options, OptionsOf(m, b));
       MethodResults mr;
       mr.method = m.method;
+      mr.searched = IsSearchMethod(m.method);
       mr.learned = IsLearnedMethod(m.method);
       mr.options = m.options;
       auto extra = b.method_options.find(m.method);
@@ -217,7 +218,7 @@ StatusOr<TableResults> RunTable(const Suite& suite, const SuiteTable& table,
         StatusOr<MethodRun> run =
             RunMethod(m.method, options, lb.problem, run_options);
         if (!run.ok()) return run.status().WithPrefix(b.name);
-        if (mr.learned && mr.budget_samples == 0 && mr.budget_seconds == 0) {
+        if (mr.searched && mr.budget_samples == 0 && mr.budget_seconds == 0) {
           mr.budget_samples = run->search.samples;
         }
         mr.runs.push_back(RecordOf(seed, lb.cluster, *run));
@@ -295,7 +296,7 @@ json CurveJson(const LearningCurve& c) {
               {"oom_share", c.oom_share}};
 }
 
-json RunJson(const RunRecord& r, bool learned) {
+json RunJson(const RunRecord& r, bool searched) {
   json j{
       {"seed", r.seed}, {"placed", r.placed}, {"wall_seconds", r.wall_seconds}};
   if (!r.placed) {
@@ -306,7 +307,7 @@ json RunJson(const RunRecord& r, bool learned) {
   j["feasible"] = r.feasible;
   if (!r.feasible) j["infeasible"] = r.infeasible;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
-  if (learned) {
+  if (searched) {
     j["samples"] = r.samples;
     j["samples_to_best"] = r.samples_to_best;
     j["seconds_to_best"] = r.seconds_to_best;
@@ -318,8 +319,9 @@ json RunJson(const RunRecord& r, bool learned) {
 
 json MethodJson(const MethodResults& m) {
   json runs = json::array();
-  for (const RunRecord& r : m.runs) runs.push_back(RunJson(r, m.learned));
+  for (const RunRecord& r : m.runs) runs.push_back(RunJson(r, m.searched));
   json j{{"method", m.method},
+         {"searched", m.searched},
          {"learned", m.learned},
          {"options", m.options},
          {"runs", runs},
@@ -328,7 +330,7 @@ json MethodJson(const MethodResults& m) {
          {"reduction_vs_best_baseline",
           NumberOrNull(m.reduction_vs_best_baseline)},
          {"vs_lower_bound", NumberOrNull(m.vs_lower_bound)}};
-  if (m.learned) {
+  if (m.searched) {
     j["budget_samples"] = m.budget_samples;
     j["budget_seconds"] = m.budget_seconds;
     j["samples_to_best"] = SpreadJson(m.samples_to_best);
@@ -494,18 +496,18 @@ std::string DetailTable(const BenchmarkResults& b) {
     }
     if (note.size() > 160) note = note.substr(0, 157) + "...";
     std::replace(note.begin(), note.end(), '|', '/');
-    const bool learned = m.learned && m.step_time.count;
+    const bool searched = m.searched && m.step_time.count;
     out += "| " + name + " | " + std::to_string(m.runs.size()) + " | " +
            StepTimeCell(m) + " | " + Percent(m.reduction_vs_best_baseline) +
            " | " +
            (std::isfinite(m.vs_lower_bound) ? Format("%.2fx", m.vs_lower_bound)
                                             : "-") +
            " | " +
-           (learned ? Format("%.0f", m.samples_to_best.median) + " / " +
-                          Format("%.0f", SamplesRun(m))
-                    : "-") +
-           " | " + (learned ? Format("%.2f", m.seconds_to_best.median) : "-") +
-           " | " + Format(m.learned ? "%.2f" : "%.3f", m.wall_seconds.median) +
+           (searched ? Format("%.0f", m.samples_to_best.median) + " / " +
+                           Format("%.0f", SamplesRun(m))
+                     : "-") +
+           " | " + (searched ? Format("%.2f", m.seconds_to_best.median) : "-") +
+           " | " + Format(m.searched ? "%.2f" : "%.3f", m.wall_seconds.median) +
            " | " + note + " |\n";
   }
   return out;

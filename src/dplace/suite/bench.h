@@ -57,7 +57,8 @@ struct RunRecord {
 
 struct MethodResults {
   std::string method;
-  bool learned = false;
+  bool searched = false;  // A search: its runs carry samples and curves.
+  bool learned = false;   // A learned agent, for the "best learned" column.
   std::vector<std::string> options;
   int64_t budget_samples = 0;
   double budget_seconds = 0;

@@ -200,7 +200,7 @@ TEST_F(SmokeSuiteTest, JsonHasTheSchemaAndSaneNumbers) {
   int learned = 0;
   for (const json& m : b.at("methods")) {
     SCOPED_TRACE(m.at("method").get<std::string>());
-    const bool is_learned = m.at("learned").get<bool>();
+    const bool is_learned = m.at("searched").get<bool>();
     ASSERT_EQ(m.at("runs").size(), is_learned ? 2u : 1u);
     for (const json& r : m.at("runs")) {
       ASSERT_TRUE(r.at("placed").get<bool>());
@@ -250,7 +250,7 @@ TEST_F(SmokeSuiteTest, JsonHasTheSchemaAndSaneNumbers) {
   EXPECT_DOUBLE_EQ(b.at("best_baseline_step_time").get<double>(),
                    best_classical);
   for (const json& m : b.at("methods")) {
-    if (!m.at("learned").get<bool>()) {
+    if (!m.at("searched").get<bool>()) {
       EXPECT_LE(m.at("reduction_vs_best_baseline").get<double>(), 0);
     }
   }

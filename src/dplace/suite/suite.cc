@@ -309,10 +309,10 @@ Status CheckSuiteMethods(const Suite& suite) {
   }
   for (const std::string& m : suite.scale.methods) {
     if (!FindMethod(m)) return unknown(m, "scale");
-    if (IsLearnedMethod(m)) {
+    if (IsSearchMethod(m)) {
       return InvalidArgumentError("suite " + suite.name + ", scale: method " +
                                   m +
-                                  " is learned; the scale study times "
+                                  " is a search; the scale study times "
                                   "classical placers");
     }
   }

@@ -38,7 +38,11 @@ int PlaceList(std::ostream& out) {
     width = std::max(width, e->name.size());
   width += 2;
   for (const MethodEntry* e : Methods()) {
-    out << PadRight(e->name, width) << (TraitsOf(*e).learns ? "(learned) " : "")
+    const MethodTraits traits = TraitsOf(*e);
+    out << PadRight(e->name, width)
+        << (traits.learns     ? "(learned) "
+            : traits.searches ? "(search) "
+                              : "")
         << e->description << "\n";
   }
   return kExitOk;
@@ -243,7 +247,7 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
              const MethodOptions& options, const std::string& header,
              const std::string& trace, std::ostream& out, std::ostream& err,
              const PlaceHooks& hooks = {}) {
-  const bool learned = IsLearnedMethod(place.method);
+  const bool learned = IsSearchMethod(place.method);
   StatusOr<MethodRunOptions> made = PlaceRunOptions(place, learned, trace, err);
   if (!made.ok()) return Fail(err, made.status());
   MethodRunOptions run_options = std::move(made).value();
@@ -282,7 +286,7 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
   std::vector<MethodRun> results;
   for (const MethodEntry* e : Methods()) {
     const bool search = e->name == kAllSearch;
-    if (TraitsOf(*e).learns && !search) continue;
+    if (TraitsOf(*e).searches && !search) continue;
     err << "dplace: placing with " << e->name << " ...\n";
     MethodRunOptions run_options;
     if (search) {
@@ -330,7 +334,7 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
         << " | " << FormatBytesScaled(peak) << " | "
         << Format("%.3f", r.wall_seconds) << " | "
         << (sim.feasible ? "" : DescribeInfeasibility(c, sim))
-        << (r.learned
+        << (r.searched
                 ? "searched " + std::to_string(r.search.samples) +
                       " samples (budget: " + std::to_string(kAllSearchSamples) +
                       " samples or " + Format("%g", kAllSearchSeconds) + " s)"
@@ -371,12 +375,13 @@ Status CheckEnv(const PlaceFlags& place) {
       "install libopenmpi-dev openmpi-bin), rebuild with "
       "-DDPLACE_WITH_MPI=ON and start it with mpirun (docs/mpi.md)");
 #else
-  if (place.method == "all" || !IsLearnedMethod(place.method)) {
+  if (place.method == "all" || !IsSearchMethod(place.method)) {
     return InvalidArgumentError("--env " + place.env +
-                                " spreads a learned placer's evaluations "
-                                "over MPI ranks; method " +
+                                " spreads a search's evaluations over MPI "
+                                "ranks; method " +
                                 place.method +
-                                " is not a learned placer (see --list)");
+                                " is not a learned placer or mcmc (see "
+                                "--list)");
   }
   if (place.controllers > 1 &&
       (place.budget_samples <= 0 || place.budget_seconds >= 0 ||
@@ -603,12 +608,12 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
                          "--method (or --list)"));
   }
   if (Status s = CheckEnv(place); !s.ok()) return Fail(err, s);
-  const bool is_agent = IsLearnedMethod(place.method);
-  if (!is_agent && HasAgentFlags(place)) {
+  const bool searches = IsSearchMethod(place.method);
+  if (!searches && HasAgentFlags(place)) {
     return Fail(err, InvalidArgumentError(
                          "--budget-samples, --budget-seconds, --log, "
-                         "--checkpoint and --resume are for learned placers "
-                         "(see --list); " +
+                         "--checkpoint and --resume are for searches, the "
+                         "learned placers and mcmc (see --list); " +
                          (place.method == "all"
                               ? std::string("--method all runs the classical "
                                             "placers")

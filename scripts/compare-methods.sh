@@ -19,9 +19,10 @@ samples=${SAMPLES:-24}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# The names: the first column of `place --list` (the new binary's; the old
-# one must know the same names).
+# The names: the first column of `place --list` (the new binary's; a name
+# the old one lacks is listed as new and not compared).
 methods=$("$new" place --list | awk '{print $1}')
+known_to_old=$("$old" place --list | awk '{print $1}')
 learned=$("$new" place --list | awk '/\((learned|search)\)/ {print $1}')
 
 # The log without its wall-time field, which differs from run to run.
@@ -29,6 +30,10 @@ strip_wall() { sed -E 's/"wall_s":[-0-9.eE+]+,?//' "$1"; }
 
 status=0
 for m in $methods; do
+  if ! grep -qx "$m" <<<"$known_to_old"; then
+    printf '%-16s %s\n' "$m" "new (the old binary has no such method)"
+    continue
+  fi
   args=(place --model "$model" --cluster "$cluster" --method "$m" --seed 1)
   if grep -qx "$m" <<<"$learned"; then
     args+=(--budget-samples "$samples")

@@ -1,6 +1,7 @@
 #include "dplace/suite/bench.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <vector>
 
 #include "dplace/cli/cli.h"
@@ -36,8 +37,10 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
       return Fail(err,
                   InvalidArgumentError("bench needs --suite NAME (or --list)"));
     }
+    size_t width = 0;  // The longest name, plus two spaces.
+    for (const Suite& s : *suites) width = std::max(width, s.name.size() + 2);
     for (const Suite& s : *suites) {
-      out << PadRight(s.name, 8) << s.description << "\n";
+      out << PadRight(s.name, width) << s.description << "\n";
     }
     return kExitOk;
   }

@@ -112,7 +112,7 @@ TEST_F(CliTest, BenchWritesJsonMarkdownAndReport) {
 TEST_F(CliTest, BenchBadInput) {
   EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smok"})),
               HasSubstr("unknown suite \"smok\" (suites: smoke, paper, "
-                        "scale)"));
+                        "local-search, scale)"));
   EXPECT_THAT(
       BadInput(Dplace({"bench", "--suite", "smoke", "--methods", "eagel"})),
       HasSubstr("--methods eagel: suite smoke has no such method"));

@@ -50,8 +50,10 @@ TEST(SuiteTest, SmokePaperAndScaleExistAndNameOnlyRegisteredMethods) {
   ASSERT_EQ(paper.tables.size(), 3u);
   EXPECT_THAT(paper.tables[0].title, HasSubstr("Hierarchical Planner"));
   EXPECT_GE(paper.seeds.size(), 3u);  // Several seeds per learned method.
-  EXPECT_THAT(FindSuite(suites, "smok").status().message(),
-              HasSubstr("unknown suite \"smok\" (suites: smoke, paper, scale"));
+  EXPECT_THAT(
+      FindSuite(suites, "smok").status().message(),
+      HasSubstr(
+          "unknown suite \"smok\" (suites: smoke, paper, local-search, scale"));
 }
 
 const char* kOneTable = R"({

@@ -31,8 +31,8 @@ struct McmcSettings {
   // The step time an infeasible (out-of-memory) placement costs, in
   // seconds, as the learned placers' failing signal. Default: 100.
   double failing_step_time = 100;
-  // The method whose placement the walk starts from (one that does not
-  // learn), or "auto": the best of expert (when the model has one), m-etf,
+  // The method whose placement the walk starts from (one that places
+  // once), or "auto": the best of expert (when the model has one), m-etf,
   // round-robin and single-gpu. Default: "auto".
   std::string start = "auto";
   // Probabilities of the proposals: move one group, swap two groups' devices;

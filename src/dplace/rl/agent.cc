@@ -4,17 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
+#include "dplace/method/search_log.h"
 #include "dplace/placers/placer_util.h"
 #include "dplace/rl/agent_parts.h"
 #include "dplace/rl/checkpoint.h"
 
 namespace dplace {
 namespace {
-
-using nlohmann::json;
 
 StatusOr<Grouping> MakeSearchGrouping(const PlacementProblem& problem,
                                       const SearchSettings& settings) {
@@ -93,17 +90,6 @@ bool Better(bool feasible, double step_time, const LoopState& s) {
   if (!s.has_best) return true;
   if (feasible != s.best_feasible) return feasible;
   return step_time < s.best_step_time;
-}
-
-json RecordJson(const SampleRecord& r) {
-  json line{{"sample", r.index},
-            {"wall_s", r.wall_seconds},
-            {"step_time", r.step_time},
-            {"feasible", r.feasible},
-            {"reward", r.reward}};
-  line["best_step_time"] =
-      r.best_step_time > 0 ? json(r.best_step_time) : json(nullptr);
-  return line;
 }
 
 }  // namespace
@@ -335,15 +321,7 @@ class SearchLoop {
   Status OpenLog() {
     if (options_.log_path.empty()) return Status::Ok();
     const bool resuming = !options_.resume_path.empty();
-    if (resuming) {
-      DPLACE_RETURN_IF_ERROR(TruncateLog(options_.log_path, s_.samples));
-    }
-    log_.open(options_.log_path, resuming ? std::ios::app : std::ios::trunc);
-    if (!log_) {
-      return InvalidArgumentError("log " + options_.log_path +
-                                  ": cannot open for writing");
-    }
-    return Status::Ok();
+    return log_.Open(options_.log_path, resuming ? s_.samples : -1);
   }
 
   double Wall() const { return s_.wall_seconds + (clock_() - start_); }
@@ -389,21 +367,10 @@ class SearchLoop {
       r.feasible = m.feasible;
       r.reward = reward;
       r.best_step_time = s_.best_feasible ? s_.best_step_time : 0;
-      if (log_.is_open()) {
-        json line = RecordJson(r);
-        for (const auto& [key, value] : stats) line[key] = value;
-        log_ << line.dump() << "\n";
-      }
+      if (log_.is_open()) DPLACE_RETURN_IF_ERROR(log_.Append(r, stats));
       trace_.history.push_back(r);
     }
-    if (log_.is_open()) {
-      log_.flush();
-      if (!log_) {
-        return InvalidArgumentError("log " + options_.log_path +
-                                    ": write failed");
-      }
-    }
-    return Status::Ok();
+    return log_.Flush();
   }
 
   // The baseline before this batch gives the advantages; then every used
@@ -481,7 +448,7 @@ class SearchLoop {
   const double failing_reward_;
   AgentSetup setup_;
   LoopState s_;
-  std::ofstream log_;
+  SearchLog log_;
   SearchTrace trace_;
   double start_ = 0;  // clock_() when this run began.
   int64_t updates_at_checkpoint_ = 0;

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -407,25 +406,6 @@ Status LoadCheckpoint(const std::string& path, const json& expected,
   StatusOr<std::string> bytes = ReadTextFile(path);
   if (!bytes.ok()) return bytes.status().WithPrefix("checkpoint");
   return LoadCheckpointBytes(*bytes, path, expected, load_agent, s);
-}
-
-Status TruncateLog(const std::string& path, int64_t samples) {
-  std::ifstream in(path);
-  if (!in) return Status::Ok();  // No log yet: start one.
-  std::string kept, line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.contains("sample") ||
-        !j["sample"].is_number_integer()) {
-      return InvalidArgumentError(
-          "log " + path +
-          ": a line that is not a sample record: " + line.substr(0, 80));
-    }
-    if (j["sample"].get<int64_t>() < samples) kept += line + "\n";
-  }
-  in.close();
-  return WriteTextFile(path, kept);
 }
 
 }  // namespace dplace

@@ -66,11 +66,6 @@ Status LoadCheckpointBytes(const std::string& bytes, const std::string& path,
 Status LoadCheckpoint(const std::string& path, const nlohmann::json& expected,
                       const LoadAgentState& load_agent, LoopState* s);
 
-// On resume, keeps the lines of the JSONL log `path` of samples before
-// `samples` (a killed search may have logged samples it never learned
-// from); no file is no error. A line that is not a sample record is.
-Status TruncateLog(const std::string& path, int64_t samples);
-
 }  // namespace dplace
 
 #endif  // DPLACE_RL_CHECKPOINT_H_

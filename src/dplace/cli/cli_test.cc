@@ -530,7 +530,7 @@ TEST_F(CliTest, PlaceWithAnAgentBadInput) {
   EXPECT_THAT(
       BadInput(Dplace({"place", "--graph", kGraph, "--cluster", one_device,
                        "--method", "post", "--budget-samples", "12"})),
-      HasSubstr("method post: a learned placer needs a cluster of at "
+      HasSubstr("method post: a search needs a cluster of at "
                 "least two devices; cluster cpus has 1"));
   EXPECT_THAT(BadInput(with({"--budget-samples", "0"})),
               HasSubstr("--budget-samples and --budget-seconds must be > 0"));

@@ -323,32 +323,7 @@ class Walk {
 
  private:
   Status CheckRequest() const {
-    const PlacementProblem& problem = problem_;
-    if (!problem.graph || !problem.cluster || !problem.cost || !environment_) {
-      return InvalidArgumentError("incomplete problem");
-    }
-    const SearchBudget& budget = options_.budget;
-    if (budget.samples < 0 || budget.seconds < 0 ||
-        (budget.samples == 0 && budget.seconds == 0)) {
-      return InvalidArgumentError(
-          "the search needs a budget: samples > 0 or seconds > 0");
-    }
-    const Cluster& cluster = *problem.cluster;
-    if (cluster.num_devices() < 2) {
-      return InvalidArgumentError(
-          "the search needs a cluster of at least two devices; cluster " +
-          cluster.name() + " has " + std::to_string(cluster.num_devices()));
-    }
-    if (environment_->graph().hash() != problem.graph->hash() ||
-        environment_->cluster().name() != cluster.name()) {
-      return InvalidArgumentError(
-          "the environment evaluates another graph or cluster than the "
-          "problem's");
-    }
-    if (options_.checkpoint_every < 1) {
-      return InvalidArgumentError("checkpoint_every must be >= 1");
-    }
-    return CheckPlaceable(problem);
+    return CheckSearchRequest(problem_, environment_, options_);
   }
 
   double Wall() const { return s_.wall_seconds + (clock_() - start_); }

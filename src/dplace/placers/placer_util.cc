@@ -97,4 +97,34 @@ std::vector<int32_t> ScopeLayers(const Graph& graph, int depth, int min_layers,
   return LayersAtDepth(graph, deepest, num_layers);
 }
 
+Status CheckSearchRequest(const PlacementProblem& problem,
+                          const Environment* environment,
+                          const SearchOptions& options) {
+  if (!problem.graph || !problem.cluster || !problem.cost || !environment) {
+    return InvalidArgumentError("incomplete problem");
+  }
+  const SearchBudget& budget = options.budget;
+  if (budget.samples < 0 || budget.seconds < 0 ||
+      (budget.samples == 0 && budget.seconds == 0)) {
+    return InvalidArgumentError(
+        "the search needs a budget: samples > 0 or seconds > 0");
+  }
+  const Cluster& cluster = *problem.cluster;
+  if (cluster.num_devices() < 2) {
+    return InvalidArgumentError(
+        "a search needs a cluster of at least two devices; cluster " +
+        cluster.name() + " has " + std::to_string(cluster.num_devices()));
+  }
+  if (environment->graph().hash() != problem.graph->hash() ||
+      environment->cluster().name() != cluster.name()) {
+    return InvalidArgumentError(
+        "the environment evaluates another graph or cluster than the "
+        "problem's");
+  }
+  if (options.checkpoint_every < 1) {
+    return InvalidArgumentError("checkpoint_every must be >= 1");
+  }
+  return CheckPlaceable(problem);
+}
+
 }  // namespace dplace

@@ -19,6 +19,14 @@ std::vector<DeviceId> AllowedDevices(const Graph& graph, const Cluster& cluster,
 // `need_gpu`, that the cluster has a GPU; errors name the op or the cluster.
 Status CheckPlaceable(const PlacementProblem& problem, bool need_gpu = false);
 
+// What every search (a method whose traits search) checks before it
+// starts: a complete problem, an environment of the same graph and
+// cluster, a budget, a cluster of two devices or more, a checkpoint
+// interval >= 1, and CheckPlaceable.
+Status CheckSearchRequest(const PlacementProblem& problem,
+                          const Environment* environment,
+                          const SearchOptions& options);
+
 // Ops grouped by their colocation hint (the training expansion puts each
 // forward op with its gradient ops, and each parameter with its update).
 // group[op] in [0, num_groups); ops without a hint get a group of their own.

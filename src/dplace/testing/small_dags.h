@@ -1,6 +1,6 @@
 // Small DAGs of MatMul ops on idealised GPUs, with round times, for tests
-// that compare a placer with the brute-force optimum. (The Baechi tests hold
-// their own copies of these; new tests use this header.)
+// that compare a placer with the brute-force optimum (the Baechi placers',
+// mcmc's).
 #ifndef DPLACE_TESTING_SMALL_DAGS_H_
 #define DPLACE_TESTING_SMALL_DAGS_H_
 
@@ -21,9 +21,10 @@ constexpr int64_t kGB = 1000 * 1000 * 1000;
 
 // `num_gpus` GPUs (no CPU) doing 1e12 FLOP/s of MatMul at 70% efficiency,
 // so an op of 0.7e12 FLOPs runs 1 s; links of `bandwidth` bytes/s with no
-// latency and no launch overhead, so times are round.
+// latency and no launch overhead, so times are round; `copier` makes their
+// copies.
 inline Cluster Gpus(int num_gpus, double bandwidth = 1e9,
-                    int64_t memory = 10 * kGB) {
+                    int64_t memory = 10 * kGB, Copier copier = Copier::kLink) {
   ClusterBuilder b("gpus");
   for (int i = 0; i < num_gpus; ++i) {
     Device gpu;
@@ -35,7 +36,7 @@ inline Cluster Gpus(int num_gpus, double bandwidth = 1e9,
     b.AddDevice(gpu);
     for (int j = 0; j < i; ++j) {
       b.AddLink("gpu:" + std::to_string(j), gpu.name, bandwidth, 1e-9,
-                /*bidirectional=*/true);
+                /*bidirectional=*/true, copier);
     }
   }
   return *std::move(b).Build();
@@ -45,16 +46,18 @@ inline Cluster Gpus(int num_gpus, double bandwidth = 1e9,
 // of its own from a.
 class Dag {
  public:
-  OpId Op(const std::string& name, double seconds,
-          int64_t persistent_bytes = 0) {
+  OpId Op(const std::string& name, double seconds, int64_t persistent_bytes = 0,
+          const std::string& colocation_group = "") {
     OpSpec spec;
     spec.name = name;
     spec.type = "MatMul";
     spec.flops = seconds * 0.7e12;
     spec.persistent_bytes = persistent_bytes;
+    spec.colocation_group = colocation_group;
     specs_.push_back(spec);
     return static_cast<OpId>(specs_.size()) - 1;
   }
+  void Temporary(OpId op, int64_t bytes) { specs_[op].temporary_bytes = bytes; }
   void Edge(OpId a, OpId b, int64_t bytes) {
     specs_[a].outputs.push_back({{1}, DataType::kFloat32, bytes});
     edges_.push_back({a, static_cast<int>(specs_[a].outputs.size()) - 1, b});

@@ -13,6 +13,7 @@
 #include "dplace/placers/placer.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/testing/placer_test_util.h"
+#include "dplace/testing/small_dags.h"
 #include "dplace/zoo/zoo.h"
 
 namespace dplace {
@@ -20,66 +21,13 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int64_t kGB = 1000 * 1000 * 1000;
-
-// `num_gpus` GPUs (no CPU) doing 1e12 FLOP/s of MatMul at 70% efficiency,
-// so an op of 0.7e12 FLOPs runs 1 s; links of `bandwidth` bytes/s with no
-// latency and no launch overhead, so times are round; `copier` makes
-// their copies.
-Cluster Gpus(int num_gpus, double bandwidth = 1e9, int64_t memory = 10 * kGB,
-             Copier copier = Copier::kLink) {
-  ClusterBuilder b("gpus");
-  for (int i = 0; i < num_gpus; ++i) {
-    Device gpu;
-    gpu.name = "gpu:" + std::to_string(i);
-    gpu.kind = DeviceKind::kGpu;
-    gpu.peak_flops = 1e12;
-    gpu.memory_bandwidth = 1e15;
-    gpu.memory_bytes = memory;
-    b.AddDevice(gpu);
-    for (int j = 0; j < i; ++j) {
-      b.AddLink("gpu:" + std::to_string(j), gpu.name, bandwidth, 1e-9,
-                /*bidirectional=*/true, copier);
-    }
-  }
-  return *std::move(b).Build();
-}
-
-// Builds small DAGs of MatMul ops: Op(name, seconds of work), and
-// Edge(a, b, bytes) for b reading a tensor of its own from a.
-class Dag {
- public:
-  OpId Op(const std::string& name, double seconds, int64_t persistent_bytes = 0,
-          const std::string& colocation_group = "") {
-    OpSpec spec;
-    spec.name = name;
-    spec.type = "MatMul";
-    spec.flops = seconds * 0.7e12;
-    spec.persistent_bytes = persistent_bytes;
-    spec.colocation_group = colocation_group;
-    specs_.push_back(spec);
-    return static_cast<OpId>(specs_.size()) - 1;
-  }
-  void Temporary(OpId op, int64_t bytes) { specs_[op].temporary_bytes = bytes; }
-  void Edge(OpId a, OpId b, int64_t bytes) {
-    specs_[a].outputs.push_back({{1}, DataType::kFloat32, bytes});
-    edges_.push_back({a, static_cast<int>(specs_[a].outputs.size()) - 1, b});
-  }
-  Graph Build() && {
-    GraphBuilder b("dag");
-    for (OpSpec& spec : specs_) {
-      if (spec.outputs.empty()) spec.outputs.push_back({{1}});
-      b.AddOp(spec);
-    }
-    for (const auto& [src, output, dst] : edges_) b.AddEdge(src, output, dst);
-    return *std::move(b).Build();
-  }
-
- private:
-  std::vector<OpSpec> specs_;
-  std::vector<std::tuple<OpId, int, OpId>> edges_;
-};
-
+using testing_dags::BruteForceOptimum;
+using testing_dags::Dag;
+using testing_dags::ForkJoin;
+using testing_dags::Gpus;
+using testing_dags::kGB;
+using testing_dags::TwoHeavyChains;
+using testing_dags::WideDiamond;
 using Problem = PlacerTestProblem;
 
 double StepTime(const Problem& p, const Placement& placement) {
@@ -87,78 +35,6 @@ double StepTime(const Problem& p, const Placement& placement) {
   const SimResult result = *simulator.Simulate(placement);
   EXPECT_TRUE(result.feasible);
   return result.step_time;
-}
-
-// The best step time over every placement, by the simulator.
-double BruteForceOptimum(const Problem& p) {
-  const int n = p.graph.num_ops();
-  const int d = p.cluster.num_devices();
-  Simulator simulator(p.cost);
-  Placement placement(n, 0);
-  double best = std::numeric_limits<double>::infinity();
-  for (;;) {
-    best = std::min(best, simulator.Simulate(placement)->step_time);
-    int i = 0;
-    while (i < n && ++placement[i] == d) placement[i++] = 0;
-    if (i == n) return best;
-  }
-}
-
-// src -> four 1 s branches -> sink, tensors of 0.1 s: two per GPU.
-Graph ForkJoin() {
-  Dag g;
-  const OpId src = g.Op("src", 0.5);
-  const OpId sink = g.Op("sink", 0.5);
-  for (int i = 0; i < 4; ++i) {
-    const OpId branch = g.Op("branch_" + std::to_string(i), 1);
-    g.Edge(src, branch, 100'000'000);
-    g.Edge(branch, sink, 100'000'000);
-  }
-  return std::move(g).Build();
-}
-
-// Two chains of three ops joined at the end, with tensors so heavy (2 s)
-// that splitting a chain never pays but running the chains apart does.
-Graph TwoHeavyChains() {
-  Dag g;
-  OpId last[2];
-  for (int c = 0; c < 2; ++c) {
-    last[c] = g.Op("chain" + std::to_string(c) + "_0", 1);
-    for (int i = 1; i < 3; ++i) {
-      const OpId op =
-          g.Op("chain" + std::to_string(c) + "_" + std::to_string(i), 1 + c);
-      g.Edge(last[c], op, 2 * kGB);
-      last[c] = op;
-    }
-  }
-  const OpId join = g.Op("join", 0.5);
-  g.Edge(last[0], join, 2 * kGB);
-  g.Edge(last[1], join, 2 * kGB);
-  return std::move(g).Build();
-}
-
-// An unbalanced diamond with a long tail on three GPUs: work splits three
-// ways where the tensors are light.
-Graph WideDiamond() {
-  Dag g;
-  const OpId a = g.Op("a", 0.2);
-  const OpId b = g.Op("b", 2);
-  const OpId c = g.Op("c", 1.5);
-  const OpId d = g.Op("d", 1);
-  const OpId e = g.Op("e", 1);
-  const OpId f = g.Op("f", 0.5);
-  const OpId h = g.Op("h", 0.3);
-  for (auto [from, to] : {std::pair{a, b},
-                          {a, c},
-                          {a, d},
-                          {d, e},
-                          {b, f},
-                          {c, h},
-                          {e, h},
-                          {f, h}}) {
-    g.Edge(from, to, 10'000'000);
-  }
-  return std::move(g).Build();
 }
 
 TEST(MEtfTest, FindsTheOptimumOfSmallDags) {

@@ -11,8 +11,9 @@ namespace dplace {
 StatusOr<std::vector<Measurement>> Environment::Evaluate(
     const std::vector<Placement>& batch) {
   for (size_t i = 0; i < batch.size(); ++i) {
-    DPLACE_RETURN_IF_ERROR(ValidatePlacement(*graph_, *cluster_, batch[i])
-                               .WithPrefix("placement " + std::to_string(i)));
+    // The prefix is built only on error: this runs for every evaluation.
+    Status s = ValidatePlacement(*graph_, *cluster_, batch[i]);
+    if (!s.ok()) return s.WithPrefix("placement " + std::to_string(i));
   }
   return DoEvaluate(batch);
 }

@@ -61,6 +61,12 @@ struct Fifo {
     items.clear();
     head = 0;
   }
+  // Copies the queued items only (the consumed ones stay behind).
+  void CopyFrom(const Fifo& o) {
+    items.assign(o.items.begin() + static_cast<ptrdiff_t>(o.head),
+                 o.items.end());
+    head = 0;
+  }
 };
 
 }  // namespace
@@ -87,6 +93,37 @@ std::string DescribeInfeasibility(const Cluster& cluster,
          FormatBytes(result.device_peak_bytes[d]) + " > capacity " +
          FormatBytes(cluster.device(d).memory_bytes);
 }
+
+namespace {
+
+// A device slows by its shared_host_slowdown when the placement also uses
+// another device of its host: `scale` is that factor per device (1 or
+// 1 + slowdown). Clusters without one (the presets) skip the pass over the
+// ops.
+void HostScales(const Cluster& c, const Placement& placement,
+                std::vector<uint8_t>* used, std::vector<double>* scale) {
+  const int num_devices = c.num_devices();
+  scale->assign(num_devices, 1.0);
+  bool slowdowns = false;
+  for (DeviceId d = 0; d < num_devices; ++d) {
+    slowdowns = slowdowns || c.device(d).shared_host_slowdown > 0;
+  }
+  if (!slowdowns) return;
+  used->assign(num_devices, 0);
+  for (DeviceId d : placement) (*used)[d] = 1;
+  for (DeviceId d = 0; d < num_devices; ++d) {
+    const Device& dev = c.device(d);
+    if (!(*used)[d] || dev.shared_host_slowdown == 0) continue;
+    for (DeviceId e = 0; e < num_devices; ++e) {
+      if (e != d && (*used)[e] && c.device(e).host == dev.host) {
+        (*scale)[d] = 1 + dev.shared_host_slowdown;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
 
 // The graph's adjacency flattened for the event loop: arcs carry their
 // tensor inline, so a finishing op touches contiguous memory only.
@@ -176,6 +213,36 @@ struct Simulator::Scratch {
   std::vector<double> path_finish;  // For the placed critical path.
   std::vector<double> device_load;  // Per device: op and copy seconds.
   std::vector<Event> heap;
+
+  // Incremental runs (SimOptions::incremental). `base` is the placement of
+  // the last incremental run; its snapshots are checkpoints[0, num_checkpoints)
+  // in event order, and finish_event[op] is the index of op's kOpDone event.
+  bool have_base = false;
+  Placement base;
+  std::vector<Checkpoint> checkpoints;
+  int num_checkpoints = 0;
+  int64_t checkpoint_every = 0;  // Events between snapshots.
+  std::vector<int64_t> finish_event;
+  std::vector<OpId> changed;        // Ops placed differently from `base`.
+  std::vector<uint8_t> is_changed;  // Per op.
+};
+
+// What changes during the event loop, copied at an event boundary.
+struct Simulator::Checkpoint {
+  int64_t event = 0;  // Taken before this event was popped.
+  uint64_t seq = 0;
+  int finished = 0;
+  std::vector<int32_t> pending, slot_of_op, tensor_refs, arc_transfer;
+  std::vector<Transfer> transfers;
+  std::vector<Fifo> link_queues, ready;
+  std::vector<char> link_busy, slot_busy;
+  std::vector<double> link_seconds;
+  std::vector<int64_t> memory;
+  std::vector<Event> heap;
+  double step_time = 0;
+  std::vector<double> device_busy_seconds;
+  std::vector<int32_t> device_op_count;
+  std::vector<int64_t> device_peak_bytes, link_bytes;
 };
 
 // One simulation: the event loop over a Scratch.
@@ -192,19 +259,76 @@ class Simulator::Run {
         s_(*s),
         r_(*result) {}
 
-  void Execute() {
+  // A full run: from the initial state.
+  void Start() {
     Reset();
     const int n = static_cast<int>(device_.size());
     for (OpId op = 0; op < n; ++op) {
       if (s_.pending[op] == 0) s_.ready[device_[op]].Push(op);
     }
     for (DeviceId d = 0; d < c_.num_devices(); ++d) StartReady(d, 0.0);
+  }
+
+  // An incremental run: from snapshot `c` of a run of `s_.base`, taken
+  // before any event read the device of an op in `s_.changed`. What depends
+  // on those devices is patched: their op times, the persistent bytes of
+  // the devices they left and joined, and the count of local holders of
+  // the tensors they consume and produce. The snapshots up to `c` are
+  // patched alike and kept; the later ones are replaced as the run goes.
+  void Resume(int checkpoint) {
+    for (int i = 0; i <= checkpoint; ++i) Patch(&s_.checkpoints[i]);
+    s_.num_checkpoints = checkpoint + 1;
+    const Checkpoint& c = s_.checkpoints[checkpoint];
+    s_.pending = c.pending;
+    s_.slot_of_op = c.slot_of_op;
+    s_.tensor_refs = c.tensor_refs;
+    s_.arc_transfer = c.arc_transfer;
+    s_.transfers = c.transfers;
+    s_.link_queues.resize(c.link_queues.size());
+    for (size_t i = 0; i < c.link_queues.size(); ++i) {
+      s_.link_queues[i].CopyFrom(c.link_queues[i]);
+    }
+    s_.ready.resize(c.ready.size());
+    for (size_t i = 0; i < c.ready.size(); ++i)
+      s_.ready[i].CopyFrom(c.ready[i]);
+    s_.link_busy = c.link_busy;
+    s_.slot_busy = c.slot_busy;
+    s_.link_seconds = c.link_seconds;
+    s_.memory = c.memory;
+    s_.heap = c.heap;
+    seq_ = c.seq;
+    finished_ = c.finished;
+    events_ = c.event;
+    r_.step_time = c.step_time;
+    r_.device_busy_seconds = c.device_busy_seconds;
+    r_.device_op_count = c.device_op_count;
+    r_.device_peak_bytes = c.device_peak_bytes;
+    r_.link_bytes = c.link_bytes;
+    r_.reused_events = c.event;
+    for (OpId op : s_.changed) {
+      s_.op_time[op] = cost_.OpTime(op, device_[op]) * s_.op_scale[device_[op]];
+    }
+    next_checkpoint_ = c.event + s_.checkpoint_every;
+  }
+
+  // Runs the events to the end. `record`: keep snapshots for later
+  // incremental runs.
+  void Loop(bool record) {
+    if (record && events_ == 0) {
+      s_.num_checkpoints = 0;
+      next_checkpoint_ = 0;
+    }
     while (!s_.heap.empty()) {
+      if (record && events_ == next_checkpoint_) {
+        Save();
+        next_checkpoint_ += s_.checkpoint_every;
+      }
       std::pop_heap(s_.heap.begin(), s_.heap.end(), std::greater<Event>());
       const Event e = s_.heap.back();
       s_.heap.pop_back();
       switch (e.type()) {
         case kOpDone:
+          if (record) s_.finish_event[e.id()] = events_;
           FinishOp(e.id(), e.time);
           break;
         case kHopDone:
@@ -218,7 +342,9 @@ class Simulator::Run {
           QueueCopy(e.id(), e.time);
           break;
       }
+      ++events_;
     }
+    r_.events = events_;
     for (DeviceId d = 0; d < c_.num_devices(); ++d) {
       if (r_.device_peak_bytes[d] > c_.device(d).memory_bytes) {
         r_.feasible = false;
@@ -285,34 +411,74 @@ class Simulator::Run {
   }
 
  private:
+  void Save() {
+    if (s_.num_checkpoints == static_cast<int>(s_.checkpoints.size())) {
+      s_.checkpoints.emplace_back();
+    }
+    Checkpoint& c = s_.checkpoints[s_.num_checkpoints++];
+    c.event = events_;
+    c.seq = seq_;
+    c.finished = finished_;
+    c.pending = s_.pending;
+    c.slot_of_op = s_.slot_of_op;
+    c.tensor_refs = s_.tensor_refs;
+    c.arc_transfer = s_.arc_transfer;
+    c.transfers = s_.transfers;
+    c.link_queues.resize(s_.link_queues.size());
+    for (size_t i = 0; i < s_.link_queues.size(); ++i) {
+      c.link_queues[i].CopyFrom(s_.link_queues[i]);
+    }
+    c.ready.resize(s_.ready.size());
+    for (size_t i = 0; i < s_.ready.size(); ++i)
+      c.ready[i].CopyFrom(s_.ready[i]);
+    c.link_busy = s_.link_busy;
+    c.slot_busy = s_.slot_busy;
+    c.link_seconds = s_.link_seconds;
+    c.memory = s_.memory;
+    c.heap = s_.heap;
+    c.step_time = r_.step_time;
+    c.device_busy_seconds = r_.device_busy_seconds;
+    c.device_op_count = r_.device_op_count;
+    c.device_peak_bytes = r_.device_peak_bytes;
+    c.link_bytes = r_.link_bytes;
+  }
+
+  // Makes snapshot `c` of a run of s_.base one of a run of device_ (see
+  // Resume). Before `c`, no changed op has started and none of their input
+  // and output tensors has been released, so their holder counts are still
+  // the initial ones, and the persistent bytes are the only memory that
+  // moved: peak and current bytes shift by the same amount.
+  void Patch(Checkpoint* c) const {
+    const Placement& old = s_.base;
+    for (OpId op : s_.changed) {
+      const int64_t bytes = t_.persistent_bytes[op];
+      c->memory[old[op]] -= bytes;
+      c->device_peak_bytes[old[op]] -= bytes;
+      c->memory[device_[op]] += bytes;
+      c->device_peak_bytes[device_[op]] += bytes;
+      for (int32_t a = t_.in_begin[op]; a < t_.in_begin[op + 1]; ++a) {
+        const Topology::Arc& arc = t_.in_arcs[a];
+        if (arc.tensor == kControlEdge) continue;
+        c->tensor_refs[arc.tensor] +=
+            (device_[arc.op] == device_[op]) - (old[arc.op] == old[op]);
+      }
+      for (int32_t a = t_.out_begin[op]; a < t_.out_begin[op + 1]; ++a) {
+        const Topology::Arc& arc = t_.out_arcs[a];
+        // An arc between two changed ops was counted as the consumer's.
+        if (arc.tensor == kControlEdge || s_.is_changed[arc.op]) continue;
+        c->tensor_refs[arc.tensor] +=
+            (device_[arc.op] == device_[op]) - (old[arc.op] == old[op]);
+      }
+    }
+  }
+
   void Reset() {
     const int n = static_cast<int>(device_.size());
     const int num_devices = c_.num_devices();
     s_.pending.resize(n);
     s_.slot_of_op.resize(n);
     s_.op_time.resize(n);
-    // A device slows by its shared_host_slowdown when the placement also
-    // uses another device of its host.
-    // Clusters without one (the presets) skip the pass over the ops.
-    s_.op_scale.assign(num_devices, 1.0);
-    s_.device_used.assign(num_devices, 0);
-    bool slowdowns = false;
-    for (DeviceId d = 0; d < num_devices; ++d) {
-      slowdowns = slowdowns || c_.device(d).shared_host_slowdown > 0;
-    }
-    if (slowdowns) {
-      for (OpId op = 0; op < n; ++op) s_.device_used[device_[op]] = 1;
-    }
-    for (DeviceId d = 0; d < num_devices && slowdowns; ++d) {
-      const Device& dev = c_.device(d);
-      if (!s_.device_used[d] || dev.shared_host_slowdown == 0) continue;
-      for (DeviceId e = 0; e < num_devices; ++e) {
-        if (e != d && s_.device_used[e] && c_.device(e).host == dev.host) {
-          s_.op_scale[d] = 1 + dev.shared_host_slowdown;
-          break;
-        }
-      }
-    }
+    HostScales(c_, device_, &s_.device_used, &s_.op_scale);
     for (OpId op = 0; op < n; ++op) {
       s_.op_time[op] = cost_.OpTime(op, device_[op]) * s_.op_scale[device_[op]];
     }
@@ -556,6 +722,8 @@ class Simulator::Run {
   SimResult& r_;
   uint64_t seq_ = 0;
   int finished_ = 0;
+  int64_t events_ = 0;  // Index of the event being processed.
+  int64_t next_checkpoint_ = 0;
 };
 
 Simulator::Simulator(const CostModel& cost)
@@ -583,13 +751,60 @@ Simulator::Simulator(Simulator&&) noexcept = default;
 double Simulator::critical_path_bound() const { return critical_path_; }
 double Simulator::total_work_bound() const { return total_work_; }
 
+int Simulator::ResumePoint(const Placement& placement) {
+  Scratch& s = *scratch_;
+  if (!s.have_base || s.num_checkpoints == 0) return -1;
+  const Topology& t = *topology_;
+  const int n = static_cast<int>(placement.size());
+  for (OpId op : s.changed) s.is_changed[op] = 0;
+  s.changed.clear();
+  // The first event that reads a changed op's device: its first producer's
+  // completion (or the start, for an op without inputs).
+  int64_t first = s.checkpoints[s.num_checkpoints - 1].event;
+  for (OpId op = 0; op < n; ++op) {
+    if (placement[op] == s.base[op]) continue;
+    s.changed.push_back(op);
+    s.is_changed[op] = 1;
+    if (t.in_begin[op] == t.in_begin[op + 1]) return -1;
+    for (int32_t a = t.in_begin[op]; a < t.in_begin[op + 1]; ++a) {
+      first = std::min(first, s.finish_event[t.in_arcs[a].op]);
+    }
+  }
+  // Moving ops may change which devices share a host and so every op's time.
+  std::vector<uint8_t> used;
+  std::vector<double> scale;
+  HostScales(cost_->cluster(), placement, &used, &scale);
+  if (scale != s.op_scale) return -1;
+  // The last snapshot taken no later than `first`.
+  int i = s.num_checkpoints - 1;
+  while (i >= 0 && s.checkpoints[i].event > first) --i;
+  return i;
+}
+
 StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
                                         const SimOptions& options) {
   const Graph& graph = cost_->graph();
   DPLACE_RETURN_IF_ERROR(ValidatePlacement(graph, cost_->cluster(), placement));
   SimResult result;
-  Run run(*cost_, *topology_, placement, options, scratch_.get(), &result);
-  run.Execute();
+  Scratch& s = *scratch_;
+  const bool incremental = options.incremental && !options.record_timeline;
+  Run run(*cost_, *topology_, placement, options, &s, &result);
+  const int checkpoint = incremental ? ResumePoint(placement) : -1;
+  if (checkpoint >= 0) {
+    run.Resume(checkpoint);
+  } else {
+    if (incremental) {
+      // Snapshots about every 1/16 of the events (ops, hops, arrivals).
+      s.checkpoint_every =
+          std::max<int64_t>(8, (graph.num_ops() + graph.num_edges()) / 16);
+      s.finish_event.resize(graph.num_ops());
+      s.is_changed.assign(graph.num_ops(), 0);
+      s.changed.clear();
+    }
+    run.Start();
+  }
+  s.have_base = false;
+  run.Loop(incremental);
   if (run.finished_ops() != graph.num_ops()) {
     return InternalError("simulation stopped with " +
                          std::to_string(run.finished_ops()) + " of " +
@@ -599,6 +814,10 @@ StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
     return InternalError("memory accounting of device \"" +
                          cost_->cluster().device(d).name +
                          "\" does not return to its persistent bytes");
+  }
+  if (incremental) {
+    s.base = placement;
+    s.have_base = true;
   }
   result.bounds.critical_path = critical_path_;
   result.bounds.total_work = total_work_;

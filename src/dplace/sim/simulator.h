@@ -74,6 +74,11 @@ struct SimResult {
   std::vector<int64_t> link_bytes;  // Bytes moved over each directed link.
   LowerBounds bounds;
   std::vector<TimelineEvent> timeline;  // When SimOptions asks for it.
+  // Events of the step's event loop (op completions, hops, arrivals), and
+  // how many of them an incremental run took over from the previous run
+  // instead of processing them (SimOptions::incremental).
+  int64_t events = 0;
+  int64_t reused_events = 0;
 };
 
 struct SimOptions {
@@ -81,6 +86,15 @@ struct SimOptions {
   bool record_timeline = false;
   // Compute the placement's lower bounds. Default: true.
   bool compute_bounds = true;
+  // Incremental simulation, for searches whose consecutive placements differ
+  // in a few ops (local search). The run keeps snapshots of its event loop;
+  // the next incremental run, when its placement differs from this one,
+  // resumes from the last snapshot taken before the first event that reads
+  // a changed op's device, and simulates only the rest. Results are exactly
+  // those of a full simulation. Costs a few copies of the run's state in
+  // memory and some time per run (the snapshots). Not with record_timeline.
+  // Default: false.
+  bool incremental = false;
 };
 
 // One line saying why a result is infeasible, e.g. "out of memory on gpu:0:
@@ -108,8 +122,11 @@ class Simulator {
 
  private:
   class Run;
-  struct Topology;  // Placement-independent arrays for the event loop.
-  struct Scratch;   // Per-run state, reused between runs.
+  struct Topology;    // Placement-independent arrays for the event loop.
+  struct Scratch;     // Per-run state, reused between runs.
+  struct Checkpoint;  // A snapshot of a run's state (incremental runs).
+  // The snapshot an incremental run of `placement` can resume from, or -1.
+  int ResumePoint(const Placement& placement);
   const CostModel* cost_;
   double critical_path_ = 0;
   double total_work_ = 0;

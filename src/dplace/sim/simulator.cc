@@ -1,6 +1,7 @@
 #include "dplace/sim/simulator.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "dplace/util/format.h"
 
@@ -15,16 +16,21 @@ enum EventType : uint32_t {
 };
 
 // 16 bytes: the time, then insertion order, type and id packed so that
-// comparing `key` breaks ties by insertion order (deterministic).
+// comparing `key` breaks ties by insertion order (deterministic). Times are
+// never negative, so their bits order as the times do, and an event's place
+// in the queue is one 128-bit number (one branch-free comparison).
 struct Event {
   double time;
   uint64_t key;  // seq << 32 | type << 30 | id.
 
   EventType type() const { return static_cast<EventType>((key >> 30) & 3); }
   int32_t id() const { return static_cast<int32_t>(key & 0x3fffffff); }
-  bool operator>(const Event& o) const {
-    return time != o.time ? time > o.time : key > o.key;
+  unsigned __int128 order() const {
+    uint64_t bits;
+    std::memcpy(&bits, &time, sizeof bits);
+    return static_cast<unsigned __int128>(bits) << 64 | key;
   }
+  bool operator>(const Event& o) const { return order() > o.order(); }
 };
 
 // One tensor on its way to one destination device.
@@ -479,15 +485,19 @@ class Simulator::Run {
     s_.slot_of_op.resize(n);
     s_.op_time.resize(n);
     HostScales(c_, device_, &s_.device_used, &s_.op_scale);
-    for (OpId op = 0; op < n; ++op) {
-      s_.op_time[op] = cost_.OpTime(op, device_[op]) * s_.op_scale[device_[op]];
-    }
+    // One pass over the ops: times, inputs to wait for, local holders of
+    // each tensor, persistent bytes.
     s_.tensor_refs.assign(t_.tensor_bytes.size(), 0);
+    s_.memory.assign(num_devices, 0);
     for (OpId op = 0; op < n; ++op) {
-      s_.pending[op] = t_.in_begin[op + 1] - t_.in_begin[op];
-      for (int32_t a = t_.in_begin[op]; a < t_.in_begin[op + 1]; ++a) {
+      const DeviceId d = device_[op];
+      s_.op_time[op] = cost_.OpTime(op, d) * s_.op_scale[d];
+      s_.memory[d] += t_.persistent_bytes[op];
+      const int32_t begin = t_.in_begin[op], end = t_.in_begin[op + 1];
+      s_.pending[op] = end - begin;
+      for (int32_t a = begin; a < end; ++a) {
         const Topology::Arc& arc = t_.in_arcs[a];
-        if (arc.tensor != kControlEdge && device_[arc.op] == device_[op]) {
+        if (arc.tensor != kControlEdge && device_[arc.op] == d) {
           ++s_.tensor_refs[arc.tensor];
         }
       }
@@ -505,16 +515,12 @@ class Simulator::Run {
       s_.slot_begin.push_back(s_.slot_begin.back() + d.compute_slots);
     }
     s_.slot_busy.assign(s_.slot_begin.back(), 0);
-    s_.memory.assign(num_devices, 0);
     s_.heap.clear();
 
     r_.device_busy_seconds.assign(num_devices, 0.0);
     r_.device_op_count.assign(num_devices, 0);
     r_.device_peak_bytes.assign(num_devices, 0);
     r_.link_bytes.assign(c_.num_links(), 0);
-    for (OpId op = 0; op < n; ++op) {
-      s_.memory[device_[op]] += t_.persistent_bytes[op];
-    }
     r_.device_peak_bytes = s_.memory;
   }
 
@@ -665,7 +671,9 @@ class Simulator::Run {
   void BeginHop(int32_t index, LinkId link, int32_t slot, double now) {
     Transfer& tr = s_.transfers[index];
     const int64_t bytes = t_.tensor_bytes[tr.tensor];
-    const double time = cost_.LinkTime(bytes, link);
+    // CostModel::LinkTime, inline.
+    const Link& l = c_.link(link);
+    const double time = l.latency + static_cast<double>(bytes) / l.bandwidth;
     if (slot >= 0) {
       s_.slot_busy[slot] = 1;
       tr.slot = slot;

@@ -37,9 +37,9 @@ class SimulatedEnvironment : public Environment {
     std::vector<Measurement> out(batch.size());
     SimOptions options;
     options.compute_bounds = false;
+    options.validated = true;  // By Evaluate().
     pool_.ParallelFor(static_cast<int>(batch.size()), [&](int worker, int i) {
       const auto start = std::chrono::steady_clock::now();
-      // Placements were validated by Evaluate(), so this cannot fail.
       const SimResult r = *simulators_[worker].Simulate(batch[i], options);
       if (added_delay_seconds_ > 0) {
         std::this_thread::sleep_for(

@@ -841,7 +841,10 @@ int Simulator::ResumePoint(const Placement& placement) {
 StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
                                         const SimOptions& options) {
   const Graph& graph = cost_->graph();
-  DPLACE_RETURN_IF_ERROR(ValidatePlacement(graph, cost_->cluster(), placement));
+  if (!options.validated) {
+    DPLACE_RETURN_IF_ERROR(
+        ValidatePlacement(graph, cost_->cluster(), placement));
+  }
   SimResult result;
   Scratch& s = *scratch_;
   const bool incremental = options.incremental && !options.record_timeline;

@@ -95,6 +95,10 @@ struct SimOptions {
   // memory and some time per run (the snapshots). Not with record_timeline.
   // Default: false.
   bool incremental = false;
+  // The caller has checked the placement with ValidatePlacement (an
+  // Environment does, for every batch): do not check it again. Default:
+  // false.
+  bool validated = false;
 };
 
 // One line saying why a result is infeasible, e.g. "out of memory on gpu:0:
@@ -112,7 +116,8 @@ class Simulator {
   ~Simulator();
   Simulator(Simulator&&) noexcept;
 
-  // Errors only for an invalid placement (see ValidatePlacement).
+  // Errors only for an invalid placement (see ValidatePlacement; with
+  // SimOptions::validated, REQUIRES a valid one).
   StatusOr<SimResult> Simulate(const Placement& placement,
                                const SimOptions& options = {});
 

@@ -88,7 +88,7 @@ class EventQueue {
 // One tensor on its way to one destination device.
 struct Transfer {
   TensorId tensor;
-  DeviceId source;
+  int32_t route;  // Its first link in Topology::route_links.
   DeviceId destination;
   int16_t hop;  // Index of the current link in the route.
   int16_t num_hops;
@@ -203,6 +203,10 @@ struct Simulator::Topology {
   // included) and seconds per byte, for control edges and the placed
   // critical path.
   std::vector<double> route_latency, route_seconds_per_byte;
+  // Per (from, to) device pair: its route's links are
+  // route_links[route_begin[pair], route_begin[pair + 1]).
+  std::vector<int32_t> route_begin;
+  std::vector<LinkId> route_links;
   int num_devices;
 
   Topology(const Graph& g, const Cluster& c) : num_devices(c.num_devices()) {
@@ -245,8 +249,11 @@ struct Simulator::Topology {
         }
         route_latency.push_back(latency);
         route_seconds_per_byte.push_back(seconds_per_byte);
+        route_begin.push_back(static_cast<int32_t>(route_links.size()));
+        for (LinkId l : c.route(a, b)) route_links.push_back(l);
       }
     }
+    route_begin.push_back(static_cast<int32_t>(route_links.size()));
   }
 };
 
@@ -678,9 +685,11 @@ class Simulator::Run {
       if (s_.sends[i] == key) return s_.sends_transfer[i];
     }
     const int32_t tr = static_cast<int32_t>(s_.transfers.size());
-    s_.transfers.push_back({t, from, to, 0,
-                            static_cast<int16_t>(c_.route(from, to).size()), 0,
-                            -1});
+    const size_t pair = static_cast<size_t>(from) * t_.num_devices + to;
+    const int32_t route = t_.route_begin[pair];
+    s_.transfers.push_back(
+        {t, route, to, 0,
+         static_cast<int16_t>(t_.route_begin[pair + 1] - route), 0, -1});
     s_.sends.push_back(key);
     s_.sends_transfer.push_back(tr);
     ++s_.tensor_refs[t];  // The first hop reads the source copy.
@@ -689,7 +698,7 @@ class Simulator::Run {
   }
 
   LinkId CurrentLink(const Transfer& tr) const {
-    return c_.route(tr.source, tr.destination)[tr.hop];
+    return t_.route_links[tr.route + tr.hop];
   }
 
   void EnqueueHop(int32_t tr, double now) {

@@ -194,6 +194,10 @@ struct Simulator::Topology {
   std::vector<int32_t> out_begin, in_begin;  // num_ops + 1 each.
   std::vector<Arc> out_arcs, in_arcs;
   std::vector<int32_t> output_begin;  // num_ops + 1: tensors of each op.
+  // Per tensor: its consumers, consumer_ops[consumer_begin[t],
+  // consumer_begin[t + 1]), in the order of the producer's out arcs.
+  std::vector<int32_t> consumer_begin;
+  std::vector<OpId> consumer_ops;
   std::vector<int64_t> tensor_bytes;
   std::vector<OpId> producer;
   std::vector<int64_t> start_bytes;  // Outputs plus scratch, at op start.
@@ -239,6 +243,15 @@ struct Simulator::Topology {
       start_bytes.push_back(bytes);
       temporary_bytes.push_back(g.temporary_bytes(op));
       persistent_bytes.push_back(g.persistent_bytes(op));
+    }
+    consumer_begin.push_back(0);
+    for (OpId op = 0; op < n; ++op) {
+      for (TensorId t = output_begin[op]; t < output_begin[op + 1]; ++t) {
+        for (int32_t a = out_begin[op]; a < out_begin[op + 1]; ++a) {
+          if (out_arcs[a].tensor == t) consumer_ops.push_back(out_arcs[a].op);
+        }
+        consumer_begin.push_back(static_cast<int32_t>(consumer_ops.size()));
+      }
     }
     for (DeviceId a = 0; a < num_devices; ++a) {
       for (DeviceId b = 0; b < num_devices; ++b) {
@@ -604,7 +617,12 @@ class Simulator::Run {
     }
   }
 
+  // Most calls find nothing ready: that check is inlined, the loop is not.
   void StartReady(DeviceId d, double now) {
+    if (!s_.ready[d].empty()) StartReadyOps(d, now);
+  }
+
+  __attribute__((noinline)) void StartReadyOps(DeviceId d, double now) {
     const int32_t end = s_.slot_begin[d + 1];
     Fifo& ready = s_.ready[d];
     for (int32_t slot = s_.slot_begin[d]; slot < end && !ready.empty();
@@ -768,13 +786,10 @@ class Simulator::Run {
       return;
     }
     // Arrived: every consumer of the tensor on the destination has it.
-    const OpId producer = t_.producer[tr.tensor];
-    for (int32_t a = t_.out_begin[producer]; a < t_.out_begin[producer + 1];
-         ++a) {
-      const Topology::Arc& arc = t_.out_arcs[a];
-      if (arc.tensor == tr.tensor && device_[arc.op] == tr.destination) {
-        Satisfy(arc.op);
-      }
+    for (int32_t i = t_.consumer_begin[tr.tensor];
+         i < t_.consumer_begin[tr.tensor + 1]; ++i) {
+      const OpId consumer = t_.consumer_ops[i];
+      if (device_[consumer] == tr.destination) Satisfy(consumer);
     }
     StartReady(tr.destination, now);
   }

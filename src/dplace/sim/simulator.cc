@@ -2,11 +2,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "dplace/util/format.h"
 
 namespace dplace {
 namespace {
+
+// Snapshot positions per run (incremental runs), and how often later runs
+// must reach one for it to be taken (see Scratch::reach).
+constexpr int kSnapshotPositions = 16;
+constexpr double kWorthSaving = 0.15;
 
 enum EventType : uint32_t {
   kOpDone = 0,
@@ -299,7 +305,12 @@ struct Simulator::Scratch {
   Placement base;
   std::vector<Checkpoint> checkpoints;
   int num_checkpoints = 0;
-  int64_t checkpoint_every = 0;  // Events between snapshots.
+  int64_t checkpoint_every = 0;  // Events between snapshot positions.
+  // Per snapshot position k: a moving average of how often the first event
+  // that reads a moved op's device came at or after it (k * every). A
+  // snapshot costs a copy of the state; one that later runs rarely reach
+  // saves less than that, so positions below kWorthSaving are skipped.
+  std::vector<double> reach;
   std::vector<int64_t> finish_event;
   std::vector<OpId> changed;        // Ops placed differently from `base`.
   std::vector<uint8_t> is_changed;  // Per op.
@@ -398,7 +409,8 @@ class Simulator::Run {
     }
     while (!s_.heap.empty()) {
       if (record && events_ == next_checkpoint_) {
-        Save();
+        const size_t k = static_cast<size_t>(events_ / s_.checkpoint_every);
+        if (k >= s_.reach.size() || s_.reach[k] >= kWorthSaving) Save();
         next_checkpoint_ += s_.checkpoint_every;
       }
       const Event e = s_.heap.Pop();
@@ -834,23 +846,31 @@ double Simulator::total_work_bound() const { return total_work_; }
 
 int Simulator::ResumePoint(const Placement& placement) {
   Scratch& s = *scratch_;
-  if (!s.have_base || s.num_checkpoints == 0) return -1;
+  if (!s.have_base) return -1;
   const Topology& t = *topology_;
   const int n = static_cast<int>(placement.size());
   for (OpId op : s.changed) s.is_changed[op] = 0;
   s.changed.clear();
   // The first event that reads a changed op's device: its first producer's
   // completion (or the start, for an op without inputs).
-  int64_t first = s.checkpoints[s.num_checkpoints - 1].event;
+  // The start queues the ops without inputs, before any snapshot.
+  int64_t first = std::numeric_limits<int64_t>::max();
+  bool source = false;
   for (OpId op = 0; op < n; ++op) {
     if (placement[op] == s.base[op]) continue;
     s.changed.push_back(op);
     s.is_changed[op] = 1;
-    if (t.in_begin[op] == t.in_begin[op + 1]) return -1;
+    if (t.in_begin[op] == t.in_begin[op + 1]) source = true;
     for (int32_t a = t.in_begin[op]; a < t.in_begin[op + 1]; ++a) {
       first = std::min(first, s.finish_event[t.in_arcs[a].op]);
     }
   }
+  for (size_t k = 0; k < s.reach.size(); ++k) {
+    const bool reached =
+        !source && first >= static_cast<int64_t>(k) * s.checkpoint_every;
+    s.reach[k] = 0.9 * s.reach[k] + (reached ? 0.1 : 0.0);
+  }
+  if (source) return -1;
   // Moving ops may change which devices share a host and so every op's time.
   std::vector<uint8_t> used;
   std::vector<double> scale;
@@ -878,9 +898,11 @@ StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
     run.Resume(checkpoint);
   } else {
     if (incremental) {
-      // Snapshots about every 1/16 of the events (ops, hops, arrivals).
-      s.checkpoint_every =
-          std::max<int64_t>(8, (graph.num_ops() + graph.num_edges()) / 16);
+      // Snapshot positions about every 1/16 of the events (ops, hops,
+      // arrivals); at first all are taken.
+      s.checkpoint_every = std::max<int64_t>(
+          8, (graph.num_ops() + graph.num_edges()) / kSnapshotPositions);
+      if (s.reach.empty()) s.reach.assign(kSnapshotPositions, 1.0);
       s.finish_event.resize(graph.num_ops());
       s.is_changed.assign(graph.num_ops(), 0);
       s.changed.clear();

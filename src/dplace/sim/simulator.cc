@@ -653,6 +653,11 @@ class Simulator::Run {
   void StartOp(OpId op, int32_t slot, double now) {
     const DeviceId d = device_[op];
     const double time = s_.op_time[op];
+    // FinishOp reads these; other events come between, so fetch them now.
+    __builtin_prefetch(&t_.in_arcs[t_.in_begin[op]]);
+    __builtin_prefetch(&t_.out_arcs[t_.out_begin[op]]);
+    __builtin_prefetch(&s_.arc_transfer[t_.in_begin[op]]);
+    __builtin_prefetch(&s_.tensor_refs[t_.output_begin[op]]);
     s_.slot_busy[slot] = 1;
     s_.slot_of_op[op] = slot;
     r_.device_busy_seconds[d] += time;
@@ -758,6 +763,8 @@ class Simulator::Run {
   // -1) or on a compute slot of the link's destination.
   void BeginHop(int32_t index, LinkId link, int32_t slot, double now) {
     Transfer& tr = s_.transfers[index];
+    // The arrival reads the tensor's consumers.
+    __builtin_prefetch(&t_.consumer_ops[t_.consumer_begin[tr.tensor]]);
     const int64_t bytes = t_.tensor_bytes[tr.tensor];
     // CostModel::LinkTime, inline.
     const Link& l = c_.link(link);

@@ -619,7 +619,13 @@ class Simulator::Run {
 
   // One more input of `op` is on its device; queue it when it has them all.
   void Satisfy(OpId op) {
-    if (--s_.pending[op] == 0) s_.ready[device_[op]].Push(op);
+    if (--s_.pending[op] == 0) {
+      s_.ready[device_[op]].Push(op);
+      // Its start reads these.
+      __builtin_prefetch(&t_.in_begin[op]);
+      __builtin_prefetch(&t_.out_begin[op]);
+      __builtin_prefetch(&s_.op_time[op]);
+    }
   }
 
   // A holder of the source copy of `t` let go.

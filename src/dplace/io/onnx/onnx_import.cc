@@ -42,6 +42,7 @@ using onnx_internal::HasParameterName;
 using onnx_internal::InfoFromType;
 using onnx_internal::IsFloatingPoint;
 using onnx_internal::IsParameterSlot;
+using onnx_internal::IsShapeOnlyPath;
 using onnx_internal::IsStateSlot;
 using onnx_internal::kMaxFoldedElements;
 using onnx_internal::NodeTensors;
@@ -302,17 +303,37 @@ class Importer {
           !consumers_.count(name)) {
         continue;
       }
-      bool weight = HasParameterName(name);
-      for (const auto& [node, slot] : consumers_[name]) {
-        weight = weight || IsParameterSlot(graph().node(node).op_type(), slot);
-      }
-      if (weight) {
+      if (HasParameterName(name) || ReachesParameterSlot(name)) {
         weights_.push_back(name);
         weight_set_.insert(name);
       } else {
         data_inputs_.push_back(name);
       }
     }
+  }
+
+  // Whether `tensor` is consumed as a parameter operand, directly or
+  // through a chain of nodes that only rearrange it (PyTorch slices,
+  // concatenates and unsqueezes an nn.LSTM's weight_ih_l0 into the LSTM
+  // node's W).
+  bool ReachesParameterSlot(const std::string& tensor) const {
+    std::vector<std::string> pending = {tensor};
+    std::unordered_set<std::string> seen = {tensor};
+    while (!pending.empty()) {
+      const std::string name = std::move(pending.back());
+      pending.pop_back();
+      auto it = consumers_.find(name);
+      if (it == consumers_.end()) continue;
+      for (const auto& [index, slot] : it->second) {
+        const NodeProto& node = graph().node(index);
+        if (IsParameterSlot(node.op_type(), slot)) return true;
+        if (!IsShapeOnlyPath(node.op_type(), slot)) continue;
+        for (const std::string& out : node.output()) {
+          if (!out.empty() && seen.insert(out).second) pending.push_back(out);
+        }
+      }
+    }
+    return false;
   }
 
   // Weight values are never needed (constants keep theirs: shape inference

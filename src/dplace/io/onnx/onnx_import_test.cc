@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,131 @@ TEST(OnnxImportTest, EveryFixtureImportsAndExpandsForTraining) {
     EXPECT_EQ(BytesOfType(*training, "ApplyAdam"),
               2 * f.parameter_elements * 4);
     EXPECT_NEAR(training->total_flops() / ForwardFlops(g), 3.0, 0.45);
+  }
+}
+
+// What PyTorch said of a fixture when tools/export_onnx.py exported it.
+struct ExportFacts {
+  int64_t export_batch = 0;
+  int parameters = 0;
+  int64_t parameter_bytes = 0;
+};
+
+ExportFacts FactsOf(const std::string& stem) {
+  StatusOr<std::string> text = ReadTextFile(kFixtures + stem + ".json");
+  EXPECT_TRUE(text.ok()) << text.status().message();
+  if (!text.ok()) std::abort();
+  const nlohmann::json j = nlohmann::json::parse(*text);
+  return {j.at("export_batch").get<int64_t>(), j.at("parameters").get<int>(),
+          j.at("parameter_bytes").get<int64_t>()};
+}
+
+// The update ops of a training graph: one "Apply<Optimizer>" (or
+// "SparseApply<Optimizer>" for an embedding) per trained parameter.
+int UpdateOpsApplied(const Graph& g) {
+  int count = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    const std::string& type = g.op_type(op);
+    count += g.phase(op) == Phase::kUpdate &&
+             (type.rfind("Apply", 0) == 0 || type.rfind("SparseApply", 0) == 0);
+  }
+  return count;
+}
+
+// PyTorch's nn.LSTM weights reach the ONNX LSTM node through Slice, Concat
+// and Unsqueeze: they are parameters all the same, with their own bytes,
+// gradient and update.
+TEST(OnnxImportTest, LstmWeightsBehindShapeOpsAreParameters) {
+  const ExportFacts facts = FactsOf("lstm_seq2seq");
+  const OnnxImport imported = ImportFixture("lstm_seq2seq.onnx");
+  const Graph& g = imported.forward;
+  EXPECT_EQ(TypeCounts(g)["VariableV2"], facts.parameters);
+  EXPECT_EQ(BytesOfType(g, "VariableV2"), facts.parameter_bytes);
+  const std::optional<OpId> w = g.FindOp("enc.weight_ih_l0");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_THAT(g.tensor(g.output(*w, 0)).shape, ElementsAre(1024, 128));
+  StatusOr<Graph> training = ExpandForTraining(g);
+  ASSERT_TRUE(training.ok()) << training.status().message();
+  EXPECT_EQ(UpdateOpsApplied(*training), facts.parameters);
+  EXPECT_TRUE(training->FindOp("enc.weight_hh_l3/ApplyGradientDescent"));
+}
+
+// GPT-2's LM head shares the token embedding: one parameter, one update,
+// its gradient summed from both uses. The causal masks are buffers: they
+// take memory but get no update.
+TEST(OnnxImportTest, Gpt2TiedEmbeddingIsOneParameter) {
+  const ExportFacts facts = FactsOf("gpt2_decoder");
+  const OnnxImport imported = ImportFixture("gpt2_decoder.onnx");
+  const int64_t mask_bytes = 2 * 32 * 32 * 4;
+  EXPECT_EQ(BytesOfType(imported.forward, "VariableV2"),
+            facts.parameter_bytes + mask_bytes);
+  StatusOr<Graph> training = ExpandForTraining(imported.forward);
+  ASSERT_TRUE(training.ok()) << training.status().message();
+  EXPECT_EQ(UpdateOpsApplied(*training), facts.parameters);
+  EXPECT_TRUE(training->FindOp("gradients/wte.weight/AddN_0"));
+  EXPECT_FALSE(training->FindOp("blocks.0.attn.mask/ApplyGradientDescent"));
+}
+
+// A bias's gradient is a sum of the output gradient over every axis but
+// the channel: one add per output element, not a filter gradient.
+TEST(OnnxImportTest, BiasedConvBiasGradientIsAReduction) {
+  const OnnxImport imported = ImportFixture("small_cnn_eval.onnx");
+  StatusOr<Graph> training = ExpandForTraining(imported.forward);
+  ASSERT_TRUE(training.ok()) << training.status().message();
+  const Graph& g = *training;
+  const std::optional<OpId> conv = g.FindOp("features/features.0/Conv");
+  ASSERT_TRUE(conv.has_value());
+  const std::optional<OpId> bias_grad =
+      g.FindOp("gradients/features/features.0/Conv_grad/BiasGrad");
+  ASSERT_TRUE(bias_grad.has_value());
+  const TensorInfo& out = g.tensor(g.output(*conv, 0));
+  int64_t out_elements = 1;
+  for (int64_t d : out.shape) out_elements *= d;
+  EXPECT_GT(g.flops(*bias_grad), 0);
+  EXPECT_LE(g.flops(*bias_grad), out_elements);
+  // The input and filter gradients each cost the forward's products.
+  const double products = g.flops(*conv) - out_elements;
+  EXPECT_DOUBLE_EQ(
+      g.flops(*g.FindOp(
+          "gradients/features/features.3/Conv_grad/ConvBackpropInput")),
+      g.flops(*g.FindOp("features/features.3/Conv")) -
+          g.tensor(g.output(*g.FindOp("features/features.3/Conv"), 0)).bytes /
+              4);
+  EXPECT_DOUBLE_EQ(
+      g.flops(*g.FindOp(
+          "gradients/features/features.0/Conv_grad/ConvBackpropFilter")),
+      products);
+}
+
+// A CNN's training step is about three forward passes: the input and the
+// filter gradients of each conv, the cheaper normalization and activation
+// gradients, the update.
+TEST(OnnxImportTest, ResNet18TrainingFlopsAreThreeTimesForward) {
+  const OnnxImport imported = ImportFixture("resnet18.onnx");
+  StatusOr<Graph> training = ExpandForTraining(imported.forward);
+  ASSERT_TRUE(training.ok()) << training.status().message();
+  const double ratio = training->total_flops() / ForwardFlops(imported.forward);
+  EXPECT_GE(ratio, 2.8);
+  EXPECT_LE(ratio, 3.2);
+}
+
+// Every operator PyTorch put in the fixtures has a cost formula.
+TEST(OnnxImportTest, FixtureOperatorsAreAllCosted) {
+  for (const auto& [file, batch] : std::vector<std::pair<std::string, int>>{
+           {"resnet18.onnx", 0},
+           {"resnet50.onnx", 0},
+           {"inception_v3.onnx", 0},
+           {"transformer_encoder.onnx", 2},
+           {"lstm_seq2seq.onnx", 0},
+           {"gpt2_decoder.onnx", 0},
+           {"transformer_encoder_b8.onnx", 0},
+           {"small_cnn_eval.onnx", 0},
+           {"aliased_mlp.onnx", 0}}) {
+    SCOPED_TRACE(file);
+    const OnnxImport imported = ImportFixture(file, batch);
+    for (const std::string& w : imported.warnings) {
+      EXPECT_THAT(w, Not(HasSubstr("without a cost formula")));
+    }
   }
 }
 

@@ -49,6 +49,9 @@ Fixtures:
                                  keeps one copy of the weights and aliases
                                  the others through Identity, for the
                                  warning
+  batch_mixing.onnx              view(2, -1) of a [8, 4] batch: a reshape
+                                 that mixes the batch with the features,
+                                 which --batch must refuse
 """
 import argparse
 import copy
@@ -209,6 +212,20 @@ class SmallCnn(torch.nn.Module):
         return self.fc(self.features(x))
 
 
+class BatchMixing(torch.nn.Module):
+    """Folds the batch into a literal reshape: view(2, -1) of [8, 4] makes
+    [2, 16], whose dims mix the batch with the features, so no other batch
+    can be derived from the export."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(4, 4)
+        self.fc2 = torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x).view(2, -1))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
@@ -280,6 +297,9 @@ def main():
         mlp = torch.nn.Sequential(*[copy.deepcopy(block) for _ in range(3)])
         export(mlp, torch.randn(4, 64), out("aliased_mlp"), ["input"],
                randomize_weights=False, training=False)
+    if wanted("batch_mixing"):
+        export(BatchMixing(), torch.randn(8, 4), out("batch_mixing"),
+               ["input"])
     return 0
 
 

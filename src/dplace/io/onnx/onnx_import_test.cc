@@ -267,6 +267,65 @@ TEST(OnnxImportTest, ResNet18TrainingFlopsAreThreeTimesForward) {
   EXPECT_LE(ratio, 3.2);
 }
 
+// Each fixture exported at a fixed batch imports at twice and half that
+// batch: the baked shape constants (attention's reshapes, the LSTM's zero
+// initial states) are rescaled, parameters are untouched, and every op
+// whose output holds the batch costs exactly the ratio more or less.
+TEST(OnnxImportTest, FixedBatchFixturesImportAtOtherBatches) {
+  for (const std::string stem :
+       {"lstm_seq2seq", "gpt2_decoder", "transformer_encoder_b8"}) {
+    SCOPED_TRACE(stem);
+    const ExportFacts facts = FactsOf(stem);
+    const OnnxImport base = ImportFixture(stem + ".onnx");
+    for (const int64_t batch :
+         {2 * facts.export_batch, facts.export_batch / 2}) {
+      SCOPED_TRACE(batch);
+      const double ratio = static_cast<double>(batch) / facts.export_batch;
+      const OnnxImport scaled = ImportFixture(stem + ".onnx", batch);
+      const Graph& a = base.forward;
+      const Graph& b = scaled.forward;
+      EXPECT_EQ(BytesOfType(b, "VariableV2"), BytesOfType(a, "VariableV2"));
+      ASSERT_EQ(a.num_ops(), b.num_ops());
+      int scaled_ops = 0;
+      for (OpId op = 0; op < a.num_ops(); ++op) {
+        const std::optional<OpId> other = b.FindOp(a.op_name(op));
+        ASSERT_TRUE(other.has_value()) << a.op_name(op);
+        bool holds_batch = false;
+        for (int k = 0; k < a.num_outputs(op); ++k) {
+          holds_batch = holds_batch || a.tensor(a.output(op, k)).shape !=
+                                           b.tensor(b.output(*other, k)).shape;
+        }
+        scaled_ops += holds_batch;
+        EXPECT_DOUBLE_EQ(b.flops(*other),
+                         a.flops(op) * (holds_batch ? ratio : 1.0))
+            << a.op_name(op);
+        if (a.op_type(op) == "VariableV2") {
+          EXPECT_FALSE(holds_batch) << a.op_name(op);
+        }
+      }
+      EXPECT_GT(scaled_ops, 0);
+      EXPECT_NEAR(ForwardFlops(b) / ForwardFlops(a), ratio, 1e-4 * ratio);
+    }
+  }
+}
+
+// view(2, -1) of an [8, 4] batch mixes the batch into the features: no
+// other batch follows from the export, so --batch is refused, naming the
+// node and the fix.
+TEST(OnnxImportTest, BatchMixedIntoALiteralShapeIsRefused) {
+  OnnxImportOptions options;
+  options.batch = 16;
+  StatusOr<OnnxImport> imported =
+      ImportOnnxFile(kFixtures + "batch_mixing.onnx", options);
+  ASSERT_FALSE(imported.ok());
+  EXPECT_THAT(
+      imported.status().message(),
+      AllOf(HasSubstr("batch_mixing.onnx"), HasSubstr("'/Reshape'"),
+            HasSubstr("dynamic batch axis"), HasSubstr("omit --batch")));
+  // At its own batch it imports.
+  EXPECT_TRUE(ImportOnnxFile(kFixtures + "batch_mixing.onnx").ok());
+}
+
 // Every operator PyTorch put in the fixtures has a cost formula.
 TEST(OnnxImportTest, FixtureOperatorsAreAllCosted) {
   for (const auto& [file, batch] : std::vector<std::pair<std::string, int>>{
@@ -278,7 +337,8 @@ TEST(OnnxImportTest, FixtureOperatorsAreAllCosted) {
            {"gpt2_decoder.onnx", 0},
            {"transformer_encoder_b8.onnx", 0},
            {"small_cnn_eval.onnx", 0},
-           {"aliased_mlp.onnx", 0}}) {
+           {"aliased_mlp.onnx", 0},
+           {"batch_mixing.onnx", 0}}) {
     SCOPED_TRACE(file);
     const OnnxImport imported = ImportFixture(file, batch);
     for (const std::string& w : imported.warnings) {
@@ -741,6 +801,21 @@ TEST(OnnxImportTest, DanglingInputIsAnError) {
   EXPECT_THAT(imported.status().message(),
               AllOf(HasSubstr("test.onnx: node '/act' (Relu)"),
                     HasSubstr("input 'nowhere' is produced by no node")));
+}
+
+// Data inputs whose first dims differ share no batch: --batch is refused
+// rather than reshaping one of them into nonsense.
+TEST(OnnxImportTest, DataInputsWithoutACommonBatchAreRefused) {
+  Model m;
+  m.Input("x", {8, 4}).Input("y", {4, 4});
+  m.Node("MatMul", {"x", "y"}, {"z"});
+  m.Output("z");
+  EXPECT_TRUE(m.Import().ok());
+  StatusOr<OnnxImport> imported = m.Import(16);
+  ASSERT_FALSE(imported.ok());
+  EXPECT_THAT(imported.status().message(),
+              AllOf(HasSubstr("'x'"), HasSubstr("'y'"), HasSubstr("8"),
+                    HasSubstr("omit --batch")));
 }
 
 }  // namespace

@@ -761,6 +761,34 @@ TEST_F(CliTest, ModelAcceptsOnnxFiles) {
   EXPECT_THAT(
       r.out, AllOf(HasSubstr("graph:            resnet18\n"),
                    HasSubstr("update 62)"), HasSubstr("ApplyGradientDescent")));
+  // Parameters, forward and training FLOPs, each on its own line.
+  EXPECT_THAT(r.out, AllOf(HasSubstr("parameters:       62 trained (46.76 MB)"),
+                           HasSubstr("forward FLOPs:    3.65e+09\n"),
+                           HasSubstr("training FLOPs:   ")));
+}
+
+// An eval-mode export imports, with its warning on stderr, from `import`
+// and from any --model.
+TEST_F(CliTest, EvalModeExportWarnsAndImports) {
+  const std::string model = kSourceDir + "/testdata/onnx/small_cnn_eval.onnx";
+  const CliResult r = Dplace({"import", model, "-o", dir_ + "/g.json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.err, AllOf(StartsWith("dplace: warning: "),
+                           HasSubstr("eval-mode export")));
+  const CliResult inspected = Dplace({"inspect", "--model", model});
+  ASSERT_EQ(inspected.code, kExitOk) << inspected.err;
+  EXPECT_THAT(inspected.err, HasSubstr("eval-mode export"));
+}
+
+// A batch that cannot be changed with certainty is bad input: exit 2, one
+// line naming the file, the node and the fix.
+TEST_F(CliTest, ImportRefusesABatchItCannotChange) {
+  const std::string model = kSourceDir + "/testdata/onnx/batch_mixing.onnx";
+  const std::string line = BadInput(
+      Dplace({"import", model, "--batch", "16", "-o", dir_ + "/g.json"}));
+  EXPECT_THAT(line, AllOf(HasSubstr("batch_mixing.onnx"),
+                          HasSubstr("'/Reshape'"), HasSubstr("omit --batch")));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/g.json"));
 }
 
 }  // namespace

@@ -18,9 +18,15 @@ std::string PadRight(std::string s, size_t width) {
   return s;
 }
 
-StatusOr<Graph> LoadGraph(const std::string& spec) {
+StatusOr<Graph> LoadGraph(const std::string& spec, std::ostream* warnings) {
   DPLACE_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(spec));
+  if (warnings) PrintWarnings(model.warnings, *warnings);
   return std::move(model.graph);
+}
+
+void PrintWarnings(const std::vector<std::string>& warnings,
+                   std::ostream& err) {
+  for (const std::string& w : warnings) err << "dplace: warning: " << w << "\n";
 }
 
 void AddGraphFlags(CLI::App* cmd, std::string* spec, bool required) {

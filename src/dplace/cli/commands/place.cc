@@ -633,6 +633,7 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
   }
   StatusOr<LoadedModel> model = LoadModel(place.graph);
   if (!model.ok()) return Fail(err, model.status());
+  PrintWarnings(model->warnings, err);
   StatusOr<Cluster> cluster = LoadCluster(place.cluster);
   if (!cluster.ok()) return Fail(err, cluster.status());
   StatusOr<ProfileTable> profile = LoadProfile(place.profile);

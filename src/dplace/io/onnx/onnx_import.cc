@@ -41,6 +41,7 @@ using onnx_internal::FlopsFormulas;
 using onnx_internal::FromOnnxType;
 using onnx_internal::HasParameterName;
 using onnx_internal::InfoFromType;
+using onnx_internal::IntAttribute;
 using onnx_internal::IsFloatingPoint;
 using onnx_internal::IsParameterSlot;
 using onnx_internal::IsShapeOnlyPath;
@@ -98,6 +99,8 @@ class Importer {
     DPLACE_RETURN_IF_ERROR(AddOps());
     DPLACE_RETURN_IF_ERROR(AddEdges());
     WarnAboutUncostedOps();
+    WarnAboutFoldedBatchNorm();
+    WarnAboutAliasedParameters();
     StatusOr<Graph> graph = std::move(builder_).Build();
     if (!graph.ok()) return graph.status().WithPrefix(source_);
     return OnnxImport{std::move(graph).value(), std::move(warnings_)};
@@ -1019,6 +1022,84 @@ class Importer {
       }
     }
     return Status::Ok();
+  }
+
+  // Up to three names, quoted, and how many more.
+  static std::string Examples(const std::vector<std::string>& names) {
+    std::string text;
+    for (size_t i = 0; i < names.size() && i < 3; ++i) {
+      text += (i ? ", " : "") + ("'" + names[i] + "'");
+    }
+    if (names.size() > 3) {
+      text += " and " + std::to_string(names.size() - 3) + " more";
+    }
+    return text;
+  }
+
+  // An eval-mode export folds each BatchNorm into the conv before it: the
+  // graph has no BatchNormalization, and the convs' weights are new tensors
+  // the exporter names itself ("onnx::Conv_25"), not the model's. A
+  // training step would run BatchNorm (and its gradient) on every conv.
+  // Also an eval-mode export without folding: BatchNormalization in
+  // inference mode (opset 14 and newer say which).
+  void WarnAboutFoldedBatchNorm() {
+    std::vector<std::string> folded;
+    int batch_norms = 0, inference_mode = 0;
+    for (const NodeProto& node : graph().node()) {
+      if (node.op_type() == "BatchNormalization") {
+        ++batch_norms;
+        inference_mode += FindAttribute(node, "training_mode") &&
+                          IntAttribute(node, "training_mode", 0) == 0;
+      }
+      if (node.op_type() != "Conv" || node.input_size() < 2) continue;
+      const std::string& w = node.input(1);
+      if (weight_set_.count(w) && w.rfind("onnx::", 0) == 0) {
+        folded.push_back(w);
+      }
+    }
+    if (batch_norms == 0 && !folded.empty()) {
+      warnings_.push_back(
+          source_ +
+          ": looks like an eval-mode export: " + std::to_string(folded.size()) +
+          " Conv weight" + (folded.size() == 1 ? " is" : "s are") +
+          " the exporter's own tensors (" + Examples(folded) +
+          ") and the graph has no BatchNormalization, so BatchNorm was "
+          "folded into the convolutions; the training graph lacks its ops, "
+          "gradients and parameters. Re-export in training mode "
+          "(training=torch.onnx.TrainingMode.TRAINING)");
+    } else if (batch_norms > 0 && inference_mode == batch_norms) {
+      warnings_.push_back(
+          source_ + ": looks like an eval-mode export: every " +
+          "BatchNormalization runs in inference mode (training_mode 0), "
+          "with running statistics instead of the batch's; re-export in "
+          "training mode (training=torch.onnx.TrainingMode.TRAINING)");
+    }
+  }
+
+  // An exporter keeps one of several parameters with equal values (layers
+  // deep-copied and never trained, zero biases) and feeds the others
+  // through Identity nodes named after them: the training graph then has
+  // one parameter, one gradient and one update where the model has
+  // several.
+  void WarnAboutAliasedParameters() {
+    std::vector<std::string> aliases;
+    for (const NodeProto& node : graph().node()) {
+      if (node.op_type() != "Identity" || node.input_size() != 1 ||
+          node.output_size() != 1 || !weight_set_.count(node.input(0)) ||
+          !HasParameterName(node.output(0))) {
+        continue;
+      }
+      aliases.push_back(node.output(0) + "' = '" + node.input(0));
+    }
+    if (aliases.empty()) return;
+    warnings_.push_back(
+        source_ + ": " + std::to_string(aliases.size()) + " parameter" +
+        (aliases.size() == 1 ? " is an alias" : "s are aliases") +
+        " of another through Identity (" + Examples(aliases) +
+        "): the exporter merged parameters with equal values, so they share "
+        "one gradient and one update and their bytes count once. Re-export "
+        "in training mode from a model whose parameters differ (trained, or "
+        "each initialised randomly)");
   }
 
   void WarnAboutUncostedOps() {

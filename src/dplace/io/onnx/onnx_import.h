@@ -76,7 +76,9 @@ struct OnnxImportOptions {
 struct OnnxImport {
   Graph forward;  // Every op in Phase::kForward.
   // One line each, for the user: operators imported without FLOPs, an opset
-  // newer than libonnx knows, model-local functions not expanded.
+  // newer than libonnx knows, model-local functions not expanded, an
+  // eval-mode export (BatchNorm folded into the convs, or run in inference
+  // mode), parameters the exporter aliased through Identity.
   std::vector<std::string> warnings;
 };
 

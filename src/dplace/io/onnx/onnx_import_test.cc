@@ -326,6 +326,34 @@ TEST(OnnxImportTest, BatchMixedIntoALiteralShapeIsRefused) {
   EXPECT_TRUE(ImportOnnxFile(kFixtures + "batch_mixing.onnx").ok());
 }
 
+// An eval-mode export with BatchNorm folded into the convs, and one whose
+// equal parameters the exporter aliased through Identity, each get one
+// warning and still import; the training-mode fixtures get none.
+TEST(OnnxImportTest, ExportsThatCannotBeTrainingGraphsWarn) {
+  const OnnxImport eval = ImportFixture("small_cnn_eval.onnx");
+  ASSERT_EQ(eval.warnings.size(), 1u);
+  EXPECT_THAT(eval.warnings[0],
+              AllOf(HasSubstr("small_cnn_eval.onnx"), HasSubstr("eval-mode"),
+                    HasSubstr("'onnx::Conv_25'"), HasSubstr("training mode")));
+  const OnnxImport aliased = ImportFixture("aliased_mlp.onnx");
+  ASSERT_EQ(aliased.warnings.size(), 1u);
+  EXPECT_THAT(aliased.warnings[0], AllOf(HasSubstr("8 parameters are aliases"),
+                                         HasSubstr("'2.1.bias' = '0.1.bias'"),
+                                         HasSubstr("Identity")));
+  for (const auto& [file, batch] : std::vector<std::pair<std::string, int>>{
+           {"resnet18.onnx", 0},
+           {"resnet50.onnx", 0},
+           {"inception_v3.onnx", 0},
+           {"transformer_encoder.onnx", 2},
+           {"lstm_seq2seq.onnx", 0},
+           {"gpt2_decoder.onnx", 0},
+           {"transformer_encoder_b8.onnx", 0},
+           {"batch_mixing.onnx", 0}}) {
+    SCOPED_TRACE(file);
+    EXPECT_THAT(ImportFixture(file, batch).warnings, ::testing::IsEmpty());
+  }
+}
+
 // Every operator PyTorch put in the fixtures has a cost formula.
 TEST(OnnxImportTest, FixtureOperatorsAreAllCosted) {
   for (const auto& [file, batch] : std::vector<std::pair<std::string, int>>{

@@ -81,6 +81,32 @@ TEST_F(CliTest, PlaceReportIsOneWellFormedPage) {
               HasSubstr("--report need one method"));
 }
 
+// One lower bound: the terminal, simulate and the report print the same
+// text, and say which bound binds.
+TEST_F(CliTest, PlaceSimulateAndReportShowOneLowerBound) {
+  const std::string report = dir_ + "/r.html";
+  const std::string placement = dir_ + "/p.json";
+  const CliResult r =
+      Dplace({"place", "--graph", kGraph, "--cluster", "k80x4", "--method",
+              "m-sct", "--report", report, "--out", placement});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  const std::string prefix = "lower bound: ";
+  const size_t at = r.out.find(prefix);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string bound = r.out.substr(
+      at + prefix.size(), r.out.find(';', at) - at - prefix.size());
+  EXPECT_THAT(bound, ::testing::MatchesRegex(
+                         "[0-9.]+ s \\((critical path|total work)\\)"));
+  StatusOr<std::string> html = ReadTextFile(report);
+  ASSERT_TRUE(html.ok());
+  EXPECT_THAT(*html, HasSubstr("<td>" + bound + "; step time is "));
+  const CliResult simulated =
+      Dplace({"simulate", "--graph", kGraph, "--cluster", "k80x4",
+              "--placement", placement});
+  ASSERT_EQ(simulated.code, kExitOk) << simulated.err;
+  EXPECT_THAT(simulated.out, HasSubstr(prefix + bound + ";"));
+}
+
 TEST_F(CliTest, BenchWritesJsonMarkdownAndReport) {
   const std::string results = dir_ + "/smoke.json";
   const std::string md = dir_ + "/smoke.md";

@@ -831,6 +831,76 @@ TEST(OnnxImportTest, DanglingInputIsAnError) {
                     HasSubstr("input 'nowhere' is produced by no node")));
 }
 
+// Each operator's gradient as frameworks run it, by formula: a grouped
+// (depthwise) conv's input and filter gradients cost its forward products
+// and its bias gradient one add per output element; Gemm likewise; layer
+// normalization 8 per element for the input, 2 and 1 for scale and bias;
+// softmax 4 per element; erf (GELU's exact form) 5; each Einsum operand a
+// contraction of the forward's size.
+TEST(OnnxImportTest, GradientCostsByFormula) {
+  Model m;
+  m.Input("x", {2, 8, 6, 6})
+      .Input("dw.weight", {8, 1, 3, 3})
+      .Input("dw.bias", {8})
+      .Input("ln.weight", {36})
+      .Input("ln.bias", {36})
+      .Input("fc.weight", {4, 288})
+      .Input("fc.bias", {4})
+      .Input("e.weight", {4, 4});
+  onnx::NodeProto& conv =
+      m.Node("Conv", {"x", "dw.weight", "dw.bias"}, {"c"}, "/dw/Conv");
+  SetInt(conv, "group", 8);
+  SetInts(conv, "pads", {1, 1, 1, 1});
+  m.Initializer("flat", {3}, onnx::TensorProto::INT64, {2, 8, 36});
+  m.Node("Reshape", {"c", "flat"}, {"r"}, "/Reshape");
+  SetInt(m.Node("LayerNormalization", {"r", "ln.weight", "ln.bias"}, {"n"},
+                "/ln/LayerNormalization"),
+         "axis", -1);
+  m.Node("Erf", {"n"}, {"g"}, "/Erf");
+  SetInt(m.Node("Softmax", {"g"}, {"s"}, "/Softmax"), "axis", -1);
+  m.Initializer("rows", {2}, onnx::TensorProto::INT64, {2, 288});
+  m.Node("Reshape", {"s", "rows"}, {"f"}, "/Reshape_1");
+  SetInt(m.Node("Gemm", {"f", "fc.weight", "fc.bias"}, {"y"}, "/fc/Gemm"),
+         "transB", 1);
+  SetString(m.Node("Einsum", {"y", "e.weight"}, {"z"}, "/Einsum"), "equation",
+            "bi,ij->bj");
+  m.Output("z");
+  StatusOr<OnnxImport> imported = m.Import();
+  ASSERT_TRUE(imported.ok()) << imported.status().message();
+  StatusOr<Graph> training = ExpandForTraining(imported->forward);
+  ASSERT_TRUE(training.ok()) << training.status().message();
+  const Graph& g = *training;
+  const auto flops = [&](const std::string& op) {
+    const std::optional<OpId> id = g.FindOp(op);
+    EXPECT_TRUE(id.has_value()) << op;
+    return id ? g.flops(*id) : -1.0;
+  };
+  // Depthwise: each of the 2*8*6*6 outputs is a 3x3 dot product.
+  const double conv_out = 2 * 8 * 6 * 6;
+  EXPECT_DOUBLE_EQ(flops("dw/Conv"), 2 * conv_out * 9 + conv_out);
+  EXPECT_DOUBLE_EQ(flops("gradients/dw/Conv_grad/ConvBackpropFilter"),
+                   2 * conv_out * 9);
+  EXPECT_DOUBLE_EQ(flops("gradients/dw/Conv_grad/BiasGrad"), conv_out);
+  const double n = 2 * 8 * 36;
+  EXPECT_DOUBLE_EQ(
+      flops("gradients/ln/LayerNormalization_grad/LayerNormalizationGrad"),
+      8 * n);
+  EXPECT_DOUBLE_EQ(flops("gradients/ln/LayerNormalization_grad/ScaleGrad"),
+                   2 * n);
+  EXPECT_DOUBLE_EQ(flops("gradients/ln/LayerNormalization_grad/BiasGrad"), n);
+  EXPECT_DOUBLE_EQ(flops("gradients/Erf_grad/ErfGrad"), 5 * n);
+  double softmax = 0;
+  for (const char* op : {"mul", "Sum", "sub", "mul_1"}) {
+    softmax += flops(std::string("gradients/Softmax_grad/") + op);
+  }
+  EXPECT_DOUBLE_EQ(softmax, 4 * n);
+  EXPECT_DOUBLE_EQ(flops("gradients/fc/Gemm_grad/MatMul"), 2.0 * 2 * 4 * 288);
+  EXPECT_DOUBLE_EQ(flops("gradients/fc/Gemm_grad/MatMul_1"), 2.0 * 2 * 4 * 288);
+  EXPECT_DOUBLE_EQ(flops("gradients/fc/Gemm_grad/BiasGrad"), 2 * 4);
+  EXPECT_DOUBLE_EQ(flops("gradients/Einsum_grad/Einsum"), flops("Einsum"));
+  EXPECT_DOUBLE_EQ(flops("gradients/Einsum_grad/Einsum_1"), flops("Einsum"));
+}
+
 // Data inputs whose first dims differ share no batch: --batch is refused
 // rather than reshaping one of them into nonsense.
 TEST(OnnxImportTest, DataInputsWithoutACommonBatchAreRefused) {

@@ -29,10 +29,24 @@ struct BatchDim {
   int64_t inner = 1;
 };
 
+// The product of dims[begin, end); 0 when it overflows (no dim matches it).
 int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   int64_t p = 1;
-  for (size_t i = begin; i < end && i < dims.size(); ++i) p *= dims[i];
+  for (size_t i = begin; i < end && i < dims.size(); ++i) {
+    if (__builtin_mul_overflow(p, dims[i], &p)) return 0;
+  }
   return p;
+}
+
+// value / from * to, where `from` divides `value`; nullopt when it does not
+// or the result overflows.
+std::optional<int64_t> Rescaled(int64_t value, int64_t from, int64_t to) {
+  int64_t r = 0;
+  if (from <= 0 || value % from != 0 ||
+      __builtin_mul_overflow(value / from, to, &r)) {
+    return std::nullopt;
+  }
+  return r;
 }
 
 std::string Describe(const NodeProto& node, int index) {
@@ -217,6 +231,7 @@ class Planner {
       auto flag_at = [](const std::vector<int>* f, const ConstTensor* v,
                         size_t i) {
         if (!f) return static_cast<int>(kPlain);
+        if (f->empty()) return static_cast<int>(kTainted);
         return v->values.size() == 1 ? (*f)[0] : (i < f->size() ? (*f)[i] : 2);
       };
       for (size_t i = 0; i < size; ++i) {
@@ -252,7 +267,9 @@ class Planner {
         continue;
       }
       const int64_t outer = outside / before, inner = inside / after;
-      if (o[j] == outer * from_ * inner) {
+      int64_t size = 0;
+      if (!__builtin_mul_overflow(outer, from_, &size) &&
+          !__builtin_mul_overflow(size, inner, &size) && o[j] == size) {
         candidates.push_back({static_cast<int>(j), outer, inner});
       }
     }
@@ -284,6 +301,10 @@ class Planner {
         target->values.size() != o.size()) {
       return Error(index, "its target shape is not known at import");
     }
+    if ((flags && flags->size() != o.size()) ||
+        in.axis >= static_cast<int>(s.size())) {
+      return Error(index, "its target shape is not known at import");
+    }
     const std::vector<BatchDim> candidates = ReshapeCandidates(s, in, o);
     std::optional<BatchDim> chosen;
     const auto entry = [&](int j) {
@@ -313,12 +334,10 @@ class Planner {
     }
     const int64_t literal = entry(chosen->axis);
     if (!Any(flags, kBatch) && literal > 0) {
-      if (literal % from_ != 0 || (literal / from_) * to_ <= 0) {
-        return AmbiguousReshape(index, s, o);
-      }
+      const std::optional<int64_t> size = Rescaled(literal, from_, to_);
+      if (!size) return AmbiguousReshape(index, s, o);
       ConstTensor rescaled = *target;
-      rescaled.values[chosen->axis] =
-          static_cast<double>(literal / from_ * to_);
+      rescaled.values[chosen->axis] = static_cast<double>(*size);
       plan_.overrides.push_back({index, 1, std::move(rescaled)});
     } else if (literal == 0 && chosen->axis != in.axis) {
       return AmbiguousReshape(index, s, o);
@@ -348,7 +367,8 @@ class Planner {
     const ConstTensor* target = view_.value(node.input(1));
     const std::vector<int64_t> x = ShapeOf(node.input(0));
     const std::vector<int64_t> o = ShapeOf(node.output(0));
-    if (!target || !HasShape(node.input(0)) || !HasShape(node.output(0))) {
+    if (!target || !HasShape(node.input(0)) || !HasShape(node.output(0)) ||
+        (flags && flags->size() != target->values.size())) {
       return Error(index, "its target shape is not known at import");
     }
     const int rank = static_cast<int>(o.size());
@@ -358,11 +378,21 @@ class Planner {
     if (in.axis >= 0) {
       const int j = in.axis + x_offset;
       const int t = j - target_offset;
-      if (t >= 0 && (!flags || (*flags)[t] != kBatch)) {
+      if (j < 0 || j >= rank) {
+        return Error(index, "its output has no dim for its input's batch");
+      }
+      if (t >= 0 && t < static_cast<int>(target->values.size()) &&
+          (!flags || (*flags)[t] != kBatch)) {
         const int64_t literal = static_cast<int64_t>(target->values[t]);
         if (literal > 1) {
+          const std::optional<int64_t> size = Rescaled(literal, from_, to_);
+          if (!size) {
+            return Error(index, "its target's batch dim " +
+                                    std::to_string(literal) +
+                                    " is not a multiple of the batch");
+          }
           ConstTensor rescaled = *target;
-          rescaled.values[t] = static_cast<double>(literal / from_ * to_);
+          rescaled.values[t] = static_cast<double>(*size);
           plan_.overrides.push_back({index, 1, std::move(rescaled)});
         }
       }
@@ -376,12 +406,12 @@ class Planner {
     const int t = static_cast<int>(
         std::find(flags->begin(), flags->end(), kBatch) - flags->begin());
     const int j = t + target_offset;
-    if (o[j] % from_ != 0) {
+    if (j < 0 || j >= rank || o[j] % from_ != 0) {
       return Error(index, "its batch dim is not a multiple of the batch");
     }
     dims_[node.output(0)] = {j, o[j] / from_, 1};
     const int xj = j - x_offset;
-    if (xj >= 0 && x[xj] != 1) {
+    if (xj >= 0 && xj < static_cast<int>(x.size()) && x[xj] != 1) {
       return RescaleBakedOperand(index, node.input(0), xj);
     }
     return Status::Ok();
@@ -448,9 +478,10 @@ class Planner {
         const ConstTensor* shape = view_.value(node.input(0));
         if (!shape || axis >= static_cast<int>(shape->values.size())) break;
         ConstTensor rescaled = *shape;
-        const int64_t d = static_cast<int64_t>(rescaled.values[axis]);
-        if (d % from_ != 0) break;
-        rescaled.values[axis] = static_cast<double>(d / from_ * to_);
+        const std::optional<int64_t> size =
+            Rescaled(static_cast<int64_t>(rescaled.values[axis]), from_, to_);
+        if (!size) break;
+        rescaled.values[axis] = static_cast<double>(*size);
         plan_.overrides.push_back({it->second, 0, std::move(rescaled)});
         return resized();
       }
@@ -494,7 +525,7 @@ class Planner {
       out = {d.axis + rank - static_cast<int>(ShapeOf(in).size()), d.outer,
              d.inner};
     }
-    if (out.axis < 0) return Status::Ok();
+    if (out.axis < 0 || out.axis >= rank) return Status::Ok();
     dims_[node.output(0)] = out;
     for (const std::string& in : node.input()) {
       if (in.empty() || DimOf(in).axis >= 0 || !HasShape(in)) continue;
@@ -539,9 +570,10 @@ class Planner {
   void VisitAxisMapping(const NodeProto& node) {
     const std::string& type = node.op_type();
     if (node.input_size() == 0 || node.output_size() == 0) return;
-    const BatchDim in = DimOf(node.input(0));
+    BatchDim in = DimOf(node.input(0));
     const std::vector<int64_t> s = ShapeOf(node.input(0));
     const int rank = static_cast<int>(s.size());
+    if (in.axis >= rank) in = {};
     auto set = [&](int k, int axis) {
       if (k < node.output_size() && !node.output(k).empty() && axis >= 0) {
         dims_[node.output(k)] = {axis, in.outer, in.inner};
@@ -697,7 +729,11 @@ bool ResizeFilledTensor(TensorProto* t, int axis, int64_t from, int64_t to) {
   }
   int64_t count = 1;
   for (int i = 0; i < t->dims_size(); ++i) {
-    count *= i == axis ? t->dims(i) / from * to : t->dims(i);
+    const int64_t d = i == axis ? t->dims(i) / from * to : t->dims(i);
+    if (d < 0 || __builtin_mul_overflow(count, d, &count) ||
+        count > (int64_t{1} << 31)) {
+      return false;
+    }
   }
   const int bytes = ElementBytes(t->data_type());
   if (t->has_raw_data() && bytes > 0) {

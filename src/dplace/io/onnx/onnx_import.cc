@@ -494,6 +494,7 @@ class Importer {
         continue;
       }
       const int64_t batch = shape->dim(0).dim_value();
+      if (batch <= 0) continue;  // An empty input: no batch to follow.
       if (export_batch_ == 0) {
         export_batch_ = batch;
         first = name;

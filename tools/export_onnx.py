@@ -30,6 +30,8 @@ Fixtures:
                                  4 heads, ffn 1024, batch_first: input
                                  [batch, seq 64, 256] with a symbolic batch
                                  dim ("batch")
+  transformer_encoder_b2.onnx    the same model exported at a fixed batch
+                                 of 2 (no dynamic_axes)
   lstm_seq2seq.onnx              embeddings (vocab 1000, 128) and a 4-layer
                                  LSTM encoder and decoder (hidden 256), a
                                  Linear to the vocabulary; fixed batch 8,
@@ -263,6 +265,17 @@ def main():
         export(encoder, torch.randn(2, 64, 256), out("transformer_encoder"),
                ["src"], dynamic_axes={"src": {0: "batch"},
                                       "output": {0: "batch"}})
+    if wanted("transformer_encoder_b2"):
+        # transformer_encoder's model at a fixed batch of 2: imported at
+        # another batch it must cost what the dynamic export does.
+        torch.manual_seed(0)
+        layer = torch.nn.TransformerEncoderLayer(
+            d_model=256, nhead=4, dim_feedforward=1024, dropout=0.1,
+            batch_first=True)
+        encoder = torch.nn.TransformerEncoder(layer, num_layers=2,
+                                              enable_nested_tensor=False)
+        export(encoder, torch.randn(2, 64, 256),
+               out("transformer_encoder_b2"), ["src"])
     if wanted("lstm_seq2seq"):
         export(Seq2Seq(), (torch.randint(0, 1000, (8, 12)),
                            torch.randint(0, 1000, (8, 10))),

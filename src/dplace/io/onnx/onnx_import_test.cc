@@ -309,6 +309,26 @@ TEST(OnnxImportTest, FixedBatchFixturesImportAtOtherBatches) {
   }
 }
 
+// The same encoder exported at a fixed batch of 2 and with a dynamic batch
+// axis: imported at another batch, the rescaled export costs exactly what
+// the dynamic one does, forward and training step.
+TEST(OnnxImportTest, FixedBatchExportCostsWhatTheDynamicExportDoes) {
+  for (const int64_t batch : {1, 8}) {
+    SCOPED_TRACE(batch);
+    const OnnxImport fixed =
+        ImportFixture("transformer_encoder_b2.onnx", batch);
+    const OnnxImport dynamic = ImportFixture("transformer_encoder.onnx", batch);
+    EXPECT_EQ(BytesOfType(fixed.forward, "VariableV2"),
+              BytesOfType(dynamic.forward, "VariableV2"));
+    EXPECT_DOUBLE_EQ(ForwardFlops(fixed.forward),
+                     ForwardFlops(dynamic.forward));
+    StatusOr<Graph> a = ExpandForTraining(fixed.forward);
+    StatusOr<Graph> b = ExpandForTraining(dynamic.forward);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_DOUBLE_EQ(a->total_flops(), b->total_flops());
+  }
+}
+
 // view(2, -1) of an [8, 4] batch mixes the batch into the features: no
 // other batch follows from the export, so --batch is refused, naming the
 // node and the fix.
@@ -348,6 +368,7 @@ TEST(OnnxImportTest, ExportsThatCannotBeTrainingGraphsWarn) {
            {"lstm_seq2seq.onnx", 0},
            {"gpt2_decoder.onnx", 0},
            {"transformer_encoder_b8.onnx", 0},
+           {"transformer_encoder_b2.onnx", 0},
            {"batch_mixing.onnx", 0}}) {
     SCOPED_TRACE(file);
     EXPECT_THAT(ImportFixture(file, batch).warnings, ::testing::IsEmpty());

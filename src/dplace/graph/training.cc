@@ -1119,13 +1119,15 @@ class Expander {
     const double bias = NumInputs() >= 3 ? out : 0;
     const double products = std::max(0.0, f_.flops(c_.op) - bias);
     const bool transposed = f_.op_type(c_.op) == "ConvTranspose";
+    // Typed as TensorFlow's kernels, which the cost model counts among the
+    // dense ops (the input gradient of a transposed conv is a conv).
     if (Wants(0)) {
       c_.grads[0] = Emit(transposed ? "Conv" : "ConvBackpropInput",
-                         transposed ? "Conv" : "ConvBackpropInput",
+                         transposed ? "Conv" : "Conv2DBackpropInput",
                          {Dy(), X(1)}, XInfo(0), products);
     }
     if (Wants(1)) {
-      c_.grads[1] = Emit("ConvBackpropFilter", "ConvBackpropFilter",
+      c_.grads[1] = Emit("ConvBackpropFilter", "Conv2DBackpropFilter",
                          {X(0), Dy()}, XInfo(1), products);
     }
     if (NumInputs() >= 3 && Wants(2)) {

@@ -902,6 +902,9 @@ TEST(OnnxImportTest, GradientCostsByFormula) {
   EXPECT_DOUBLE_EQ(flops("gradients/dw/Conv_grad/ConvBackpropFilter"),
                    2 * conv_out * 9);
   EXPECT_DOUBLE_EQ(flops("gradients/dw/Conv_grad/BiasGrad"), conv_out);
+  // Typed as the dense kernels the cost model runs at dense efficiency.
+  EXPECT_EQ(g.op_type(*g.FindOp("gradients/dw/Conv_grad/ConvBackpropFilter")),
+            "Conv2DBackpropFilter");
   const double n = 2 * 8 * 36;
   EXPECT_DOUBLE_EQ(
       flops("gradients/ln/LayerNormalization_grad/LayerNormalizationGrad"),

@@ -81,6 +81,32 @@ TEST_F(CliTest, PlaceReportIsOneWellFormedPage) {
               HasSubstr("--report need one method"));
 }
 
+// One lower bound: the terminal, simulate and the report print the same
+// text, and say which bound binds.
+TEST_F(CliTest, PlaceSimulateAndReportShowOneLowerBound) {
+  const std::string report = dir_ + "/r.html";
+  const std::string placement = dir_ + "/p.json";
+  const CliResult r =
+      Dplace({"place", "--graph", kGraph, "--cluster", "k80x4", "--method",
+              "m-sct", "--report", report, "--out", placement});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  const std::string prefix = "lower bound: ";
+  const size_t at = r.out.find(prefix);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string bound = r.out.substr(
+      at + prefix.size(), r.out.find(';', at) - at - prefix.size());
+  EXPECT_THAT(bound, ::testing::MatchesRegex(
+                         "[0-9.]+ s \\((critical path|total work)\\)"));
+  StatusOr<std::string> html = ReadTextFile(report);
+  ASSERT_TRUE(html.ok());
+  EXPECT_THAT(*html, HasSubstr("<td>" + bound + "; step time is "));
+  const CliResult simulated =
+      Dplace({"simulate", "--graph", kGraph, "--cluster", "k80x4",
+              "--placement", placement});
+  ASSERT_EQ(simulated.code, kExitOk) << simulated.err;
+  EXPECT_THAT(simulated.out, HasSubstr(prefix + bound + ";"));
+}
+
 TEST_F(CliTest, BenchWritesJsonMarkdownAndReport) {
   const std::string results = dir_ + "/smoke.json";
   const std::string md = dir_ + "/smoke.md";
@@ -761,6 +787,34 @@ TEST_F(CliTest, ModelAcceptsOnnxFiles) {
   EXPECT_THAT(
       r.out, AllOf(HasSubstr("graph:            resnet18\n"),
                    HasSubstr("update 62)"), HasSubstr("ApplyGradientDescent")));
+  // Parameters, forward and training FLOPs, each on its own line.
+  EXPECT_THAT(r.out, AllOf(HasSubstr("parameters:       62 trained (46.76 MB)"),
+                           HasSubstr("forward FLOPs:    3.65e+09\n"),
+                           HasSubstr("training FLOPs:   ")));
+}
+
+// An eval-mode export imports, with its warning on stderr, from `import`
+// and from any --model.
+TEST_F(CliTest, EvalModeExportWarnsAndImports) {
+  const std::string model = kSourceDir + "/testdata/onnx/small_cnn_eval.onnx";
+  const CliResult r = Dplace({"import", model, "-o", dir_ + "/g.json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.err, AllOf(StartsWith("dplace: warning: "),
+                           HasSubstr("eval-mode export")));
+  const CliResult inspected = Dplace({"inspect", "--model", model});
+  ASSERT_EQ(inspected.code, kExitOk) << inspected.err;
+  EXPECT_THAT(inspected.err, HasSubstr("eval-mode export"));
+}
+
+// A batch that cannot be changed with certainty is bad input: exit 2, one
+// line naming the file, the node and the fix.
+TEST_F(CliTest, ImportRefusesABatchItCannotChange) {
+  const std::string model = kSourceDir + "/testdata/onnx/batch_mixing.onnx";
+  const std::string line = BadInput(
+      Dplace({"import", model, "--batch", "16", "-o", dir_ + "/g.json"}));
+  EXPECT_THAT(line, AllOf(HasSubstr("batch_mixing.onnx"),
+                          HasSubstr("'/Reshape'"), HasSubstr("omit --batch")));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/g.json"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "dplace/cli/cli.h"
+#include "dplace/method/lower_bound.h"
 #include "dplace/model/load_model.h"
 #include "dplace/util/format.h"
 
@@ -18,9 +19,15 @@ std::string PadRight(std::string s, size_t width) {
   return s;
 }
 
-StatusOr<Graph> LoadGraph(const std::string& spec) {
+StatusOr<Graph> LoadGraph(const std::string& spec, std::ostream* warnings) {
   DPLACE_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(spec));
+  if (warnings) PrintWarnings(model.warnings, *warnings);
   return std::move(model.graph);
+}
+
+void PrintWarnings(const std::vector<std::string>& warnings,
+                   std::ostream& err) {
+  for (const std::string& w : warnings) err << "dplace: warning: " << w << "\n";
 }
 
 void AddGraphFlags(CLI::App* cmd, std::string* spec, bool required) {
@@ -78,11 +85,16 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
         << FormatBytesScaled(r.link_bytes[l]) << "\n";
   }
   const LowerBounds& b = r.bounds;
-  out << "lower bound: " << Format("%.6f", b.Max()) << " s (" << b.MaxName()
-      << "); step time is " << Format("%.3f", r.step_time / b.Max())
-      << "x the bound\n"
-      << "  critical path " << Seconds(b.critical_path) << ", total work "
-      << Seconds(b.total_work) << ", device load " << Seconds(b.device_load)
+  const StepLowerBound bound = ProblemLowerBound(b);
+  out << "lower bound: " << DescribeLowerBound(bound);
+  if (bound.seconds > 0) {
+    out << "; step time is " << Format("%.3f", r.step_time / bound.seconds)
+        << "x the bound";
+  }
+  out << "\n"
+      << "  any placement: critical path " << Seconds(b.critical_path)
+      << ", total work " << Seconds(b.total_work)
+      << "; this placement: device load " << Seconds(b.device_load)
       << ", link volume " << Seconds(b.link_volume) << ", placed critical path "
       << Seconds(b.placed_critical_path) << "\n";
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
@@ -23,7 +24,12 @@ namespace dplace {
 int Fail(std::ostream& err, const Status& status);
 
 // The graph of a --model spec (see LoadModel).
-StatusOr<Graph> LoadGraph(const std::string& spec);
+StatusOr<Graph> LoadGraph(const std::string& spec,
+                          std::ostream* warnings = nullptr);
+
+// The model's warnings (an ONNX import's), one "dplace: warning: " line
+// each.
+void PrintWarnings(const std::vector<std::string>& warnings, std::ostream& err);
 
 // Adds --graph and --model to `cmd`, both bound to `spec`; one of them is
 // required unless `required` is false.

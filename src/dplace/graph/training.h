@@ -56,9 +56,13 @@ struct TrainingOptions {
 //   shape arithmetic, Reshape, Tile and the division), in the op's scope
 //   and colocation group (a hint to keep them together). Each carries its
 //   FLOPs, bytes and output shapes, and consumes the forward tensors its
-//   math needs, which keeps those activations alive until it ran. Op types
-//   without a known TF gradient get one op per input, "<Type>Grad", with the
-//   forward op's FLOPs.
+//   math needs, which keeps those activations alive until it ran. ONNX
+//   operators (Conv and ConvTranspose with or without bias, Gemm, the
+//   normalizations, Div, Erf, Where, Einsum, LSTM/GRU/RNN) get one op per
+//   input gradient costed by formula: products cost the forward's
+//   multiply-adds, a bias's gradient is a reduction (one add per output
+//   element). Other op types without a known gradient get one op per
+//   input, "<Type>Grad", with the forward op's FLOPs.
 // - An "AddN" where a tensor's gradient has several contributions (TF's
 //   default aggregation: all contributions are held until the last one is
 //   computed), the seed of each loss (Shape, Const, Fill).

@@ -62,9 +62,4 @@ StatusOr<MethodRun> RunMethod(const std::string& method,
   return run;
 }
 
-double PlacementLowerBound(const Simulator& simulator) {
-  return std::max(simulator.critical_path_bound(),
-                  simulator.total_work_bound());
-}
-
 }  // namespace dplace

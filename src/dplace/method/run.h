@@ -54,11 +54,6 @@ StatusOr<MethodRun> RunMethod(const std::string& method,
                               const PlacementProblem& problem,
                               const MethodRunOptions& run_options);
 
-// The placement-independent lower bound the tables report: the larger of
-// the critical path (each op on its fastest device) and the total work over
-// every device.
-double PlacementLowerBound(const Simulator& simulator);
-
 }  // namespace dplace
 
 #endif  // DPLACE_METHOD_RUN_H_

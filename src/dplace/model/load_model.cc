@@ -107,12 +107,14 @@ StatusOr<LoadedModel> LoadModel(const std::string& spec) {
                          return family.model->expert(g, c, family.params);
                        }};
   }
+  std::vector<std::string> warnings;
   DPLACE_ASSIGN_OR_RETURN(
-      Graph graph, spec.rfind("random:", 0) == 0 ? MakeRandomModel(spec)
-                   : IsOnnxPath(spec)            ? ImportOnnxTrainingGraph(
-                                                       spec, {}, Optimizer::kSgd, nullptr)
-                                      : ReadGraphJson(spec));
-  return LoadedModel{std::move(graph), nullptr};
+      Graph graph,
+      spec.rfind("random:", 0) == 0 ? MakeRandomModel(spec)
+      : IsOnnxPath(spec)
+          ? ImportOnnxTrainingGraph(spec, {}, Optimizer::kSgd, &warnings)
+          : ReadGraphJson(spec));
+  return LoadedModel{std::move(graph), nullptr, std::move(warnings)};
 }
 
 }  // namespace dplace

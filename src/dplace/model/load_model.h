@@ -25,6 +25,9 @@ struct LoadedModel {
   // The human expert's placement of zoo models; empty for graph JSON, ONNX
   // and random graphs, which have no family.
   std::function<Placement(const Graph&, const Cluster&)> expert;
+  // One line each, for the user: what the ONNX importer warns of (an
+  // eval-mode export, aliased parameters, operators without a cost).
+  std::vector<std::string> warnings;
 };
 
 // Loads a model spec: zoo:NAME[:k=v,...], random:ops=N[,seed=K,width=W]

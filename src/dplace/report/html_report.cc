@@ -390,12 +390,12 @@ std::string PlacementReportHtml(const PlacementReportInput& in) {
                     ? ", feasible"
                     : ", infeasible: " + DescribeInfeasibility(cluster, sim))) +
           "</tr>";
-  if (in.lower_bound > 0) {
-    html +=
-        "<tr><th>lower bound</th>" +
-        Cell(Format("%.6f s", in.lower_bound) + " (step time is " +
-             Format("%.2fx", sim.step_time / in.lower_bound) + " the bound)") +
-        "</tr>";
+  if (in.lower_bound.seconds > 0) {
+    html += "<tr><th>lower bound</th>" +
+            Cell(DescribeLowerBound(in.lower_bound) + "; step time is " +
+                 Format("%.3f", sim.step_time / in.lower_bound.seconds) +
+                 "x the bound") +
+            "</tr>";
   }
   html += "<tr><th>" +
           std::string(in.history.empty() ? "time to place" : "search") +
@@ -445,7 +445,7 @@ std::string PlacementReportHtml(const PlacementReportInput& in) {
   }
   if (!in.history.empty()) {
     html += "<h2>Search</h2>\n" +
-            LearningCurvePlot(in.history, in.lower_bound) +
+            LearningCurvePlot(in.history, in.lower_bound.seconds) +
             "<p class=\"note\">Each dot is one sampled placement's simulated "
             "step time (out-of-memory samples in red at the top, clipped at "
             "4x the best); the line is the best feasible so far.</p>\n";

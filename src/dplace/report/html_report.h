@@ -21,6 +21,7 @@
 
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
+#include "dplace/method/lower_bound.h"
 #include "dplace/sim/placement.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/status.h"
@@ -41,9 +42,9 @@ struct PlacementReportInput {
   // Of `placement`, with its timeline recorded (SimOptions).
   const SimResult* sim = nullptr;
   std::string method;
-  std::string command;      // How it was made, shown on the page.
-  double wall_seconds = 0;  // Placing or searching.
-  double lower_bound = 0;   // Placement-independent (0: not shown).
+  std::string command;         // How it was made, shown on the page.
+  double wall_seconds = 0;     // Placing or searching.
+  StepLowerBound lower_bound;  // The problem's (seconds 0: not shown).
   // A learned placer's samples, in order; empty for classical placers.
   std::vector<ReportSample> history;
   // Maximum Gantt rectangles per lane; intervals closer than

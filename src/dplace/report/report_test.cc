@@ -112,7 +112,7 @@ struct Placed {
     in.sim = &sim;
     in.method = "random";
     in.command = "dplace place --model random:ops=N --method random";
-    in.lower_bound = sim.bounds.Max() / 2;
+    in.lower_bound = {sim.bounds.Max() / 2, "total work"};
     return in;
   }
   Graph graph;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "dplace/io/cluster_json.h"
+#include "dplace/method/lower_bound.h"
 #include "dplace/method/run.h"
 #include "dplace/model/load_model.h"
 #include "dplace/util/format.h"
@@ -189,7 +190,9 @@ StatusOr<TableResults> RunTable(const Suite& suite, const SuiteTable& table,
     br.devices = lb.cluster.num_devices();
     br.gpus =
         static_cast<int>(lb.cluster.DevicesOfKind(DeviceKind::kGpu).size());
-    br.lower_bound = PlacementLowerBound(Simulator(lb.cost));
+    const StepLowerBound bound = ProblemLowerBound(Simulator(lb.cost));
+    br.lower_bound = bound.seconds;
+    br.lower_bound_binding = bound.binding;
     for (const SuiteMethod& m : table.methods) {
       DPLACE_ASSIGN_OR_RETURN(MethodOptions options, OptionsOf(m, b));
       MethodResults mr;
@@ -351,6 +354,7 @@ json BenchmarkJson(const BenchmarkResults& b) {
       {"devices", b.devices},
       {"gpus", b.gpus},
       {"lower_bound", b.lower_bound},
+      {"lower_bound_binding", b.lower_bound_binding},
       {"best_baseline",
        b.best_baseline.empty() ? json() : json(b.best_baseline)},
       {"best_baseline_step_time",
@@ -463,8 +467,9 @@ std::string DetailTable(const BenchmarkResults& b) {
   std::string out =
       "`" + b.model + "` on `" + b.cluster + "`: graph " + b.graph_name + ", " +
       std::to_string(b.ops) + " ops, " + std::to_string(b.devices) +
-      " devices; lower bound " + Format("%.4f", b.lower_bound) +
-      " s; best baseline " +
+      " devices; lower bound " +
+      DescribeLowerBound({b.lower_bound, b.lower_bound_binding}) +
+      "; best baseline " +
       (b.best_baseline.empty()
            ? std::string("none (every classical placer OOM or refused)")
            : b.best_baseline + " " + Format("%.4f", b.best_baseline_step_time) +

@@ -61,7 +61,7 @@ int RunImport(const ImportFlags& flags, std::ostream& out, std::ostream& err) {
       << Format("%.4g", forward_flops) << ")\n"
       << "parameter bytes: " << FormatBytesScaled(g.total_persistent_bytes())
       << " (weights and optimizer slots)\n";
-  for (const std::string& w : warnings) err << "dplace: warning: " << w << "\n";
+  PrintWarnings(warnings, err);
   out << "wrote " << flags.output << "\n";
   return kExitOk;
 }

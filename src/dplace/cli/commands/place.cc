@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "dplace/method/lower_bound.h"
 #include "dplace/method/run.h"
 #include "dplace/model/load_model.h"
 #ifdef DPLACE_WITH_MPI
@@ -100,7 +101,7 @@ Status WritePlacementReport(const PlacementProblem& problem,
   input.method = run.method;
   input.command = command;
   input.wall_seconds = run.wall_seconds;
-  input.lower_bound = PlacementLowerBound(Simulator(*problem.cost));
+  input.lower_bound = ProblemLowerBound(Simulator(*problem.cost));
   for (const SampleRecord& s : run.search.history) {
     input.history.push_back({s.step_time, s.feasible, s.best_step_time});
   }
@@ -303,7 +304,8 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
       results.push_back(std::move(run).value());
     }
   }
-  const double bound = PlacementLowerBound(simulator);
+  const StepLowerBound lower_bound = ProblemLowerBound(simulator);
+  const double bound = lower_bound.seconds;
   double best = 0, single_gpu = 0;
   for (const MethodRun& r : results) {
     if (!r.placed || !r.sim.feasible) continue;
@@ -341,9 +343,9 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
                 : "")
         << " |\n";
   }
-  out << "lower bound: " << Format("%.4f", bound)
-      << " s (no placement beats the larger of the critical path and the "
-         "total work over all devices)\n";
+  out << "lower bound: " << DescribeLowerBound(lower_bound)
+      << "; no placement beats the larger of the critical path and the total "
+         "work over all devices\n";
   return best > 0 ? kExitOk : kExitInfeasible;
 }
 
@@ -633,6 +635,7 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
   }
   StatusOr<LoadedModel> model = LoadModel(place.graph);
   if (!model.ok()) return Fail(err, model.status());
+  PrintWarnings(model->warnings, err);
   StatusOr<Cluster> cluster = LoadCluster(place.cluster);
   if (!cluster.ok()) return Fail(err, cluster.status());
   StatusOr<ProfileTable> profile = LoadProfile(place.profile);

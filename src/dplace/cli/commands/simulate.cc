@@ -36,7 +36,7 @@ CLI::App* AddSimulateCommand(CLI::App* parent, SimulateFlags* flags) {
 
 int RunSimulate(const SimulateFlags& flags, std::ostream& out,
                 std::ostream& err) {
-  StatusOr<Graph> graph = LoadGraph(flags.graph);
+  StatusOr<Graph> graph = LoadGraph(flags.graph, &err);
   if (!graph.ok()) return Fail(err, graph.status());
   StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
   if (!cluster.ok()) return Fail(err, cluster.status());

@@ -1,6 +1,7 @@
 #include "dplace/io/onnx/onnx_costs.h"
 
 #include <algorithm>
+#include <cctype>
 #include <unordered_set>
 
 namespace dplace::onnx_internal {
@@ -319,18 +320,23 @@ bool IsStateSlot(const std::string& type, int slot) {
 
 bool HasParameterName(const std::string& name) {
   const size_t dot = name.rfind('.');
-  if (dot == std::string::npos || dot == 0 ||
+  if (dot == std::string::npos || dot == 0 || dot + 1 == name.size() ||
       name.find_first_of(":/") != std::string::npos) {
     return false;
   }
-  const std::string last = name.substr(dot + 1);
-  auto ends_with = [&last](const std::string& suffix) {
-    return last.size() >= suffix.size() &&
-           last.compare(last.size() - suffix.size(), suffix.size(), suffix) ==
-               0;
-  };
-  return ends_with("weight") || ends_with("bias") || last == "running_mean" ||
-         last == "running_var" || last == "num_batches_tracked";
+  // A state_dict key names a module attribute: its last part is an
+  // identifier ("weight_ih_l0", "in_proj_bias", "running_var", "mask"),
+  // where an exporter's own value names end in a number ("input.1").
+  const char first = name[dot + 1];
+  return std::isalpha(static_cast<unsigned char>(first)) || first == '_';
+}
+
+bool IsShapeOnlyPath(const std::string& type, int slot) {
+  static const std::unordered_set<std::string> data_slot_0 = {
+      "Slice",   "Unsqueeze", "Squeeze", "Reshape",  "Transpose", "Gather",
+      "Flatten", "Split",     "Cast",    "Identity", "Expand"};
+  if (type == "Concat") return true;
+  return slot == 0 && data_slot_0.count(type) > 0;
 }
 
 }  // namespace dplace::onnx_internal

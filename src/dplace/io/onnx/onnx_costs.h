@@ -54,8 +54,17 @@ bool IsParameterSlot(const std::string& type, int slot);
 // Slots whose tensor is state, not a trainable parameter.
 bool IsStateSlot(const std::string& type, int slot);
 
-// "layer1.0.bn1.running_mean", "encoder.layers.0.self_attn.in_proj_weight".
+// A state_dict key, as PyTorch names the parameters and buffers it exports:
+// a dotted path whose last part is an identifier ("layer1.0.bn1.weight",
+// "enc.weight_ih_l0", "encoder.layers.0.self_attn.in_proj_bias",
+// "blocks.0.attn.mask"), not an exporter's value name ("input.1").
 bool HasParameterName(const std::string& name);
+
+// Whether input `slot` of a `type` node only rearranges that input's
+// elements (Slice, Concat, Unsqueeze, Reshape, Transpose, Gather's table,
+// ...): the chain of such nodes PyTorch puts between an nn.LSTM's weights
+// and the LSTM node keeps them parameters.
+bool IsShapeOnlyPath(const std::string& type, int slot);
 
 }  // namespace dplace::onnx_internal
 

@@ -15,6 +15,7 @@
 
 #include "dplace/graph/training.h"
 #include "dplace/io/file.h"
+#include "dplace/io/onnx/batch_change.h"
 #include "dplace/io/onnx/constant_folding.h"
 #include "dplace/io/onnx/onnx_costs.h"
 #include "dplace/io/onnx/onnx_types.h"
@@ -40,8 +41,10 @@ using onnx_internal::FlopsFormulas;
 using onnx_internal::FromOnnxType;
 using onnx_internal::HasParameterName;
 using onnx_internal::InfoFromType;
+using onnx_internal::IntAttribute;
 using onnx_internal::IsFloatingPoint;
 using onnx_internal::IsParameterSlot;
+using onnx_internal::IsShapeOnlyPath;
 using onnx_internal::IsStateSlot;
 using onnx_internal::kMaxFoldedElements;
 using onnx_internal::NodeTensors;
@@ -52,6 +55,15 @@ using onnx_internal::WithBytes;
 
 constexpr char kDataInputOpType[] = "IteratorGetNext";
 constexpr char kConstantOpType[] = "Const";
+
+// "[16, 8, 128]".
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    text += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+  }
+  return text + "]";
+}
 
 std::string Stem(const std::string& path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
@@ -79,13 +91,16 @@ class Importer {
     FindConsumers();
     ClassifyInputs();
     DropWeightData();
-    DPLACE_RETURN_IF_ERROR(SetBatch());
     DPLACE_RETURN_IF_ERROR(CheckInputsAreDefined());
     SpellOutKernelShapes();
+    DPLACE_RETURN_IF_ERROR(SetBatch());
     DPLACE_RETURN_IF_ERROR(InferShapesAndFold());
+    DPLACE_RETURN_IF_ERROR(CheckBatchChange());
     DPLACE_RETURN_IF_ERROR(AddOps());
     DPLACE_RETURN_IF_ERROR(AddEdges());
     WarnAboutUncostedOps();
+    WarnAboutFoldedBatchNorm();
+    WarnAboutAliasedParameters();
     StatusOr<Graph> graph = std::move(builder_).Build();
     if (!graph.ok()) return graph.status().WithPrefix(source_);
     return OnnxImport{std::move(graph).value(), std::move(warnings_)};
@@ -139,6 +154,33 @@ class Importer {
     if (!has_default) {
       return Error("opset_import: no version for the default domain ai.onnx");
     }
+    return CheckRecurrentOpset();
+  }
+
+  // libonnx 1.12's shape inference for the LSTM, GRU and RNN of opsets 1
+  // to 6 reads X's dims without checking its rank (a SEGV found by
+  // onnx_import_fuzzer); opset 7's checks it. No exporter in use writes
+  // those opsets.
+  Status CheckRecurrentOpset() const {
+    int64_t version = 0;
+    for (const auto& opset : model_.opset_import()) {
+      if (opset.domain().empty() || opset.domain() == "ai.onnx") {
+        version = std::max<int64_t>(version, opset.version());
+      }
+    }
+    // Below 1 libonnx has no schema for them, so it infers nothing.
+    if (version < 1 || version >= 7) return Status::Ok();
+    for (int i = 0; i < graph().node_size(); ++i) {
+      const NodeProto& node = graph().node(i);
+      const std::string& type = node.op_type();
+      if ((type == "LSTM" || type == "GRU" || type == "RNN") &&
+          (node.domain().empty() || node.domain() == "ai.onnx")) {
+        return Error(Describe(node, i) + ": " + type + " of opset " +
+                     std::to_string(version) +
+                     " is not supported (opset 7 or newer is; re-export "
+                     "with a newer opset_version)");
+      }
+    }
     return Status::Ok();
   }
 
@@ -160,6 +202,7 @@ class Importer {
   }
 
   void FindConsumers() {
+    consumers_.clear();
     for (int i = 0; i < graph().node_size(); ++i) {
       const NodeProto& node = graph().node(i);
       for (int k = 0; k < node.input_size(); ++k) {
@@ -292,6 +335,7 @@ class Importer {
       weights_.push_back(t.name());
       weight_set_.insert(t.name());
     }
+    initial_folded_ = folded_;
     for (const auto& t : graph().sparse_initializer()) {
       weights_.push_back(t.values().name());
       weight_set_.insert(t.values().name());
@@ -302,17 +346,37 @@ class Importer {
           !consumers_.count(name)) {
         continue;
       }
-      bool weight = HasParameterName(name);
-      for (const auto& [node, slot] : consumers_[name]) {
-        weight = weight || IsParameterSlot(graph().node(node).op_type(), slot);
-      }
-      if (weight) {
+      if (HasParameterName(name) || ReachesParameterSlot(name)) {
         weights_.push_back(name);
         weight_set_.insert(name);
       } else {
         data_inputs_.push_back(name);
       }
     }
+  }
+
+  // Whether `tensor` is consumed as a parameter operand, directly or
+  // through a chain of nodes that only rearrange it (PyTorch slices,
+  // concatenates and unsqueezes an nn.LSTM's weight_ih_l0 into the LSTM
+  // node's W).
+  bool ReachesParameterSlot(const std::string& tensor) const {
+    std::vector<std::string> pending = {tensor};
+    std::unordered_set<std::string> seen = {tensor};
+    while (!pending.empty()) {
+      const std::string name = std::move(pending.back());
+      pending.pop_back();
+      auto it = consumers_.find(name);
+      if (it == consumers_.end()) continue;
+      for (const auto& [index, slot] : it->second) {
+        const NodeProto& node = graph().node(index);
+        if (IsParameterSlot(node.op_type(), slot)) return true;
+        if (!IsShapeOnlyPath(node.op_type(), slot)) continue;
+        for (const std::string& out : node.output()) {
+          if (!out.empty() && seen.insert(out).second) pending.push_back(out);
+        }
+      }
+    }
+    return false;
   }
 
   // Weight values are never needed (constants keep theirs: shape inference
@@ -389,6 +453,11 @@ class Importer {
   Status SetBatch() {
     std::set<std::string> symbols;
     bool numeric_change = false;
+    DPLACE_RETURN_IF_ERROR(FindExportBatch());
+    if (export_batch_ > 0 && options_.batch > 0 &&
+        export_batch_ != options_.batch) {
+      DPLACE_RETURN_IF_ERROR(PlanFixedBatchChange());
+    }
     for (const std::string& name : data_inputs_) {
       ::onnx::TensorShapeProto* shape = DataInputShape(name);
       if (!shape) continue;  // Reported when its op is built.
@@ -438,6 +507,138 @@ class Importer {
     for (ValueInfoProto& v : *g->mutable_input()) substitute(v);
     for (ValueInfoProto& v : *g->mutable_value_info()) substitute(v);
     for (ValueInfoProto& v : *g->mutable_output()) substitute(v);
+    return Status::Ok();
+  }
+
+  // The batch the model was exported at: the first dim of its data inputs
+  // where it is a number (0 when every one is symbolic). With --batch they
+  // must agree, or the first dim is no batch.
+  Status FindExportBatch() {
+    std::string first;
+    for (const std::string& name : data_inputs_) {
+      const ::onnx::TensorShapeProto* shape = DataInputShape(name);
+      if (!shape || shape->dim_size() == 0 || !shape->dim(0).has_dim_value()) {
+        continue;
+      }
+      const int64_t batch = shape->dim(0).dim_value();
+      if (batch <= 0) continue;  // An empty input: no batch to follow.
+      if (export_batch_ == 0) {
+        export_batch_ = batch;
+        first = name;
+      } else if (batch != export_batch_ && options_.batch > 0) {
+        return Error("--batch " + std::to_string(options_.batch) +
+                     ": data inputs '" + first + "' and '" + name +
+                     "' have first dims " + std::to_string(export_batch_) +
+                     " and " + std::to_string(batch) +
+                     ", so the first dim is no batch they share (is one of "
+                     "them a parameter or buffer not named as one?); " +
+                     onnx_internal::kBatchFix);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // A model exported at a fixed batch: shapes are inferred at that batch,
+  // the batch is followed through the graph (batch_change.h), and the
+  // constants baked at it are rescaled; CheckBatchChange then checks every
+  // shape at the new batch against the plan.
+  Status PlanFixedBatchChange() {
+    DPLACE_RETURN_IF_ERROR(InferShapesAndFold());
+    for (int i = 0; i < graph().node_size(); ++i) {
+      for (const std::string& out : graph().node(i).output()) {
+        if (std::optional<std::vector<int64_t>> shape = StaticShape(out)) {
+          export_shapes_[out] = std::move(*shape);
+        }
+      }
+    }
+    for (const std::string& name : weights_) {
+      if (StatusOr<TensorInfo> info = WeightInfo(name); info.ok()) {
+        export_shapes_[name] = info->shape;
+      }
+    }
+    const std::unordered_map<std::string, ConstTensor> values = folded_;
+    onnx_internal::ExportView view;
+    view.shape = [this](const std::string& name) {
+      auto it = export_shapes_.find(name);
+      if (it != export_shapes_.end()) return std::optional(it->second);
+      return DeclaredDims(name);
+    };
+    view.value = [&values](const std::string& name) -> const ConstTensor* {
+      auto it = values.find(name);
+      return it == values.end() ? nullptr : &it->second;
+    };
+    StatusOr<onnx_internal::BatchChangePlan> plan =
+        onnx_internal::PlanBatchChange(graph(), data_inputs_, export_batch_,
+                                       options_.batch, view);
+    if (!plan.ok()) return Error(plan.status().message());
+    folded_ = initial_folded_;
+    for (const onnx_internal::ShapeOverride& o : plan->overrides) {
+      NodeProto* node = model_.mutable_graph()->mutable_node(o.node);
+      const std::string name = node->output(0) + "/batch_" +
+                               std::to_string(options_.batch) + "_" +
+                               std::to_string(o.input);
+      node->set_input(o.input, name);
+      folded_[name] = o.value;
+    }
+    for (const onnx_internal::ConstantResize& r : plan->resizes) {
+      NodeProto* node = model_.mutable_graph()->mutable_node(r.node);
+      for (AttributeProto& a : *node->mutable_attribute()) {
+        if (a.name() == "value") {
+          onnx_internal::ResizeFilledTensor(a.mutable_t(), r.axis,
+                                            export_batch_, options_.batch);
+        }
+      }
+    }
+    folded_nodes_.clear();
+    completed_.clear();
+    batch_axis_ = std::move(plan->batch_axis);
+    batch_changed_ = true;
+    FindConsumers();
+    return Status::Ok();
+  }
+
+  // After a fixed batch changed: every shape is its export shape with the
+  // batch dim scaled, and no parameter changed.
+  Status CheckBatchChange() const {
+    if (!batch_changed_) return Status::Ok();
+    const int64_t from = export_batch_, to = options_.batch;
+    for (const std::string& name : weights_) {
+      auto before = export_shapes_.find(name);
+      StatusOr<TensorInfo> info = WeightInfo(name);
+      if (before != export_shapes_.end() && info.ok() &&
+          info->shape != before->second) {
+        return Error("parameter '" + name + "' is " +
+                     DescribeShape(info->shape, info->dtype) + " at batch " +
+                     std::to_string(to) + " but " +
+                     DescribeShape(before->second, info->dtype) +
+                     " at the export batch " + std::to_string(from) +
+                     ": a parameter's shape cannot depend on the batch");
+      }
+    }
+    for (int i = 0; i < graph().node_size(); ++i) {
+      if (folded_nodes_.count(i)) continue;
+      const NodeProto& node = graph().node(i);
+      for (const std::string& out : node.output()) {
+        auto before = export_shapes_.find(out);
+        if (out.empty() || before == export_shapes_.end()) continue;
+        std::vector<int64_t> expected = before->second;
+        auto axis = batch_axis_.find(out);
+        if (axis != batch_axis_.end() &&
+            axis->second < static_cast<int>(expected.size())) {
+          int64_t& d = expected[axis->second];
+          d = d % from == 0 ? d / from * to : -1;
+        }
+        const std::optional<std::vector<int64_t>> now = StaticShape(out);
+        if (now && *now == expected) continue;
+        return Error(Describe(node, i) + ": output '" + out + "' is " +
+                     (now ? ShapeText(*now) : std::string("of unknown shape")) +
+                     " at batch " + std::to_string(to) + " where its shape " +
+                     ShapeText(before->second) + " at the export batch " +
+                     std::to_string(from) + " says " + ShapeText(expected) +
+                     ": a constant baked at the export batch feeds it; " +
+                     onnx_internal::kBatchFix);
+      }
+    }
     return Status::Ok();
   }
 
@@ -851,6 +1052,84 @@ class Importer {
     return Status::Ok();
   }
 
+  // Up to three names, quoted, and how many more.
+  static std::string Examples(const std::vector<std::string>& names) {
+    std::string text;
+    for (size_t i = 0; i < names.size() && i < 3; ++i) {
+      text += (i ? ", " : "") + ("'" + names[i] + "'");
+    }
+    if (names.size() > 3) {
+      text += " and " + std::to_string(names.size() - 3) + " more";
+    }
+    return text;
+  }
+
+  // An eval-mode export folds each BatchNorm into the conv before it: the
+  // graph has no BatchNormalization, and the convs' weights are new tensors
+  // the exporter names itself ("onnx::Conv_25"), not the model's. A
+  // training step would run BatchNorm (and its gradient) on every conv.
+  // Also an eval-mode export without folding: BatchNormalization in
+  // inference mode (opset 14 and newer say which).
+  void WarnAboutFoldedBatchNorm() {
+    std::vector<std::string> folded;
+    int batch_norms = 0, inference_mode = 0;
+    for (const NodeProto& node : graph().node()) {
+      if (node.op_type() == "BatchNormalization") {
+        ++batch_norms;
+        inference_mode += FindAttribute(node, "training_mode") &&
+                          IntAttribute(node, "training_mode", 0) == 0;
+      }
+      if (node.op_type() != "Conv" || node.input_size() < 2) continue;
+      const std::string& w = node.input(1);
+      if (weight_set_.count(w) && w.rfind("onnx::", 0) == 0) {
+        folded.push_back(w);
+      }
+    }
+    if (batch_norms == 0 && !folded.empty()) {
+      warnings_.push_back(
+          source_ +
+          ": looks like an eval-mode export: " + std::to_string(folded.size()) +
+          " Conv weight" + (folded.size() == 1 ? " is" : "s are") +
+          " the exporter's own tensors (" + Examples(folded) +
+          ") and the graph has no BatchNormalization, so BatchNorm was "
+          "folded into the convolutions; the training graph lacks its ops, "
+          "gradients and parameters. Re-export in training mode "
+          "(training=torch.onnx.TrainingMode.TRAINING)");
+    } else if (batch_norms > 0 && inference_mode == batch_norms) {
+      warnings_.push_back(
+          source_ + ": looks like an eval-mode export: every " +
+          "BatchNormalization runs in inference mode (training_mode 0), "
+          "with running statistics instead of the batch's; re-export in "
+          "training mode (training=torch.onnx.TrainingMode.TRAINING)");
+    }
+  }
+
+  // An exporter keeps one of several parameters with equal values (layers
+  // deep-copied and never trained, zero biases) and feeds the others
+  // through Identity nodes named after them: the training graph then has
+  // one parameter, one gradient and one update where the model has
+  // several.
+  void WarnAboutAliasedParameters() {
+    std::vector<std::string> aliases;
+    for (const NodeProto& node : graph().node()) {
+      if (node.op_type() != "Identity" || node.input_size() != 1 ||
+          node.output_size() != 1 || !weight_set_.count(node.input(0)) ||
+          !HasParameterName(node.output(0))) {
+        continue;
+      }
+      aliases.push_back(node.output(0) + "' = '" + node.input(0));
+    }
+    if (aliases.empty()) return;
+    warnings_.push_back(
+        source_ + ": " + std::to_string(aliases.size()) + " parameter" +
+        (aliases.size() == 1 ? " is an alias" : "s are aliases") +
+        " of another through Identity (" + Examples(aliases) +
+        "): the exporter merged parameters with equal values, so they share "
+        "one gradient and one update and their bytes count once. Re-export "
+        "in training mode from a model whose parameters differ (trained, or "
+        "each initialised randomly)");
+  }
+
   void WarnAboutUncostedOps() {
     if (uncosted_.empty()) return;
     int total = 0;
@@ -883,7 +1162,16 @@ class Importer {
   std::unordered_set<std::string> functions_;  // "domain:name".
   std::unordered_map<std::string, const ValueInfoProto*> types_;
   std::unordered_map<std::string, ConstTensor> folded_;  // By tensor name.
-  std::unordered_set<int> folded_nodes_;                 // Node indices.
+  // The integer initializers folded before any node is.
+  std::unordered_map<std::string, ConstTensor> initial_folded_;
+  // The first dim of the data inputs in the file; 0 when symbolic.
+  int64_t export_batch_ = 0;
+  // A fixed batch changed: the shapes at the export batch and the axis of
+  // each tensor that holds the batch.
+  bool batch_changed_ = false;
+  std::unordered_map<std::string, std::vector<int64_t>> export_shapes_;
+  std::unordered_map<std::string, int> batch_axis_;
+  std::unordered_set<int> folded_nodes_;       // Node indices.
   std::unordered_set<std::string> completed_;  // Shapes CompleteShapes set.
   std::vector<OpId> node_ops_;                 // Per node; -1 when folded.
   std::unordered_map<std::string, Producer> producers_;

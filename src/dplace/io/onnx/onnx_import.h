@@ -24,10 +24,13 @@
 //   as a parameter operand (Conv and ConvTranspose W and B; Gemm B and C;
 //   BatchNormalization, InstanceNormalization, LayerNormalization and
 //   GroupNormalization scale, bias, mean and variance; LSTM, GRU and RNN W,
-//   R and B; PRelu slope), or (b) are named like a framework parameter (a
-//   dotted path whose last part ends in "weight" or "bias", or is
-//   "running_mean", "running_var" or "num_batches_tracked", as
-//   PyTorch's state_dict names them). Every other graph input is data: a
+//   R and B; PRelu slope), directly or through nodes that only rearrange
+//   them (Slice, Concat, Unsqueeze, Reshape, Transpose, ...: how PyTorch
+//   feeds an nn.LSTM's weights to the LSTM node), or (b) are named like a
+//   state_dict entry (a dotted path whose last part is an identifier:
+//   "layer1.0.conv1.weight", "enc.weight_ih_l0", "blocks.0.attn.mask").
+//   A buffer that reaches no loss through differentiable ops (a causal
+//   mask) gets no gradient and no update. Every other graph input is data: a
 //   source op of type "IteratorGetNext" named after the input. Graph inputs
 //   no node consumes are left out.
 // - Shape arithmetic is folded away: small tensors whose value is known at
@@ -61,14 +64,21 @@ namespace dplace {
 struct OnnxImportOptions {
   // Batch size: the first dim of every data input. 0 keeps the model's;
   // > 0 overrides it (required when the model's is symbolic, e.g. an export
-  // with dynamic_axes). Default: 0.
+  // with dynamic_axes). A model exported at a fixed batch has it baked into
+  // constants (Reshape and Expand targets, zero initial states): those are
+  // rescaled where the batch can be followed to them with certainty
+  // (batch_change.h), and every shape is then checked to be its export
+  // shape with the batch dim scaled; otherwise the import fails naming the
+  // node. Data inputs must share their first dim. Default: 0.
   int64_t batch = 0;
 };
 
 struct OnnxImport {
   Graph forward;  // Every op in Phase::kForward.
   // One line each, for the user: operators imported without FLOPs, an opset
-  // newer than libonnx knows, model-local functions not expanded.
+  // newer than libonnx knows, model-local functions not expanded, an
+  // eval-mode export (BatchNorm folded into the convs, or run in inference
+  // mode), parameters the exporter aliased through Identity.
   std::vector<std::string> warnings;
 };
 

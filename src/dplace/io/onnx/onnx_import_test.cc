@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,240 @@ TEST(OnnxImportTest, EveryFixtureImportsAndExpandsForTraining) {
     EXPECT_EQ(BytesOfType(*training, "ApplyAdam"),
               2 * f.parameter_elements * 4);
     EXPECT_NEAR(training->total_flops() / ForwardFlops(g), 3.0, 0.45);
+  }
+}
+
+// What PyTorch said of a fixture when tools/export_onnx.py exported it.
+struct ExportFacts {
+  int64_t export_batch = 0;
+  int parameters = 0;
+  int64_t parameter_bytes = 0;
+};
+
+ExportFacts FactsOf(const std::string& stem) {
+  StatusOr<std::string> text = ReadTextFile(kFixtures + stem + ".json");
+  EXPECT_TRUE(text.ok()) << text.status().message();
+  if (!text.ok()) std::abort();
+  const nlohmann::json j = nlohmann::json::parse(*text);
+  return {j.at("export_batch").get<int64_t>(), j.at("parameters").get<int>(),
+          j.at("parameter_bytes").get<int64_t>()};
+}
+
+// The update ops of a training graph: one "Apply<Optimizer>" (or
+// "SparseApply<Optimizer>" for an embedding) per trained parameter.
+int UpdateOpsApplied(const Graph& g) {
+  int count = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    const std::string& type = g.op_type(op);
+    count += g.phase(op) == Phase::kUpdate &&
+             (type.rfind("Apply", 0) == 0 || type.rfind("SparseApply", 0) == 0);
+  }
+  return count;
+}
+
+// PyTorch's nn.LSTM weights reach the ONNX LSTM node through Slice, Concat
+// and Unsqueeze: they are parameters all the same, with their own bytes,
+// gradient and update.
+TEST(OnnxImportTest, LstmWeightsBehindShapeOpsAreParameters) {
+  const ExportFacts facts = FactsOf("lstm_seq2seq");
+  const OnnxImport imported = ImportFixture("lstm_seq2seq.onnx");
+  const Graph& g = imported.forward;
+  EXPECT_EQ(TypeCounts(g)["VariableV2"], facts.parameters);
+  EXPECT_EQ(BytesOfType(g, "VariableV2"), facts.parameter_bytes);
+  const std::optional<OpId> w = g.FindOp("enc.weight_ih_l0");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_THAT(g.tensor(g.output(*w, 0)).shape, ElementsAre(1024, 128));
+  StatusOr<Graph> training = ExpandForTraining(g);
+  ASSERT_TRUE(training.ok()) << training.status().message();
+  EXPECT_EQ(UpdateOpsApplied(*training), facts.parameters);
+  EXPECT_TRUE(training->FindOp("enc.weight_hh_l3/ApplyGradientDescent"));
+}
+
+// GPT-2's LM head shares the token embedding: one parameter, one update,
+// its gradient summed from both uses. The causal masks are buffers: they
+// take memory but get no update.
+TEST(OnnxImportTest, Gpt2TiedEmbeddingIsOneParameter) {
+  const ExportFacts facts = FactsOf("gpt2_decoder");
+  const OnnxImport imported = ImportFixture("gpt2_decoder.onnx");
+  const int64_t mask_bytes = 2 * 32 * 32 * 4;
+  EXPECT_EQ(BytesOfType(imported.forward, "VariableV2"),
+            facts.parameter_bytes + mask_bytes);
+  StatusOr<Graph> training = ExpandForTraining(imported.forward);
+  ASSERT_TRUE(training.ok()) << training.status().message();
+  EXPECT_EQ(UpdateOpsApplied(*training), facts.parameters);
+  EXPECT_TRUE(training->FindOp("gradients/wte.weight/AddN_0"));
+  EXPECT_FALSE(training->FindOp("blocks.0.attn.mask/ApplyGradientDescent"));
+}
+
+// A bias's gradient is a sum of the output gradient over every axis but
+// the channel: one add per output element, not a filter gradient.
+TEST(OnnxImportTest, BiasedConvBiasGradientIsAReduction) {
+  const OnnxImport imported = ImportFixture("small_cnn_eval.onnx");
+  StatusOr<Graph> training = ExpandForTraining(imported.forward);
+  ASSERT_TRUE(training.ok()) << training.status().message();
+  const Graph& g = *training;
+  const std::optional<OpId> conv = g.FindOp("features/features.0/Conv");
+  ASSERT_TRUE(conv.has_value());
+  const std::optional<OpId> bias_grad =
+      g.FindOp("gradients/features/features.0/Conv_grad/BiasGrad");
+  ASSERT_TRUE(bias_grad.has_value());
+  const TensorInfo& out = g.tensor(g.output(*conv, 0));
+  int64_t out_elements = 1;
+  for (int64_t d : out.shape) out_elements *= d;
+  EXPECT_GT(g.flops(*bias_grad), 0);
+  EXPECT_LE(g.flops(*bias_grad), out_elements);
+  // The input and filter gradients each cost the forward's products.
+  const double products = g.flops(*conv) - out_elements;
+  EXPECT_DOUBLE_EQ(
+      g.flops(*g.FindOp(
+          "gradients/features/features.3/Conv_grad/ConvBackpropInput")),
+      g.flops(*g.FindOp("features/features.3/Conv")) -
+          g.tensor(g.output(*g.FindOp("features/features.3/Conv"), 0)).bytes /
+              4);
+  EXPECT_DOUBLE_EQ(
+      g.flops(*g.FindOp(
+          "gradients/features/features.0/Conv_grad/ConvBackpropFilter")),
+      products);
+}
+
+// A CNN's training step is about three forward passes: the input and the
+// filter gradients of each conv, the cheaper normalization and activation
+// gradients, the update.
+TEST(OnnxImportTest, ResNet18TrainingFlopsAreThreeTimesForward) {
+  const OnnxImport imported = ImportFixture("resnet18.onnx");
+  StatusOr<Graph> training = ExpandForTraining(imported.forward);
+  ASSERT_TRUE(training.ok()) << training.status().message();
+  const double ratio = training->total_flops() / ForwardFlops(imported.forward);
+  EXPECT_GE(ratio, 2.8);
+  EXPECT_LE(ratio, 3.2);
+}
+
+// Each fixture exported at a fixed batch imports at twice and half that
+// batch: the baked shape constants (attention's reshapes, the LSTM's zero
+// initial states) are rescaled, parameters are untouched, and every op
+// whose output holds the batch costs exactly the ratio more or less.
+TEST(OnnxImportTest, FixedBatchFixturesImportAtOtherBatches) {
+  for (const std::string stem :
+       {"lstm_seq2seq", "gpt2_decoder", "transformer_encoder_b8"}) {
+    SCOPED_TRACE(stem);
+    const ExportFacts facts = FactsOf(stem);
+    const OnnxImport base = ImportFixture(stem + ".onnx");
+    for (const int64_t batch :
+         {2 * facts.export_batch, facts.export_batch / 2}) {
+      SCOPED_TRACE(batch);
+      const double ratio = static_cast<double>(batch) / facts.export_batch;
+      const OnnxImport scaled = ImportFixture(stem + ".onnx", batch);
+      const Graph& a = base.forward;
+      const Graph& b = scaled.forward;
+      EXPECT_EQ(BytesOfType(b, "VariableV2"), BytesOfType(a, "VariableV2"));
+      ASSERT_EQ(a.num_ops(), b.num_ops());
+      int scaled_ops = 0;
+      for (OpId op = 0; op < a.num_ops(); ++op) {
+        const std::optional<OpId> other = b.FindOp(a.op_name(op));
+        ASSERT_TRUE(other.has_value()) << a.op_name(op);
+        bool holds_batch = false;
+        for (int k = 0; k < a.num_outputs(op); ++k) {
+          holds_batch = holds_batch || a.tensor(a.output(op, k)).shape !=
+                                           b.tensor(b.output(*other, k)).shape;
+        }
+        scaled_ops += holds_batch;
+        EXPECT_DOUBLE_EQ(b.flops(*other),
+                         a.flops(op) * (holds_batch ? ratio : 1.0))
+            << a.op_name(op);
+        if (a.op_type(op) == "VariableV2") {
+          EXPECT_FALSE(holds_batch) << a.op_name(op);
+        }
+      }
+      EXPECT_GT(scaled_ops, 0);
+      EXPECT_NEAR(ForwardFlops(b) / ForwardFlops(a), ratio, 1e-4 * ratio);
+    }
+  }
+}
+
+// The same encoder exported at a fixed batch of 2 and with a dynamic batch
+// axis: imported at another batch, the rescaled export costs exactly what
+// the dynamic one does, forward and training step.
+TEST(OnnxImportTest, FixedBatchExportCostsWhatTheDynamicExportDoes) {
+  for (const int64_t batch : {1, 8}) {
+    SCOPED_TRACE(batch);
+    const OnnxImport fixed =
+        ImportFixture("transformer_encoder_b2.onnx", batch);
+    const OnnxImport dynamic = ImportFixture("transformer_encoder.onnx", batch);
+    EXPECT_EQ(BytesOfType(fixed.forward, "VariableV2"),
+              BytesOfType(dynamic.forward, "VariableV2"));
+    EXPECT_DOUBLE_EQ(ForwardFlops(fixed.forward),
+                     ForwardFlops(dynamic.forward));
+    StatusOr<Graph> a = ExpandForTraining(fixed.forward);
+    StatusOr<Graph> b = ExpandForTraining(dynamic.forward);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_DOUBLE_EQ(a->total_flops(), b->total_flops());
+  }
+}
+
+// view(2, -1) of an [8, 4] batch mixes the batch into the features: no
+// other batch follows from the export, so --batch is refused, naming the
+// node and the fix.
+TEST(OnnxImportTest, BatchMixedIntoALiteralShapeIsRefused) {
+  OnnxImportOptions options;
+  options.batch = 16;
+  StatusOr<OnnxImport> imported =
+      ImportOnnxFile(kFixtures + "batch_mixing.onnx", options);
+  ASSERT_FALSE(imported.ok());
+  EXPECT_THAT(
+      imported.status().message(),
+      AllOf(HasSubstr("batch_mixing.onnx"), HasSubstr("'/Reshape'"),
+            HasSubstr("dynamic batch axis"), HasSubstr("omit --batch")));
+  // At its own batch it imports.
+  EXPECT_TRUE(ImportOnnxFile(kFixtures + "batch_mixing.onnx").ok());
+}
+
+// An eval-mode export with BatchNorm folded into the convs, and one whose
+// equal parameters the exporter aliased through Identity, each get one
+// warning and still import; the training-mode fixtures get none.
+TEST(OnnxImportTest, ExportsThatCannotBeTrainingGraphsWarn) {
+  const OnnxImport eval = ImportFixture("small_cnn_eval.onnx");
+  ASSERT_EQ(eval.warnings.size(), 1u);
+  EXPECT_THAT(eval.warnings[0],
+              AllOf(HasSubstr("small_cnn_eval.onnx"), HasSubstr("eval-mode"),
+                    HasSubstr("'onnx::Conv_25'"), HasSubstr("training mode")));
+  const OnnxImport aliased = ImportFixture("aliased_mlp.onnx");
+  ASSERT_EQ(aliased.warnings.size(), 1u);
+  EXPECT_THAT(aliased.warnings[0], AllOf(HasSubstr("8 parameters are aliases"),
+                                         HasSubstr("'2.1.bias' = '0.1.bias'"),
+                                         HasSubstr("Identity")));
+  for (const auto& [file, batch] : std::vector<std::pair<std::string, int>>{
+           {"resnet18.onnx", 0},
+           {"resnet50.onnx", 0},
+           {"inception_v3.onnx", 0},
+           {"transformer_encoder.onnx", 2},
+           {"lstm_seq2seq.onnx", 0},
+           {"gpt2_decoder.onnx", 0},
+           {"transformer_encoder_b8.onnx", 0},
+           {"transformer_encoder_b2.onnx", 0},
+           {"batch_mixing.onnx", 0}}) {
+    SCOPED_TRACE(file);
+    EXPECT_THAT(ImportFixture(file, batch).warnings, ::testing::IsEmpty());
+  }
+}
+
+// Every operator PyTorch put in the fixtures has a cost formula.
+TEST(OnnxImportTest, FixtureOperatorsAreAllCosted) {
+  for (const auto& [file, batch] : std::vector<std::pair<std::string, int>>{
+           {"resnet18.onnx", 0},
+           {"resnet50.onnx", 0},
+           {"inception_v3.onnx", 0},
+           {"transformer_encoder.onnx", 2},
+           {"lstm_seq2seq.onnx", 0},
+           {"gpt2_decoder.onnx", 0},
+           {"transformer_encoder_b8.onnx", 0},
+           {"small_cnn_eval.onnx", 0},
+           {"aliased_mlp.onnx", 0},
+           {"batch_mixing.onnx", 0}}) {
+    SCOPED_TRACE(file);
+    const OnnxImport imported = ImportFixture(file, batch);
+    for (const std::string& w : imported.warnings) {
+      EXPECT_THAT(w, Not(HasSubstr("without a cost formula")));
+    }
   }
 }
 
@@ -615,6 +850,94 @@ TEST(OnnxImportTest, DanglingInputIsAnError) {
   EXPECT_THAT(imported.status().message(),
               AllOf(HasSubstr("test.onnx: node '/act' (Relu)"),
                     HasSubstr("input 'nowhere' is produced by no node")));
+}
+
+// Each operator's gradient as frameworks run it, by formula: a grouped
+// (depthwise) conv's input and filter gradients cost its forward products
+// and its bias gradient one add per output element; Gemm likewise; layer
+// normalization 8 per element for the input, 2 and 1 for scale and bias;
+// softmax 4 per element; erf (GELU's exact form) 5; each Einsum operand a
+// contraction of the forward's size.
+TEST(OnnxImportTest, GradientCostsByFormula) {
+  Model m;
+  m.Input("x", {2, 8, 6, 6})
+      .Input("dw.weight", {8, 1, 3, 3})
+      .Input("dw.bias", {8})
+      .Input("ln.weight", {36})
+      .Input("ln.bias", {36})
+      .Input("fc.weight", {4, 288})
+      .Input("fc.bias", {4})
+      .Input("e.weight", {4, 4});
+  onnx::NodeProto& conv =
+      m.Node("Conv", {"x", "dw.weight", "dw.bias"}, {"c"}, "/dw/Conv");
+  SetInt(conv, "group", 8);
+  SetInts(conv, "pads", {1, 1, 1, 1});
+  m.Initializer("flat", {3}, onnx::TensorProto::INT64, {2, 8, 36});
+  m.Node("Reshape", {"c", "flat"}, {"r"}, "/Reshape");
+  SetInt(m.Node("LayerNormalization", {"r", "ln.weight", "ln.bias"}, {"n"},
+                "/ln/LayerNormalization"),
+         "axis", -1);
+  m.Node("Erf", {"n"}, {"g"}, "/Erf");
+  SetInt(m.Node("Softmax", {"g"}, {"s"}, "/Softmax"), "axis", -1);
+  m.Initializer("rows", {2}, onnx::TensorProto::INT64, {2, 288});
+  m.Node("Reshape", {"s", "rows"}, {"f"}, "/Reshape_1");
+  SetInt(m.Node("Gemm", {"f", "fc.weight", "fc.bias"}, {"y"}, "/fc/Gemm"),
+         "transB", 1);
+  SetString(m.Node("Einsum", {"y", "e.weight"}, {"z"}, "/Einsum"), "equation",
+            "bi,ij->bj");
+  m.Output("z");
+  StatusOr<OnnxImport> imported = m.Import();
+  ASSERT_TRUE(imported.ok()) << imported.status().message();
+  StatusOr<Graph> training = ExpandForTraining(imported->forward);
+  ASSERT_TRUE(training.ok()) << training.status().message();
+  const Graph& g = *training;
+  const auto flops = [&](const std::string& op) {
+    const std::optional<OpId> id = g.FindOp(op);
+    EXPECT_TRUE(id.has_value()) << op;
+    return id ? g.flops(*id) : -1.0;
+  };
+  // Depthwise: each of the 2*8*6*6 outputs is a 3x3 dot product.
+  const double conv_out = 2 * 8 * 6 * 6;
+  EXPECT_DOUBLE_EQ(flops("dw/Conv"), 2 * conv_out * 9 + conv_out);
+  EXPECT_DOUBLE_EQ(flops("gradients/dw/Conv_grad/ConvBackpropFilter"),
+                   2 * conv_out * 9);
+  EXPECT_DOUBLE_EQ(flops("gradients/dw/Conv_grad/BiasGrad"), conv_out);
+  // Typed as the dense kernels the cost model runs at dense efficiency.
+  EXPECT_EQ(g.op_type(*g.FindOp("gradients/dw/Conv_grad/ConvBackpropFilter")),
+            "Conv2DBackpropFilter");
+  const double n = 2 * 8 * 36;
+  EXPECT_DOUBLE_EQ(
+      flops("gradients/ln/LayerNormalization_grad/LayerNormalizationGrad"),
+      8 * n);
+  EXPECT_DOUBLE_EQ(flops("gradients/ln/LayerNormalization_grad/ScaleGrad"),
+                   2 * n);
+  EXPECT_DOUBLE_EQ(flops("gradients/ln/LayerNormalization_grad/BiasGrad"), n);
+  EXPECT_DOUBLE_EQ(flops("gradients/Erf_grad/ErfGrad"), 5 * n);
+  double softmax = 0;
+  for (const char* op : {"mul", "Sum", "sub", "mul_1"}) {
+    softmax += flops(std::string("gradients/Softmax_grad/") + op);
+  }
+  EXPECT_DOUBLE_EQ(softmax, 4 * n);
+  EXPECT_DOUBLE_EQ(flops("gradients/fc/Gemm_grad/MatMul"), 2.0 * 2 * 4 * 288);
+  EXPECT_DOUBLE_EQ(flops("gradients/fc/Gemm_grad/MatMul_1"), 2.0 * 2 * 4 * 288);
+  EXPECT_DOUBLE_EQ(flops("gradients/fc/Gemm_grad/BiasGrad"), 2 * 4);
+  EXPECT_DOUBLE_EQ(flops("gradients/Einsum_grad/Einsum"), flops("Einsum"));
+  EXPECT_DOUBLE_EQ(flops("gradients/Einsum_grad/Einsum_1"), flops("Einsum"));
+}
+
+// Data inputs whose first dims differ share no batch: --batch is refused
+// rather than reshaping one of them into nonsense.
+TEST(OnnxImportTest, DataInputsWithoutACommonBatchAreRefused) {
+  Model m;
+  m.Input("x", {8, 4}).Input("y", {4, 4});
+  m.Node("MatMul", {"x", "y"}, {"z"});
+  m.Output("z");
+  EXPECT_TRUE(m.Import().ok());
+  StatusOr<OnnxImport> imported = m.Import(16);
+  ASSERT_FALSE(imported.ok());
+  EXPECT_THAT(imported.status().message(),
+              AllOf(HasSubstr("'x'"), HasSubstr("'y'"), HasSubstr("8"),
+                    HasSubstr("omit --batch")));
 }
 
 }  // namespace

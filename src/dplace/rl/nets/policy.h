@@ -121,7 +121,7 @@ class Seq2SeqPolicyImpl : public PlacementPolicyImpl {
   struct Encoded {
     torch::Tensor states;  // [G, H], in reading order.
     torch::Tensor keys;    // [G, H]: states projected for attention.
-    torch::Tensor h, c;    // [1, 1, H]: the encoder's final state.
+    torch::Tensor h, c;    // [1, H]: the encoder's final state.
   };
   Encoded Encode();
   // Logits [k, n, D] of decoder outputs `decoded` [k, n, H] at reading

@@ -95,11 +95,10 @@ class LstmRecurrenceFunction
     for (int64_t t = 0; t < steps; ++t) {
       torch::Tensor g = gates[t];
       at::addmm_out(g, x_gates[t], h, w_t);
-      PointwiseForward(batch, hidden, g.data_ptr<float>(),
-                       cells[t].data_ptr<float>(),
-                       cells[t + 1].data_ptr<float>(),
-                       tanh_c[t].data_ptr<float>(),
-                       outputs[t].data_ptr<float>());
+      PointwiseForward(
+          batch, hidden, g.data_ptr<float>(), cells[t].data_ptr<float>(),
+          cells[t + 1].data_ptr<float>(), tanh_c[t].data_ptr<float>(),
+          outputs[t].data_ptr<float>());
       h = outputs[t];
     }
     ctx->save_for_backward({gates, cells, tanh_c, outputs, h0, w_hh});
@@ -111,8 +110,8 @@ class LstmRecurrenceFunction
       torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &gates = saved[0], &cells = saved[1],
-                        &tanh_c = saved[2], &outputs = saved[3],
-                        &h0 = saved[4], &w_hh = saved[5];
+                        &tanh_c = saved[2], &outputs = saved[3], &h0 = saved[4],
+                        &w_hh = saved[5];
     const int64_t steps = gates.size(0), batch = gates.size(1),
                   hidden = w_hh.size(1);
     const torch::Tensor d_outputs =
@@ -126,16 +125,17 @@ class LstmRecurrenceFunction
       if (d_outputs.defined()) dh.add_(d_outputs[t]);
       torch::Tensor dg = d_gates[t];
       PointwiseBackward(batch, hidden, gates[t].data_ptr<float>(),
-                        cells[t].data_ptr<float>(),
-                        tanh_c[t].data_ptr<float>(), dh.data_ptr<float>(),
-                        dc.data_ptr<float>(), dg.data_ptr<float>());
+                        cells[t].data_ptr<float>(), tanh_c[t].data_ptr<float>(),
+                        dh.data_ptr<float>(), dc.data_ptr<float>(),
+                        dg.data_ptr<float>());
       at::mm_out(dh, dg, w_hh);  // Gradient of h_{t-1}.
     }
     const torch::Tensor h_before =
         torch::cat({h0.unsqueeze(0), outputs.slice(0, 0, steps - 1)}, 0);
-    const torch::Tensor d_w_hh = d_gates.view({steps * batch, 4 * hidden})
-                                     .t()
-                                     .mm(h_before.view({steps * batch, hidden}));
+    const torch::Tensor d_w_hh =
+        d_gates.view({steps * batch, 4 * hidden})
+            .t()
+            .mm(h_before.view({steps * batch, hidden}));
     return {d_gates, dh, dc, d_w_hh};
   }
 };
@@ -160,8 +160,7 @@ LstmWeights LayerWeights(torch::nn::LSTM& lstm, bool reverse) {
     }
     return *t;
   };
-  return {get("weight_ih"), get("weight_hh"),
-          get("bias_ih") + get("bias_hh")};
+  return {get("weight_ih"), get("weight_hh"), get("bias_ih") + get("bias_hh")};
 }
 
 LstmWeights CellWeights(torch::nn::LSTMCell& cell) {
@@ -175,8 +174,8 @@ LstmSequence RunLstm(torch::nn::LSTM& lstm, const torch::Tensor& input,
   if (!h0.defined()) h0 = torch::zeros({batch, hidden});
   if (!c0.defined()) c0 = torch::zeros({batch, hidden});
   const torch::Tensor ordered = reverse ? input.flip(0) : input;
-  LstmSequence s = LstmRecurrence(torch::linear(ordered, w.w_ih, w.bias), h0,
-                                  c0, w.w_hh);
+  LstmSequence s =
+      LstmRecurrence(torch::linear(ordered, w.w_ih, w.bias), h0, c0, w.w_hh);
   if (reverse) s.outputs = s.outputs.flip(0);
   return s;
 }

@@ -15,8 +15,8 @@ struct Results {
 };
 
 Results Differentiate(const torch::Tensor& outputs, const torch::Tensor& h,
-                  const torch::Tensor& c,
-                  const std::vector<torch::Tensor>& inputs) {
+                      const torch::Tensor& c,
+                      const std::vector<torch::Tensor>& inputs) {
   // A loss that reads every output and both final states with different
   // weights, so every gradient path is exercised.
   torch::manual_seed(7);
@@ -24,7 +24,7 @@ Results Differentiate(const torch::Tensor& outputs, const torch::Tensor& h,
                              (h * torch::randn(h.sizes())).sum() +
                              (c * torch::randn(c.sizes())).sum();
   Results run{outputs.detach(), h.detach(), c.detach(),
-          torch::autograd::grad({loss}, inputs)};
+              torch::autograd::grad({loss}, inputs)};
   return run;
 }
 
@@ -53,7 +53,7 @@ TEST(LstmTest, MatchesTorchLstmAndItsGradients) {
   auto [out, state] =
       lstm(input, std::make_tuple(h0.unsqueeze(0), c0.unsqueeze(0)));
   const Results expected = Differentiate(out, std::get<0>(state).squeeze(0),
-                                     std::get<1>(state).squeeze(0), inputs);
+                                         std::get<1>(state).squeeze(0), inputs);
   const LstmSequence s = RunLstm(lstm, input, h0, c0);
   ExpectClose(Differentiate(s.outputs, s.h, s.c, inputs), expected);
 }
@@ -70,7 +70,7 @@ TEST(LstmTest, ReverseDirectionMatchesABidirectionalTorchLstm) {
   const torch::Tensor& h = std::get<0>(state);  // [2, B, H].
   const torch::Tensor& c = std::get<1>(state);
   const Results expected = Differentiate(out, torch::cat({h[0], h[1]}, 1),
-                                     torch::cat({c[0], c[1]}, 1), inputs);
+                                         torch::cat({c[0], c[1]}, 1), inputs);
   const LstmSequence forward = RunLstm(lstm, input);
   const LstmSequence backward = RunLstm(lstm, input, {}, {}, /*reverse=*/true);
   ExpectClose(Differentiate(torch::cat({forward.outputs, backward.outputs}, 2),

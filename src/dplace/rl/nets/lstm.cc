@@ -140,7 +140,67 @@ class LstmRecurrenceFunction
   }
 };
 
+class RecurrentProductFunction
+    : public torch::autograd::Function<RecurrentProductFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               torch::Tensor x, torch::Tensor weight,
+                               torch::Tensor inputs, torch::Tensor gradients,
+                               torch::Tensor count, int64_t t) {
+    inputs[t].copy_(x);
+    ctx->save_for_backward({weight});
+    // Shared buffers that every step writes: kept outside the saved
+    // variables, whose version checks they would fail.
+    ctx->saved_data["inputs"] = inputs;
+    ctx->saved_data["gradients"] = gradients;
+    ctx->saved_data["count"] = count;
+    ctx->saved_data["t"] = t;
+    return x.mm(weight.t());
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grads) {
+    const torch::Tensor weight = ctx->get_saved_variables()[0];
+    const torch::Tensor inputs = ctx->saved_data["inputs"].toTensor();
+    const torch::Tensor gradients = ctx->saved_data["gradients"].toTensor();
+    const torch::Tensor count = ctx->saved_data["count"].toTensor();
+    const int64_t t = ctx->saved_data["t"].toInt();
+    const torch::Tensor& dy = grads[0];
+    gradients[t].copy_(dy);
+    count.add_(1);
+    torch::Tensor d_weight;
+    if (t == 0) {
+      const int64_t steps = inputs.size(0), rows = steps * inputs.size(1);
+      if (count.item<int64_t>() != steps) {
+        throw std::logic_error(
+            "RecurrentProducts: a step's product did not reach the loss");
+      }
+      d_weight = gradients.view({rows, gradients.size(2)})
+                     .t()
+                     .mm(inputs.view({rows, inputs.size(2)}));
+    }
+    return {dy.mm(weight),   d_weight,        torch::Tensor(),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
+
+RecurrentProducts::RecurrentProducts(torch::Tensor weight, int64_t steps,
+                                     int64_t batch)
+    : weight_(std::move(weight)),
+      inputs_(torch::empty({steps, batch, weight_.size(1)})),
+      gradients_(torch::zeros({steps, batch, weight_.size(0)})),
+      count_(torch::zeros({1}, torch::kInt64)) {}
+
+torch::Tensor RecurrentProducts::operator()(int64_t t, const torch::Tensor& x) {
+  if (!torch::GradMode::is_enabled() || !weight_.requires_grad()) {
+    return x.mm(weight_.t());
+  }
+  return RecurrentProductFunction::apply(x, weight_, inputs_, gradients_,
+                                         count_, t);
+}
 
 LstmSequence LstmRecurrence(const torch::Tensor& x_gates,
                             const torch::Tensor& h0, const torch::Tensor& c0,

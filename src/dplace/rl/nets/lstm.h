@@ -45,6 +45,30 @@ LstmSequence RunLstm(torch::nn::LSTM& lstm, const torch::Tensor& input,
 void LstmStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
               torch::Tensor* h, torch::Tensor* c);
 
+// The products x_t W^T of the `steps` steps of one recurrence that reads
+// its own output (a decoder with input feeding), with W's gradient summed
+// over the steps as one product instead of one small product per step.
+//
+//   RecurrentProducts products(w, steps, batch);
+//   for (t ...) gates = x_gates[t] + products(t, torch::cat({context, h}, 1));
+//
+// REQUIRES: products t = 0 .. steps - 1 are each made once, each input
+// depends on the product before it, and every output reaches the loss (so
+// that product 0's backward runs last; it throws if one is missing).
+class RecurrentProducts {
+ public:
+  // `weight` [N, M]; inputs will be [batch, M].
+  RecurrentProducts(torch::Tensor weight, int64_t steps, int64_t batch);
+  // x_t W^T, [batch, N]; differentiable in `x` and the weight.
+  torch::Tensor operator()(int64_t t, const torch::Tensor& x);
+
+ private:
+  torch::Tensor weight_;
+  torch::Tensor inputs_;     // [steps, batch, M]: every x_t.
+  torch::Tensor gradients_;  // [steps, batch, N]: every output's gradient.
+  torch::Tensor count_;      // [1] int64: gradients received.
+};
+
 // The parameters of layer 0 of `lstm` (`reverse`: of its backward
 // direction).
 struct LstmWeights {

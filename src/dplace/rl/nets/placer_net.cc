@@ -225,12 +225,15 @@ torch::Tensor Seq2SeqPlacerImpl::DecodeFeedingContext(const Encoded& e,
   const int64_t length = x.size(0), k = x.size(1);
   RecurrentProducts recurrent(gates.recurrent, length, k);
   RecurrentProducts queries(attention_query_->weight, length, k);
+  // One view per step with one backward node for all (x[t] would
+  // scatter each step's gradient into a zero tensor of the whole input).
+  const std::vector<torch::Tensor> steps = x.unbind(0);
   std::vector<torch::Tensor> states;
   states.reserve(length);
   for (int64_t t = 0; t < length; ++t) {
     const torch::Tensor context = AttendProjected(e, queries(t, h));
     const std::vector<torch::Tensor> g =
-        (x[t] + recurrent(t, torch::cat({context, h}, 1))).chunk(4, 1);
+        (steps[t] + recurrent(t, torch::cat({context, h}, 1))).chunk(4, 1);
     c = torch::sigmoid(g[1]) * c + torch::sigmoid(g[0]) * torch::tanh(g[2]);
     h = torch::sigmoid(g[3]) * torch::tanh(c);
     states.push_back(h);

@@ -108,6 +108,8 @@ torch::Tensor MarsPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   torch::Tensor h = torch::zeros({k, hidden}), c = torch::zeros({k, hidden});
   torch::Tensor previous = torch::full({k}, num_devices(), torch::kInt64);
   torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
+  std::vector<torch::Tensor> log_probs;
+  log_probs.reserve(length);
   for (int64_t first = 0; first < length; first += config_.segment) {
     const int64_t size = std::min<int64_t>(config_.segment, length - first);
     const Segment segment =
@@ -117,11 +119,13 @@ torch::Tensor MarsPolicyImpl::Sample(int k, std::mt19937_64* rng) {
     for (int64_t t = 0; t < size; ++t) {
       LstmStep(device_gates.index_select(0, previous) + state_gates[t], w.w_hh,
                &h, &c);
-      const torch::Tensor logits = Logits(segment, h.unsqueeze(1), t);
-      previous = SampleRows(torch::softmax(logits.squeeze(1), -1), rng);
+      log_probs.push_back(torch::log_softmax(
+          Logits(segment, h.unsqueeze(1), t).squeeze(1), -1));
+      previous = SampleRows(log_probs.back().exp(), rng);
       sequence.select(1, first + t).copy_(previous);
     }
   }
+  sampled_ = torch::stack(log_probs, 1).index_select(1, inverse_order_);
   return sequence.index_select(1, inverse_order_);
 }
 

@@ -167,6 +167,8 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
   torch::Tensor c = e.c.expand({k, hidden}).contiguous();
   const torch::Tensor w_hh =
       gates.recurrent.slice(1, gates.recurrent.size(1) - hidden);
+  std::vector<torch::Tensor> log_probs;
+  log_probs.reserve(length);
   for (int64_t t = 0; t < length; ++t) {
     torch::Tensor x = gates.device.index_select(0, previous) + gates.state[t];
     torch::Tensor logits;
@@ -179,10 +181,12 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
       LstmStep(x, w_hh, &h, &c);
       logits = output_(torch::tanh(combine_(torch::cat({h, Attend(e, h)}, 1))));
     }
+    log_probs.push_back(PolicyLogProbs(logits, input.mask_bias[t], shaping));
     previous = SampleRows(
         SamplingProbabilities(logits, input.mask_bias[t], shaping, rng), rng);
     out.select(1, t).copy_(previous);
   }
+  sampled_ = torch::stack(log_probs, 1) * input.active.view({1, -1, 1});
   return out;
 }
 

@@ -78,6 +78,9 @@ class PlacerNetImpl : public torch::nn::Module {
   virtual torch::Tensor LogProbs(const PlacerInput& input,
                                  const torch::Tensor& actions,
                                  const LogitShaping& shaping) = 0;
+  // LogProbs of the placements the last Sample drew, kept from sampling
+  // (without its noise); undefined when the placer keeps none.
+  virtual torch::Tensor SampledLogProbs() const { return {}; }
 };
 
 struct Seq2SeqPlacerConfig {
@@ -99,6 +102,7 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
                        std::mt19937_64* rng) override;
   torch::Tensor LogProbs(const PlacerInput& input, const torch::Tensor& actions,
                          const LogitShaping& shaping) override;
+  torch::Tensor SampledLogProbs() const override { return sampled_; }
 
  private:
   struct Encoded {
@@ -130,6 +134,7 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
                                      torch::Tensor c);
 
   Seq2SeqPlacerConfig config_;
+  torch::Tensor sampled_;  // SampledLogProbs.
   torch::nn::Linear input_projection_{nullptr};
   torch::nn::LSTM link_{nullptr};
   torch::nn::LSTM encoder_{nullptr};

@@ -127,7 +127,8 @@ class ComputeThreads {
 // glibc hands blocks that large back to the system at once, so each one
 // comes back as fresh pages to fault in (a fifth of the Hierarchical
 // Planner's time). A search keeps them in the heap instead; glibc's
-// defaults come back after it.
+// default thresholds come back after it (as fixed values: glibc no longer
+// raises them by itself once they are set).
 class KeepFreedMemory {
  public:
   KeepFreedMemory() {

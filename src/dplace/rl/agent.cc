@@ -1,6 +1,10 @@
 #include "dplace/rl/agent.h"
 
+#include <dlfcn.h>
 #include <torch/torch.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -86,6 +90,66 @@ StatusOr<AgentSetup> MakeSetup(const PlacementProblem& problem,
   return setup;
 }
 
+// Sets LibTorch's and OpenBLAS's thread counts for its lifetime. OpenBLAS
+// is found at run time: LibTorch may use another BLAS.
+class ComputeThreads {
+ public:
+  explicit ComputeThreads(int threads) : threads_(threads) {
+    if (threads_ <= 0) return;
+    torch_threads_ = torch::get_num_threads();
+    torch::set_num_threads(threads_);
+    if (set_blas_threads_ != nullptr && get_blas_threads_ != nullptr) {
+      blas_threads_ = get_blas_threads_();
+      set_blas_threads_(threads_);
+    }
+  }
+  ~ComputeThreads() {
+    if (threads_ <= 0) return;
+    torch::set_num_threads(torch_threads_);
+    if (blas_threads_ > 0) set_blas_threads_(blas_threads_);
+  }
+  ComputeThreads(const ComputeThreads&) = delete;
+  ComputeThreads& operator=(const ComputeThreads&) = delete;
+
+ private:
+  using SetThreads = void (*)(int);
+  using GetThreads = int (*)();
+  const SetThreads set_blas_threads_ = reinterpret_cast<SetThreads>(
+      dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  const GetThreads get_blas_threads_ = reinterpret_cast<GetThreads>(
+      dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  const int threads_;
+  int torch_threads_ = 0;
+  int blas_threads_ = 0;
+};
+
+// Every update allocates and frees the same large tensors (tens of MB);
+// glibc hands blocks that large back to the system at once, so each one
+// comes back as fresh pages to fault in (a fifth of the Hierarchical
+// Planner's time). A search keeps them in the heap instead; glibc's
+// default thresholds come back after it (as fixed values: glibc no longer
+// raises them by itself once they are set).
+class KeepFreedMemory {
+ public:
+  KeepFreedMemory() {
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+  }
+  ~KeepFreedMemory() {
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, kGlibcDefault);
+    mallopt(M_TRIM_THRESHOLD, kGlibcDefault);
+#endif
+  }
+  KeepFreedMemory(const KeepFreedMemory&) = delete;
+  KeepFreedMemory& operator=(const KeepFreedMemory&) = delete;
+
+ private:
+  static constexpr int kGlibcDefault = 128 * 1024;
+};
+
 bool Better(bool feasible, double step_time, const LoopState& s) {
   if (!s.has_best) return true;
   if (feasible != s.best_feasible) return feasible;
@@ -124,6 +188,7 @@ void ReadSearchSettings(OptionReader* reader, SearchSettings* s) {
   reader->Enum("grouping", OpGroupingNames(), &s->grouping);
   reader->Int("groups", &s->num_groups);
   reader->String("scope_marker", &s->scope_marker);
+  reader->Int("threads", &s->threads);
 }
 
 Status ValidateSearchSettings(const std::string& method,
@@ -138,6 +203,7 @@ Status ValidateSearchSettings(const std::string& method,
     return bad("baseline_decay must be in [0, 1)");
   }
   if (s.num_groups < 1) return bad("groups must be >= 1");
+  if (s.threads < 0) return bad("threads must be >= 0");
   return Status::Ok();
 }
 
@@ -256,10 +322,13 @@ class SearchLoop {
     DPLACE_RETURN_IF_ERROR(Record(measured, stats, &batch));
     MoveBaseline(&batch);
     s_.samples += k;
-    try {
-      s_.updates += agent_.DoUpdate(batch);
-    } catch (const std::exception& e) {
-      return InternalError("the policy update failed: " + FirstLine(e.what()));
+    if (!LastBatchWithoutCheckpoint()) {
+      try {
+        s_.updates += agent_.DoUpdate(batch);
+      } catch (const std::exception& e) {
+        return InternalError("the policy update failed: " +
+                             FirstLine(e.what()));
+      }
     }
     DPLACE_RETURN_IF_ERROR(CheckpointWhenDue());
     ReportProgress(batch, stats);
@@ -290,6 +359,14 @@ class SearchLoop {
  private:
   Status CheckRequest() const {
     return CheckSearchRequest(problem_, environment_, options_);
+  }
+
+  // The sample budget is spent and no checkpoint will hold the policy: an
+  // update now would change nothing anyone reads.
+  bool LastBatchWithoutCheckpoint() const {
+    return options_.budget.samples > 0 &&
+           s_.samples >= options_.budget.samples &&
+           options_.checkpoint_path.empty();
   }
 
   Status OpenLog() {
@@ -443,6 +520,8 @@ StatusOr<std::unique_ptr<Agent>> MakeAgent(std::string_view name,
 
 StatusOr<PlaceResult> Agent::DoPlace(const PlacementProblem& problem,
                                      const PlaceContext& context) {
+  const ComputeThreads threads(settings_.threads);
+  const KeepFreedMemory keep_memory;
   SearchLoop loop(this, problem, context.environment, context.search);
   DPLACE_RETURN_IF_ERROR(loop.Start());
   while (loop.BudgetLeft()) DPLACE_RETURN_IF_ERROR(loop.RunBatch());

@@ -98,12 +98,18 @@ struct SearchSettings {
   // that starts with this marker (one group per LSTM cell in zoo RNNs, as
   // ColocRL grouped them); empty: off. Default: "step_".
   std::string scope_marker = "step_";
+  // Threads of LibTorch and OpenBLAS while the search runs (the process's
+  // settings come back after it); 0: leave them as they are. A policy's
+  // steps multiply a few rows by a weight matrix, too little work to share:
+  // a second thread costs more than it computes (docs/performance.md).
+  // Default: 1.
+  int threads = 1;
 };
 
 // Reads the SearchSettings keys: failing_step_time, baseline_decay,
 // baseline_starts_failing, feasible_only_after, grouping, groups,
-// scope_marker. A malformed value is the reader's error (Finish); values
-// out of range are reported by ValidateSearchSettings.
+// scope_marker, threads. A malformed value is the reader's error (Finish);
+// values out of range are reported by ValidateSearchSettings.
 void ReadSearchSettings(OptionReader* reader, SearchSettings* settings);
 Status ValidateSearchSettings(const std::string& method,
                               const SearchSettings& settings);

@@ -73,6 +73,18 @@ inline torch::Tensor BatchActions(const EvaluatedBatch& batch, int num_groups,
   return torch::tensor(flat, torch::kInt64).reshape({rows, num_groups});
 }
 
+// The rows of `per_sample` (one per placement of `batch`) that the warm-up
+// rule lets update; undefined when `per_sample` is.
+inline torch::Tensor UsedRows(const torch::Tensor& per_sample,
+                              const EvaluatedBatch& batch) {
+  if (!per_sample.defined()) return {};
+  std::vector<int64_t> used;
+  for (size_t i = 0; i < batch.use.size(); ++i) {
+    if (batch.use[i]) used.push_back(static_cast<int64_t>(i));
+  }
+  return per_sample.index_select(0, torch::tensor(used, torch::kInt64));
+}
+
 // Advantages of the placements the warm-up rule lets update, as float32.
 inline torch::Tensor UsedAdvantages(const EvaluatedBatch& batch) {
   std::vector<double> advantages;

@@ -151,6 +151,26 @@ TEST_F(SearchLoopTest, LogsOneLinePerSampleWithTheBestSoFar) {
 
 // A search killed midway and resumed from its last checkpoint ends exactly
 // where an uninterrupted search ends: same samples, same best, same log.
+// The update after the last batch changes only the policy a checkpoint
+// keeps: without one the search skips it, with the same samples and best.
+TEST_F(SearchLoopTest, SkipsTheLastUpdateWhenNoCheckpointKeepsIt) {
+  const Problem problem = TwoChains();
+  const std::vector<std::string> options = {"grouping=ops", "hidden=16",
+                                            "embedding=4"};
+  SearchOptions plain;
+  plain.budget.samples = 40;
+  StatusOr<PlaceResult> a = RunSearch(problem, "colocrl", options, plain);
+  SearchOptions checkpointed = plain;
+  checkpointed.checkpoint_path = dir_ + "/last.ckpt";
+  StatusOr<PlaceResult> b =
+      RunSearch(problem, "colocrl", options, checkpointed);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->search.updates, 9);  // 10 batches of 4.
+  EXPECT_EQ(b->search.updates, 10);
+  EXPECT_EQ(a->search.best_step_time, b->search.best_step_time);
+  EXPECT_EQ(a->placement, b->placement);
+}
+
 TEST_F(SearchLoopTest, ResumedSearchContinuesFromTheCheckpoint) {
   const Problem problem = TwoChains();
   for (const std::string agent : {"post", "colocrl"}) {
@@ -164,6 +184,9 @@ TEST_F(SearchLoopTest, ResumedSearchContinuesFromTheCheckpoint) {
     SearchOptions full;
     full.budget.samples = 96;
     full.log_path = dir_ + "/full.jsonl";
+    // Checkpointed like the killed search: without a checkpoint a search
+    // skips the update after its last batch, which only a checkpoint keeps.
+    full.checkpoint_path = dir_ + "/full.ckpt";
     StatusOr<PlaceResult> a = RunSearch(problem, agent, agent_options, full);
     ASSERT_TRUE(a.ok()) << a.status().message();
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dplace/rl/nets/lstm.h"
+
 namespace dplace {
 
 MarsPolicyImpl::MarsPolicyImpl(EncoderInput input,
@@ -55,12 +57,14 @@ MarsPolicyImpl::Segment MarsPolicyImpl::EncodeSegment(
     State* state) {
   const torch::Tensor projected =
       torch::tanh(input_projection_(embedded.slice(0, first, first + length)));
-  auto [outputs, next] =
-      segment_encoder_(projected.unsqueeze(1), Carry(*state));
-  *state = next;
+  const State carried = Carry(*state);
+  const LstmSequence encoded =
+      RunLstm(segment_encoder_, projected.unsqueeze(1), std::get<0>(carried),
+              std::get<1>(carried));
+  *state = {encoded.h, encoded.c};
   Segment s;
   s.first = first;
-  s.states = outputs.squeeze(1);
+  s.states = encoded.outputs.squeeze(1);
   s.keys = attention_(s.states);
   return s;
 }
@@ -93,27 +97,35 @@ torch::Tensor MarsPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   torch::NoGradGuard no_grad;
   const torch::Tensor embedded = Embed();
   const int64_t length = num_groups();
-  const int64_t hidden = config_.hidden;
-  State encoder_state = {torch::zeros({1, 1, hidden}),
-                         torch::zeros({1, 1, hidden})};
-  State decoder_state = {torch::zeros({1, k, hidden}),
-                         torch::zeros({1, k, hidden})};
-  torch::Tensor previous = torch::full({k, 1}, num_devices(), torch::kInt64);
+  const int64_t hidden = config_.hidden, devices = config_.device_embedding;
+  // The decoder reads the previous device and the segment encoder's state
+  // of the group it places: a gate row per device, one per group.
+  const LstmWeights w = LayerWeights(decoder_);
+  const torch::Tensor device_gates =
+      torch::linear(device_embedding_->weight, w.w_ih.slice(1, 0, devices));
+  const torch::Tensor w_state = w.w_ih.slice(1, devices);
+  State encoder_state = {torch::zeros({1, hidden}), torch::zeros({1, hidden})};
+  torch::Tensor h = torch::zeros({k, hidden}), c = torch::zeros({k, hidden});
+  torch::Tensor previous = torch::full({k}, num_devices(), torch::kInt64);
   torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
+  std::vector<torch::Tensor> log_probs;
+  log_probs.reserve(length);
   for (int64_t first = 0; first < length; first += config_.segment) {
     const int64_t size = std::min<int64_t>(config_.segment, length - first);
     const Segment segment =
         EncodeSegment(embedded, first, size, &encoder_state);
+    const torch::Tensor state_gates =
+        torch::linear(segment.states, w_state, w.bias);
     for (int64_t t = 0; t < size; ++t) {
-      auto [out, next] =
-          decoder_(DecoderInput(segment, previous, t), decoder_state);
-      decoder_state = next;
-      const torch::Tensor logits = Logits(segment, out.transpose(0, 1), t);
-      previous =
-          SampleRows(torch::softmax(logits.squeeze(1), -1), rng).unsqueeze(1);
-      sequence.select(1, first + t).copy_(previous.squeeze(1));
+      LstmStep(device_gates.index_select(0, previous) + state_gates[t], w.w_hh,
+               &h, &c);
+      log_probs.push_back(torch::log_softmax(
+          Logits(segment, h.unsqueeze(1), t).squeeze(1), -1));
+      previous = SampleRows(log_probs.back().exp(), rng);
+      sequence.select(1, first + t).copy_(previous);
     }
   }
+  sampled_ = torch::stack(log_probs, 1).index_select(1, inverse_order_);
   return sequence.index_select(1, inverse_order_);
 }
 
@@ -123,25 +135,25 @@ torch::Tensor MarsPolicyImpl::LogProbs(const torch::Tensor& actions) {
   const int64_t hidden = config_.hidden;
   const torch::Tensor sequence = actions.index_select(1, order_);
   // Teacher forcing: each step reads the device of the group before it
-  // (the start token first), a segment in one LSTM call.
+  // (the start token first), a segment in one recurrence.
   const torch::Tensor previous =
       torch::cat({torch::full({k, 1}, num_devices(), torch::kInt64),
                   sequence.slice(1, 0, length - 1)},
                  1);
-  State encoder_state = {torch::zeros({1, 1, hidden}),
-                         torch::zeros({1, 1, hidden})};
-  State decoder_state = {torch::zeros({1, k, hidden}),
-                         torch::zeros({1, k, hidden})};
+  State encoder_state = {torch::zeros({1, hidden}), torch::zeros({1, hidden})};
+  State decoder_state = {torch::zeros({k, hidden}), torch::zeros({k, hidden})};
   std::vector<torch::Tensor> logits;
   for (int64_t first = 0; first < length; first += config_.segment) {
     const int64_t size = std::min<int64_t>(config_.segment, length - first);
     const Segment segment =
         EncodeSegment(embedded, first, size, &encoder_state);
-    auto [out, next] = decoder_(
+    const State carried = Carry(decoder_state);
+    const LstmSequence decoded = RunLstm(
+        decoder_,
         DecoderInput(segment, previous.slice(1, first, first + size), 0),
-        Carry(decoder_state));
-    decoder_state = next;
-    logits.push_back(Logits(segment, out.transpose(0, 1), 0));
+        std::get<0>(carried), std::get<1>(carried));
+    decoder_state = {decoded.h, decoded.c};
+    logits.push_back(Logits(segment, decoded.outputs.transpose(0, 1), 0));
   }
   return torch::log_softmax(torch::cat(logits, 1), -1)
       .index_select(1, inverse_order_);

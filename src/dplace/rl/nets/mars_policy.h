@@ -50,6 +50,7 @@ class MarsPolicyImpl : public PlacementPolicyImpl {
 
   torch::Tensor Sample(int k, std::mt19937_64* rng) override;
   torch::Tensor LogProbs(const torch::Tensor& actions) override;
+  torch::Tensor SampledLogProbs() const override { return sampled_; }
 
   GraphEncoder& encoder() { return graph_encoder_; }
 
@@ -77,6 +78,7 @@ class MarsPolicyImpl : public PlacementPolicyImpl {
   State Carry(const State& state) const;
 
   SegmentPlacerConfig config_;
+  torch::Tensor sampled_;  // SampledLogProbs.
   EncoderInput input_;
   torch::Tensor order_;          // [G] int64: reading position -> group.
   torch::Tensor inverse_order_;  // [G] int64: group -> reading position.

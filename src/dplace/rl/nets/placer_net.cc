@@ -1,7 +1,9 @@
 #include "dplace/rl/nets/placer_net.h"
 
 #include <cmath>
+#include <vector>
 
+#include "dplace/rl/nets/lstm.h"
 #include "dplace/rl/nets/policy.h"
 
 namespace dplace {
@@ -12,19 +14,26 @@ double Uniform(std::mt19937_64* rng) {
 }
 
 // Standard normal draws by Box-Muller, from `rng` only (std's
-// distributions differ between standard libraries).
+// distributions differ between standard libraries): uniforms drawn in
+// pairs, transformed as tensors.
 torch::Tensor StandardNormal(at::IntArrayRef sizes, std::mt19937_64* rng) {
-  torch::Tensor out = torch::empty(sizes, torch::kFloat32);
-  float* p = out.data_ptr<float>();
-  const int64_t n = out.numel();
-  for (int64_t i = 0; i < n; i += 2) {
-    const double u1 = 1.0 - Uniform(rng);  // (0, 1].
-    const double u2 = Uniform(rng);
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    p[i] = static_cast<float>(r * std::cos(2 * M_PI * u2));
-    if (i + 1 < n) p[i + 1] = static_cast<float>(r * std::sin(2 * M_PI * u2));
+  int64_t n = 1;
+  for (const int64_t size : sizes) n *= size;
+  const int64_t pairs = (n + 1) / 2;
+  torch::Tensor u = torch::empty({pairs, 2}, torch::kFloat64);
+  double* p = u.data_ptr<double>();
+  for (int64_t i = 0; i < pairs; ++i) {
+    p[2 * i] = 1.0 - Uniform(rng);  // (0, 1].
+    p[2 * i + 1] = Uniform(rng);
   }
-  return out;
+  const torch::Tensor radius = torch::sqrt(-2.0 * torch::log(u.select(1, 0)));
+  const torch::Tensor angle = (2 * M_PI) * u.select(1, 1);
+  return torch::stack({radius * torch::cos(angle), radius * torch::sin(angle)},
+                      1)
+      .view({-1})
+      .slice(0, 0, n)
+      .to(torch::kFloat32)
+      .view(sizes);
 }
 
 }  // namespace
@@ -100,43 +109,49 @@ Seq2SeqPlacerImpl::Encoded Seq2SeqPlacerImpl::Encode(const PlacerInput& in) {
   torch::Tensor x = torch::tanh(
       input_projection_(torch::cat({in.features, in.adjacency}, 1)));
   if (link_) {
-    auto [linked, unused] = link_(torch::cat({x, in.link}, 1).unsqueeze(1));
-    x = linked.squeeze(1);
+    x = RunLstm(link_, torch::cat({x, in.link}, 1).unsqueeze(1))
+            .outputs.squeeze(1);
   }
-  auto [states, final_state] = encoder_(x.unsqueeze(1));
+  const LstmSequence forward = RunLstm(encoder_, x.unsqueeze(1));
+  const LstmSequence backward =
+      RunLstm(encoder_, x.unsqueeze(1), {}, {}, /*reverse=*/true);
   Encoded e;
-  e.states = states.squeeze(1);  // [K, H]: forward and backward halves.
+  // [K, H]: forward and backward halves.
+  e.states = torch::cat({forward.outputs, backward.outputs}, 2).squeeze(1);
   e.keys = attention_keys_(e.states);
-  const torch::Tensor& h = std::get<0>(final_state);  // [2, 1, H/2].
-  const torch::Tensor& c = std::get<1>(final_state);
-  e.h = torch::cat({h[0], h[1]}, 1);  // [1, H].
-  e.c = torch::cat({c[0], c[1]}, 1);
+  e.h = torch::cat({forward.h, backward.h}, 1);  // [1, H].
+  e.c = torch::cat({forward.c, backward.c}, 1);
   return e;
+}
+
+Seq2SeqPlacerImpl::DecoderGates Seq2SeqPlacerImpl::Gates(const Encoded& e) {
+  const LstmWeights w = config_.attention_before ? CellWeights(decoder_cell_)
+                                                 : LayerWeights(decoder_);
+  const int64_t devices = config_.device_embedding, hidden = e.states.size(1);
+  DecoderGates g;
+  g.device =
+      torch::linear(device_embedding_->weight, w.w_ih.slice(1, 0, devices));
+  g.state = torch::linear(e.states, w.w_ih.slice(1, devices, devices + hidden),
+                          w.bias);
+  g.recurrent = w.w_hh;
+  if (config_.attention_before) {
+    g.recurrent = torch::cat({w.w_ih.slice(1, devices + hidden), w.w_hh}, 1);
+  }
+  return g;
 }
 
 torch::Tensor Seq2SeqPlacerImpl::Attend(const Encoded& e,
                                         const torch::Tensor& query) {
-  // Additive attention: v . tanh(W_k s_j + W_q q), softmax over groups j.
-  const torch::Tensor q = attention_query_(query).unsqueeze(-2);  // [..,1,A]
-  const torch::Tensor scores =
-      attention_score_(torch::tanh(e.keys + q)).squeeze(-1);  // [.., K].
-  return torch::matmul(torch::softmax(scores, -1), e.states);
+  return AttendProjected(e, attention_query_(query));
 }
 
-torch::Tensor Seq2SeqPlacerImpl::StepBefore(const Encoded& e, int64_t t,
-                                            const torch::Tensor& previous,
-                                            torch::Tensor* h,
-                                            torch::Tensor* c) {
-  const int64_t k = previous.size(0);
-  const torch::Tensor context = Attend(e, *h);  // From the previous state.
-  const torch::Tensor x = torch::cat(
-      {device_embedding_(previous),
-       e.states[t].unsqueeze(0).expand({k, e.states.size(1)}), context},
-      1);
-  auto [h_next, c_next] = decoder_cell_(x, std::make_tuple(*h, *c));
-  *h = h_next;
-  *c = c_next;
-  return output_(h_next);
+torch::Tensor Seq2SeqPlacerImpl::AttendProjected(const Encoded& e,
+                                                 const torch::Tensor& q) {
+  // Additive attention: v . tanh(W_k s_j + W_q q), softmax over groups j.
+  const torch::Tensor scores =
+      attention_score_(torch::tanh(e.keys + q.unsqueeze(-2)))
+          .squeeze(-1);  // [.., K].
+  return torch::matmul(torch::softmax(scores, -1), e.states);
 }
 
 torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
@@ -144,31 +159,34 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
                                         std::mt19937_64* rng) {
   torch::NoGradGuard no_grad;
   const Encoded e = Encode(input);
+  const DecoderGates gates = Gates(e);
   const int64_t length = e.states.size(0), hidden = e.states.size(1);
   torch::Tensor previous = torch::full({k}, config_.num_devices, torch::kInt64);
   torch::Tensor out = torch::empty({k, length}, torch::kInt64);
   torch::Tensor h = e.h.expand({k, hidden}).contiguous();
   torch::Tensor c = e.c.expand({k, hidden}).contiguous();
+  const torch::Tensor w_hh =
+      gates.recurrent.slice(1, gates.recurrent.size(1) - hidden);
+  std::vector<torch::Tensor> log_probs;
+  log_probs.reserve(length);
   for (int64_t t = 0; t < length; ++t) {
+    torch::Tensor x = gates.device.index_select(0, previous) + gates.state[t];
     torch::Tensor logits;
     if (config_.attention_before) {
-      logits = StepBefore(e, t, previous, &h, &c);
+      // The context of the previous state feeds this step.
+      x.addmm_(Attend(e, h), gates.recurrent.slice(1, 0, hidden).t());
+      LstmStep(x, w_hh, &h, &c);
+      logits = output_(h);
     } else {
-      const torch::Tensor x =
-          torch::cat({device_embedding_(previous),
-                      e.states[t].unsqueeze(0).expand({k, hidden})},
-                     1);
-      auto [o, state] = decoder_(
-          x.unsqueeze(0), std::make_tuple(h.unsqueeze(0), c.unsqueeze(0)));
-      h = std::get<0>(state).squeeze(0);
-      c = std::get<1>(state).squeeze(0);
-      const torch::Tensor d = o.squeeze(0);
-      logits = output_(torch::tanh(combine_(torch::cat({d, Attend(e, d)}, 1))));
+      LstmStep(x, w_hh, &h, &c);
+      logits = output_(torch::tanh(combine_(torch::cat({h, Attend(e, h)}, 1))));
     }
+    log_probs.push_back(PolicyLogProbs(logits, input.mask_bias[t], shaping));
     previous = SampleRows(
         SamplingProbabilities(logits, input.mask_bias[t], shaping, rng), rng);
     out.select(1, t).copy_(previous);
   }
+  sampled_ = torch::stack(log_probs, 1) * input.active.view({1, -1, 1});
   return out;
 }
 
@@ -176,40 +194,55 @@ torch::Tensor Seq2SeqPlacerImpl::LogProbs(const PlacerInput& input,
                                           const torch::Tensor& actions,
                                           const LogitShaping& shaping) {
   const Encoded e = Encode(input);
+  const DecoderGates gates = Gates(e);
   const int64_t k = actions.size(0), length = e.states.size(0),
                 hidden = e.states.size(1);
+  // Teacher forcing: every step reads the device before it (the start
+  // token first), so the input part of all gates is known: [K, k, 4H].
+  const torch::Tensor previous =
+      torch::cat({torch::full({k, 1}, config_.num_devices, torch::kInt64),
+                  actions.slice(1, 0, length - 1)},
+                 1);
+  const torch::Tensor x =
+      (gates.device.index_select(0, previous.t().reshape({-1}))
+           .view({length, k, -1}) +
+       gates.state.unsqueeze(1));
+  const torch::Tensor h0 = e.h.expand({k, hidden});
+  const torch::Tensor c0 = e.c.expand({k, hidden});
   torch::Tensor logits;  // [k, K, D].
   if (config_.attention_before) {
-    torch::Tensor h = e.h.expand({k, hidden});
-    torch::Tensor c = e.c.expand({k, hidden});
-    torch::Tensor previous =
-        torch::full({k}, config_.num_devices, torch::kInt64);
-    std::vector<torch::Tensor> steps;
-    steps.reserve(length);
-    for (int64_t t = 0; t < length; ++t) {
-      steps.push_back(StepBefore(e, t, previous, &h, &c));
-      previous = actions.select(1, t);
-    }
-    logits = torch::stack(steps, 1);
+    logits = output_(DecodeFeedingContext(e, gates, x, h0, c0));
   } else {
-    // Teacher forcing: every step's input is known, one LSTM call.
-    const torch::Tensor previous =
-        torch::cat({torch::full({k, 1}, config_.num_devices, torch::kInt64),
-                    actions.slice(1, 0, length - 1)},
-                   1);
-    const torch::Tensor x =
-        torch::cat({device_embedding_(previous),
-                    e.states.unsqueeze(0).expand({k, length, hidden})},
-                   2);
-    auto [o, unused] = decoder_(
-        x.transpose(0, 1),
-        std::make_tuple(e.h.expand({k, hidden}).unsqueeze(0).contiguous(),
-                        e.c.expand({k, hidden}).unsqueeze(0).contiguous()));
-    const torch::Tensor d = o.transpose(0, 1);  // [k, K, H].
+    const torch::Tensor d =
+        LstmRecurrence(x, h0, c0, gates.recurrent).outputs.transpose(0, 1);
     logits = output_(torch::tanh(combine_(torch::cat({d, Attend(e, d)}, 2))));
   }
   return PolicyLogProbs(logits, input.mask_bias.unsqueeze(0), shaping) *
          input.active.view({1, -1, 1});
+}
+
+torch::Tensor Seq2SeqPlacerImpl::DecodeFeedingContext(const Encoded& e,
+                                                      const DecoderGates& gates,
+                                                      const torch::Tensor& x,
+                                                      torch::Tensor h,
+                                                      torch::Tensor c) {
+  const int64_t length = x.size(0), k = x.size(1);
+  RecurrentProducts recurrent(gates.recurrent, length, k);
+  RecurrentProducts queries(attention_query_->weight, length, k);
+  // One view per step with one backward node for all (x[t] would
+  // scatter each step's gradient into a zero tensor of the whole input).
+  const std::vector<torch::Tensor> steps = x.unbind(0);
+  std::vector<torch::Tensor> states;
+  states.reserve(length);
+  for (int64_t t = 0; t < length; ++t) {
+    const torch::Tensor context = AttendProjected(e, queries(t, h));
+    const std::vector<torch::Tensor> g =
+        (steps[t] + recurrent(t, torch::cat({context, h}, 1))).chunk(4, 1);
+    c = torch::sigmoid(g[1]) * c + torch::sigmoid(g[0]) * torch::tanh(g[2]);
+    h = torch::sigmoid(g[3]) * torch::tanh(c);
+    states.push_back(h);
+  }
+  return torch::stack(states, 1);  // [k, K, H].
 }
 
 GcnPlacerImpl::GcnPlacerImpl(const GcnPlacerConfig& config) {

@@ -78,6 +78,9 @@ class PlacerNetImpl : public torch::nn::Module {
   virtual torch::Tensor LogProbs(const PlacerInput& input,
                                  const torch::Tensor& actions,
                                  const LogitShaping& shaping) = 0;
+  // LogProbs of the placements the last Sample drew, kept from sampling
+  // (without its noise); undefined when the placer keeps none.
+  virtual torch::Tensor SampledLogProbs() const { return {}; }
 };
 
 struct Seq2SeqPlacerConfig {
@@ -99,6 +102,7 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
                        std::mt19937_64* rng) override;
   torch::Tensor LogProbs(const PlacerInput& input, const torch::Tensor& actions,
                          const LogitShaping& shaping) override;
+  torch::Tensor SampledLogProbs() const override { return sampled_; }
 
  private:
   struct Encoded {
@@ -106,16 +110,31 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
     torch::Tensor keys;    // [K, A]: states projected for attention.
     torch::Tensor h, c;    // [1, H]: the decoder's initial state.
   };
+  // The decoder's gates split by what they read: a row per device (and
+  // the start token) for the previous device, a row per group for the
+  // encoder state of the group placed (with the biases), and the weights
+  // of what depends on the step before: h (attention after), or the
+  // context and h (attention before), [4H, H] or [4H, 2H].
+  struct DecoderGates {
+    torch::Tensor device;     // [D + 1, 4H].
+    torch::Tensor state;      // [K, 4H].
+    torch::Tensor recurrent;  // [4H, H] or [4H, 2H].
+  };
   Encoded Encode(const PlacerInput& input);
-  // Context vectors [..., H] for decoder queries [..., H].
+  DecoderGates Gates(const Encoded& e);
+  // Context vectors [..., H] for decoder queries [..., H], or for queries
+  // already projected by attention_query_ [..., A].
   torch::Tensor Attend(const Encoded& e, const torch::Tensor& query);
-  // One decoder step of the attention-before placer: logits [k, D] and the
-  // new state, given the previous devices [k] and state.
-  torch::Tensor StepBefore(const Encoded& e, int64_t t,
-                           const torch::Tensor& previous, torch::Tensor* h,
-                           torch::Tensor* c);
+  torch::Tensor AttendProjected(const Encoded& e, const torch::Tensor& q);
+  // The attention-before decoder's states [k, K, H] given the input part
+  // of its gates `x` [K, k, 4H] and the initial state (h, c) [k, H].
+  torch::Tensor DecodeFeedingContext(const Encoded& e,
+                                     const DecoderGates& gates,
+                                     const torch::Tensor& x, torch::Tensor h,
+                                     torch::Tensor c);
 
   Seq2SeqPlacerConfig config_;
+  torch::Tensor sampled_;  // SampledLogProbs.
   torch::nn::Linear input_projection_{nullptr};
   torch::nn::LSTM link_{nullptr};
   torch::nn::LSTM encoder_{nullptr};

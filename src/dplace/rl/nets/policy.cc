@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dplace/rl/nets/lstm.h"
+
 namespace dplace {
 namespace {
 
@@ -50,26 +52,43 @@ PlacementPolicyImpl::PlacementPolicyImpl(int num_groups, int num_devices,
   mask_bias_ = register_buffer("mask_bias", bias);
 }
 
-torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng) {
-  const torch::Tensor p = probs.detach().to(torch::kFloat64).contiguous();
-  const int64_t n = p.size(0), num_devices = p.size(1);
-  torch::Tensor out = torch::empty({n}, torch::kInt64);
-  auto pa = p.accessor<double, 2>();
-  auto oa = out.accessor<int64_t, 1>();
-  for (int64_t i = 0; i < n; ++i) {
+namespace {
+
+// Inverse-CDF draws for `n` rows of `num_devices` probabilities, summed in
+// double whatever their type.
+template <typename T>
+void DrawRows(const T* row, int64_t n, int64_t num_devices,
+              std::mt19937_64* rng, int64_t* choices) {
+  for (int64_t i = 0; i < n; ++i, row += num_devices) {
     const double u = Uniform(rng);
     double cumulative = 0;
     int64_t choice = -1, last_positive = 0;
     for (int64_t d = 0; d < num_devices; ++d) {
-      if (pa[i][d] <= 0) continue;
+      if (row[d] <= 0) continue;
       last_positive = d;
-      cumulative += pa[i][d];
+      cumulative += row[d];
       if (u < cumulative) {
         choice = d;
         break;
       }
     }
-    oa[i] = choice >= 0 ? choice : last_positive;  // Rounding at the top.
+    choices[i] = choice >= 0 ? choice : last_positive;  // Rounding at the top.
+  }
+}
+
+}  // namespace
+
+torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng) {
+  const bool wide = probs.scalar_type() == torch::kFloat64;
+  const torch::Tensor p =
+      probs.detach().to(wide ? torch::kFloat64 : torch::kFloat32).contiguous();
+  const int64_t n = p.size(0), num_devices = p.size(1);
+  torch::Tensor out = torch::empty({n}, torch::kInt64);
+  if (wide) {
+    DrawRows(p.data_ptr<double>(), n, num_devices, rng,
+             out.data_ptr<int64_t>());
+  } else {
+    DrawRows(p.data_ptr<float>(), n, num_devices, rng, out.data_ptr<int64_t>());
   }
   return out;
 }
@@ -193,12 +212,12 @@ Seq2SeqPolicyImpl::Encoded Seq2SeqPolicyImpl::Encode() {
                  1)
           .index_select(0, order_);
   const torch::Tensor projected = torch::tanh(input_projection_(input));
-  auto [states, final_state] = encoder_(projected.unsqueeze(1));
+  const LstmSequence s = RunLstm(encoder_, projected.unsqueeze(1));
   Encoded e;
-  e.states = states.squeeze(1);
+  e.states = s.outputs.squeeze(1);
   e.keys = attention_(e.states);
-  e.h = std::get<0>(final_state);
-  e.c = std::get<1>(final_state);
+  e.h = s.h;
+  e.c = s.c;
   return e;
 }
 
@@ -218,17 +237,19 @@ torch::Tensor Seq2SeqPolicyImpl::Logits(const Encoded& encoded,
 torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   torch::NoGradGuard no_grad;
   const Encoded encoded = Encode();
-  const int64_t length = num_groups();
-  std::tuple<torch::Tensor, torch::Tensor> state = {
-      encoded.h.expand({1, k, encoded.h.size(2)}).contiguous(),
-      encoded.c.expand({1, k, encoded.c.size(2)}).contiguous()};
+  const int64_t length = num_groups(), hidden = encoded.h.size(1);
+  // The decoder reads only the previous device: its gates' input part is
+  // one row of a table per device (and the start token).
+  const LstmWeights w = LayerWeights(decoder_);
+  const torch::Tensor device_gates =
+      torch::linear(device_embedding_->weight, w.w_ih, w.bias);
+  torch::Tensor h = encoded.h.expand({k, hidden}).contiguous();
+  torch::Tensor c = encoded.c.expand({k, hidden}).contiguous();
   torch::Tensor previous = torch::full({k}, num_devices(), torch::kInt64);
   torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
   for (int64_t t = 0; t < length; ++t) {
-    auto [out, next] =
-        decoder_(device_embedding_(previous).unsqueeze(0), state);
-    state = next;
-    const torch::Tensor logits = Logits(encoded, out.transpose(0, 1), t);
+    LstmStep(device_gates.index_select(0, previous), w.w_hh, &h, &c);
+    const torch::Tensor logits = Logits(encoded, h.unsqueeze(1), t);
     previous = SampleRows(torch::softmax(logits.squeeze(1), -1), rng);
     sequence.select(1, t).copy_(previous);
   }
@@ -237,21 +258,19 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
 
 torch::Tensor Seq2SeqPolicyImpl::LogProbs(const torch::Tensor& actions) {
   const Encoded encoded = Encode();
-  const int64_t k = actions.size(0);
+  const int64_t k = actions.size(0), hidden = encoded.h.size(1);
   const torch::Tensor sequence = actions.index_select(1, order_);
   // Teacher forcing: the decoder reads the start token, then the device of
-  // every group but the last, all in one LSTM call.
+  // every group but the last, all in one recurrence.
   const torch::Tensor inputs =
       torch::cat({torch::full({k, 1}, num_devices(), torch::kInt64),
                   sequence.slice(1, 0, sequence.size(1) - 1)},
                  1);
-  std::tuple<torch::Tensor, torch::Tensor> state = {
-      encoded.h.expand({1, k, encoded.h.size(2)}).contiguous(),
-      encoded.c.expand({1, k, encoded.c.size(2)}).contiguous()};
-  auto [out, final_state] =
-      decoder_(device_embedding_(inputs).transpose(0, 1), state);
-  const torch::Tensor log_probs =
-      torch::log_softmax(Logits(encoded, out.transpose(0, 1), 0), -1);
+  const LstmSequence decoded =
+      RunLstm(decoder_, device_embedding_(inputs).transpose(0, 1),
+              encoded.h.expand({k, hidden}), encoded.c.expand({k, hidden}));
+  const torch::Tensor log_probs = torch::log_softmax(
+      Logits(encoded, decoded.outputs.transpose(0, 1), 0), -1);
   return log_probs.index_select(1, inverse_order_);
 }
 

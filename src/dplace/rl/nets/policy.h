@@ -48,6 +48,12 @@ class PlacementPolicyImpl : public torch::nn::Module {
   // Disallowed devices get a log-probability of about -1e9 (probability 0).
   virtual torch::Tensor LogProbs(const torch::Tensor& actions) = 0;
 
+  // LogProbs of the placements the last Sample drew, [k, G, D], kept from
+  // sampling (the same weights and inputs, so the same values up to
+  // rounding); undefined when the policy keeps none. For the update that
+  // follows the sampling (PPO's old log-probabilities), not recomputed.
+  virtual torch::Tensor SampledLogProbs() const { return {}; }
+
  protected:
   // [G, D]: 0 where allowed, -1e9 where not; added to logits.
   const torch::Tensor& mask_bias() const { return mask_bias_; }
@@ -121,7 +127,7 @@ class Seq2SeqPolicyImpl : public PlacementPolicyImpl {
   struct Encoded {
     torch::Tensor states;  // [G, H], in reading order.
     torch::Tensor keys;    // [G, H]: states projected for attention.
-    torch::Tensor h, c;    // [1, 1, H]: the encoder's final state.
+    torch::Tensor h, c;    // [1, H]: the encoder's final state.
   };
   Encoded Encode();
   // Logits [k, n, D] of decoder outputs `decoded` [k, n, H] at reading

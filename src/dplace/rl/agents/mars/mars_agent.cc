@@ -213,8 +213,8 @@ class MarsAgent : public PolicyAgent {
     PpoSettings ppo;
     ppo.clip = settings_.clip;
     ppo.entropy_bonus = settings_.entropy_bonus;
-    torch::Tensor old_log_probs;
-    {
+    torch::Tensor old_log_probs = UsedRows(policy_->SampledLogProbs(), batch);
+    if (!old_log_probs.defined()) {
       torch::NoGradGuard no_grad;
       old_log_probs = policy_->LogProbs(actions);
     }

@@ -259,10 +259,11 @@ class PlannerAgent : public Agent {
       const torch::Tensor hidden = grouper_->Hidden(features_);
       LogitShaping grouping = GrouperShaping();
       grouping.noise = shaping.noise;
+      const torch::Tensor logits = grouper_->UnitLogits(features_, hidden);
+      pending_grouper_log_probs_ =
+          PolicyLogProbs(logits, torch::zeros({}), GrouperShaping());
       pending_grouping_ = SampleRows(
-          SamplingProbabilities(grouper_->UnitLogits(features_, hidden),
-                                torch::zeros({}), grouping, rng),
-          rng);
+          SamplingProbabilities(logits, torch::zeros({}), grouping, rng), rng);
       input = LearnedInput(pending_grouping_, hidden);
     } else {
       pending_grouping_ = fixed_;
@@ -286,8 +287,8 @@ class PlannerAgent : public Agent {
         Step(ReinforceObjective(LogProbs(pending_grouping_, actions), actions,
                                 advantages));
       } else {
-        JointLogProbs old;
-        {
+        JointLogProbs old = SampledLogProbs(batch);
+        if (!old.placer.defined()) {
           torch::NoGradGuard no_grad;
           old = LogProbs(pending_grouping_, actions);
         }
@@ -375,6 +376,16 @@ class PlannerAgent : public Agent {
     return j;
   }
 
+  // The log-probabilities of the batch's used placements and its grouping
+  // kept from sampling; the placer's undefined when it keeps none.
+  JointLogProbs SampledLogProbs(const EvaluatedBatch& batch) const {
+    JointLogProbs j;
+    if (simple_) return j;
+    j.placer = UsedRows(placer_->SampledLogProbs(), batch);
+    if (learned_) j.grouper = pending_grouper_log_probs_;
+    return j;
+  }
+
   // HP eqs. 4 and 6: the placer's term per placement, the grouper's with
   // the mean advantage of the placements of its (one) grouping.
   torch::Tensor ReinforceObjective(const JointLogProbs& j,
@@ -454,8 +465,9 @@ class PlannerAgent : public Agent {
   int64_t updates_ = 0;  // Policy updates so far (the noise schedule).
   EliteBuffer buffer_;   // Samples since the last cross-entropy update.
   // The batch DoSample drew, for the DoUpdate that follows it.
-  torch::Tensor pending_grouping_;    // [U].
-  torch::Tensor pending_placements_;  // [k, K] ([k, U] for simple).
+  torch::Tensor pending_grouping_;           // [U].
+  torch::Tensor pending_placements_;         // [k, K] ([k, U] for simple).
+  torch::Tensor pending_grouper_log_probs_;  // [U, K] (learned grouper).
 };
 
 enum class Preset { kHierarchical, kEagle, kEagleCe, kSimple };

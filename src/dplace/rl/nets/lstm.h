@@ -1,0 +1,82 @@
+// A one-layer LSTM run as one operation over a whole sequence, with a
+// hand-written backward pass: the recurrence the policies' encoders and
+// teacher-forced decoders run.
+//
+// torch::nn::LSTM on the CPU records ~15 autograd nodes per time step; its
+// backward computes the recurrent weights' gradient as one small product
+// per step ([4H, B] x [B, H], B = 1 to 10 placements) and sums them, which
+// costs more than the arithmetic. Here the input part of every gate is one
+// matrix product over the sequence (done by the caller, differentiable as
+// usual), the recurrence keeps only h_{t-1} W_hh^T per step, and the
+// backward pass runs the recurrence backwards with one [B, 4H] x [4H, H]
+// product per step and the weight gradient as one product over all steps.
+// Same gate layout (i, f, g, o) and parameters as torch::nn::LSTM, so the
+// policies keep their LSTM modules (and checkpoints) and run them here.
+#ifndef DPLACE_RL_NETS_LSTM_H_
+#define DPLACE_RL_NETS_LSTM_H_
+
+#include <torch/torch.h>
+
+namespace dplace {
+
+struct LstmSequence {
+  torch::Tensor outputs;  // [T, B, H]: h_1 .. h_T.
+  torch::Tensor h, c;     // [B, H]: the final state.
+};
+
+// The recurrence of an LSTM layer given its gates' input part `x_gates`
+// [T, B, 4H] (x_t W_ih^T + b_ih + b_hh), the initial state `h0`, `c0`
+// [B, H] and the recurrent weights `w_hh` [4H, H]. Differentiable in all
+// four (float32, CPU).
+LstmSequence LstmRecurrence(const torch::Tensor& x_gates,
+                            const torch::Tensor& h0, const torch::Tensor& c0,
+                            const torch::Tensor& w_hh);
+
+// Layer 0 of `lstm` (one direction; `reverse`: the backward direction of a
+// bidirectional one, which reads the sequence from its end) over `input`
+// [T, B, I] from (`h0`, `c0`) [B, H]; undefined h0/c0 start at zero.
+// outputs[t] is the state after reading input[t] in either direction.
+LstmSequence RunLstm(torch::nn::LSTM& lstm, const torch::Tensor& input,
+                     torch::Tensor h0 = {}, torch::Tensor c0 = {},
+                     bool reverse = false);
+
+// One LSTM step without gradient, for sampling loops: gates = `x_gates`
+// [B, 4H] + h W_hh^T; updates `h` and `c` [B, H] (new tensors).
+void LstmStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
+              torch::Tensor* h, torch::Tensor* c);
+
+// The products x_t W^T of the `steps` steps of one recurrence that reads
+// its own output (a decoder with input feeding), with W's gradient summed
+// over the steps as one product instead of one small product per step.
+//
+//   RecurrentProducts products(w, steps, batch);
+//   for (t ...) gates = x_gates[t] + products(t, torch::cat({context, h}, 1));
+//
+// REQUIRES: products t = 0 .. steps - 1 are each made once, each input
+// depends on the product before it, and every output reaches the loss (so
+// that product 0's backward runs last; it throws if one is missing).
+class RecurrentProducts {
+ public:
+  // `weight` [N, M]; inputs will be [batch, M].
+  RecurrentProducts(torch::Tensor weight, int64_t steps, int64_t batch);
+  // x_t W^T, [batch, N]; differentiable in `x` and the weight.
+  torch::Tensor operator()(int64_t t, const torch::Tensor& x);
+
+ private:
+  torch::Tensor weight_;
+  torch::Tensor inputs_;     // [steps, batch, M]: every x_t.
+  torch::Tensor gradients_;  // [steps, batch, N]: every output's gradient.
+  torch::Tensor count_;      // [1] int64: gradients received.
+};
+
+// The parameters of layer 0 of `lstm` (`reverse`: of its backward
+// direction).
+struct LstmWeights {
+  torch::Tensor w_ih, w_hh, bias;  // bias = b_ih + b_hh.
+};
+LstmWeights LayerWeights(torch::nn::LSTM& lstm, bool reverse = false);
+LstmWeights CellWeights(torch::nn::LSTMCell& cell);
+
+}  // namespace dplace
+
+#endif  // DPLACE_RL_NETS_LSTM_H_

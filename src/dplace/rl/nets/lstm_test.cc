@@ -1,0 +1,133 @@
+#include "dplace/rl/nets/lstm.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace dplace {
+namespace {
+
+// Outputs and the gradients of every parameter and initial state of one
+// run, for comparing two implementations of the same LSTM.
+struct Results {
+  torch::Tensor outputs, h, c;
+  std::vector<torch::Tensor> grads;
+};
+
+Results Differentiate(const torch::Tensor& outputs, const torch::Tensor& h,
+                      const torch::Tensor& c,
+                      const std::vector<torch::Tensor>& inputs) {
+  // A loss that reads every output and both final states with different
+  // weights, so every gradient path is exercised.
+  torch::manual_seed(7);
+  const torch::Tensor loss = (outputs * torch::randn(outputs.sizes())).sum() +
+                             (h * torch::randn(h.sizes())).sum() +
+                             (c * torch::randn(c.sizes())).sum();
+  Results run{outputs.detach(), h.detach(), c.detach(),
+              torch::autograd::grad({loss}, inputs)};
+  return run;
+}
+
+void ExpectClose(const Results& a, const Results& b) {
+  EXPECT_TRUE(torch::allclose(a.outputs, b.outputs, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(a.h, b.h, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(a.c, b.c, 1e-5, 1e-5));
+  ASSERT_EQ(a.grads.size(), b.grads.size());
+  for (size_t i = 0; i < a.grads.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(a.grads[i], b.grads[i], 1e-4, 1e-5))
+        << "gradient " << i << " differs by "
+        << (a.grads[i] - b.grads[i]).abs().max().item<float>();
+  }
+}
+
+TEST(LstmTest, MatchesTorchLstmAndItsGradients) {
+  torch::manual_seed(1);
+  const int64_t steps = 9, batch = 3, in = 5, hidden = 6;
+  torch::nn::LSTM lstm(torch::nn::LSTMOptions(in, hidden));
+  const torch::Tensor input = torch::randn({steps, batch, in}).requires_grad_();
+  const torch::Tensor h0 = torch::randn({batch, hidden}).requires_grad_();
+  const torch::Tensor c0 = torch::randn({batch, hidden}).requires_grad_();
+  std::vector<torch::Tensor> inputs = lstm->parameters();
+  inputs.insert(inputs.end(), {input, h0, c0});
+
+  auto [out, state] =
+      lstm(input, std::make_tuple(h0.unsqueeze(0), c0.unsqueeze(0)));
+  const Results expected = Differentiate(out, std::get<0>(state).squeeze(0),
+                                         std::get<1>(state).squeeze(0), inputs);
+  const LstmSequence s = RunLstm(lstm, input, h0, c0);
+  ExpectClose(Differentiate(s.outputs, s.h, s.c, inputs), expected);
+}
+
+TEST(LstmTest, ReverseDirectionMatchesABidirectionalTorchLstm) {
+  torch::manual_seed(2);
+  const int64_t steps = 7, batch = 2, in = 4, hidden = 3;
+  torch::nn::LSTM lstm(torch::nn::LSTMOptions(in, hidden).bidirectional(true));
+  const torch::Tensor input = torch::randn({steps, batch, in}).requires_grad_();
+  std::vector<torch::Tensor> inputs = lstm->parameters();
+  inputs.push_back(input);
+
+  auto [out, state] = lstm(input);
+  const torch::Tensor& h = std::get<0>(state);  // [2, B, H].
+  const torch::Tensor& c = std::get<1>(state);
+  const Results expected = Differentiate(out, torch::cat({h[0], h[1]}, 1),
+                                         torch::cat({c[0], c[1]}, 1), inputs);
+  const LstmSequence forward = RunLstm(lstm, input);
+  const LstmSequence backward = RunLstm(lstm, input, {}, {}, /*reverse=*/true);
+  ExpectClose(Differentiate(torch::cat({forward.outputs, backward.outputs}, 2),
+                            torch::cat({forward.h, backward.h}, 1),
+                            torch::cat({forward.c, backward.c}, 1), inputs),
+              expected);
+}
+
+TEST(LstmTest, StepsAgreeWithTheSequence) {
+  torch::manual_seed(3);
+  const int64_t steps = 5, batch = 4, in = 3, hidden = 8;
+  torch::nn::LSTM lstm(torch::nn::LSTMOptions(in, hidden));
+  const torch::Tensor input = torch::randn({steps, batch, in});
+  torch::NoGradGuard no_grad;
+  const LstmSequence s = RunLstm(lstm, input);
+  const LstmWeights w = LayerWeights(lstm);
+  torch::Tensor h = torch::zeros({batch, hidden});
+  torch::Tensor c = torch::zeros({batch, hidden});
+  for (int64_t t = 0; t < steps; ++t) {
+    LstmStep(torch::linear(input[t], w.w_ih, w.bias), w.w_hh, &h, &c);
+    EXPECT_TRUE(torch::allclose(h, s.outputs[t], 1e-6, 1e-6)) << "step " << t;
+  }
+  EXPECT_TRUE(torch::allclose(c, s.c, 1e-6, 1e-6));
+}
+
+TEST(RecurrentProductsTest, GradientsMatchOneProductPerStep) {
+  torch::manual_seed(4);
+  const int64_t steps = 6, batch = 3, width = 5;
+  const torch::Tensor w = torch::randn({width, 2 * width}).requires_grad_();
+  const torch::Tensor u = torch::randn({width, width}).requires_grad_();
+  const torch::Tensor x0 = torch::randn({batch, width}).requires_grad_();
+  // h_t = tanh([h_{t-1}, h_{t-1} U^T] W^T): a recurrence with input
+  // feeding, once with plain products and once with RecurrentProducts.
+  auto run = [&](bool deferred) {
+    RecurrentProducts products(w, steps, batch);
+    torch::Tensor h = x0, loss = torch::zeros({});
+    for (int64_t t = 0; t < steps; ++t) {
+      const torch::Tensor in = torch::cat({h, h.mm(u.t())}, 1);
+      h = torch::tanh(deferred ? products(t, in) : in.mm(w.t()));
+      loss = loss + (h * static_cast<double>(t + 1)).sum();
+    }
+    return torch::autograd::grad({loss}, {w, u, x0});
+  };
+  const auto expected = run(false);
+  const auto got = run(true);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(got[i], expected[i], 1e-5, 1e-5)) << i;
+  }
+}
+
+TEST(RecurrentProductsTest, ThrowsWhenAStepMissesTheLoss) {
+  const torch::Tensor w = torch::randn({2, 2}).requires_grad_();
+  RecurrentProducts products(w, 3, 1);
+  torch::Tensor h = torch::ones({1, 2});
+  for (int64_t t = 0; t < 2; ++t) h = products(t, h);  // Step 2 never made.
+  EXPECT_THROW(h.sum().backward(), std::exception);
+}
+
+}  // namespace
+}  // namespace dplace

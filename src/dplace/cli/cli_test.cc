@@ -109,6 +109,55 @@ TEST_F(CliTest, BenchWritesJsonMarkdownAndReport) {
   EXPECT_GE(check.elements.at("polyline"), 1);
 }
 
+TEST_F(CliTest, BenchRunsInPartsWithResume) {
+  const std::string results = dir_ + "/parts.json";
+  auto bench = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"bench",
+                                     "--suite",
+                                     "smoke",
+                                     "--methods",
+                                     "expert,m-etf,post",
+                                     "--budget-samples",
+                                     "12",
+                                     "--seeds",
+                                     "1",
+                                     "-o",
+                                     results};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Dplace(args);
+  };
+  const CliResult first = bench({"--max-runs", "2"});
+  ASSERT_EQ(first.code, kExitOk) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("stopped after 2 of 5 runs (--resume "
+                                   "continues)"));
+  EXPECT_FALSE(json::parse(*ReadTextFile(results)).at("complete").get<bool>());
+
+  // Starting over would lose the two runs.
+  EXPECT_THAT(BadInput(bench({})),
+              HasSubstr(results + ": holds an unfinished run (2 of 5 runs); "
+                                  "--resume continues it"));
+  // Another budget is another run.
+  EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smoke", "--methods",
+                               "expert,m-etf,post", "--budget-samples", "24",
+                               "--seeds", "1", "-o", results, "--resume"})),
+              AllOf(HasSubstr(results + ": holds the results of another run"),
+                    HasSubstr("budget_samples is 12, this run's is 24")));
+  EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smoke", "--resume"})),
+              HasSubstr("--resume needs -o FILE"));
+
+  const CliResult rest = bench({"--resume"});
+  ASSERT_EQ(rest.code, kExitOk) << rest.err;
+  EXPECT_THAT(rest.err, HasSubstr("dplace: bench continues " + results +
+                                  ": 2 of 5 runs done"));
+  EXPECT_THAT(rest.err, HasSubstr("dplace: bench [3/5]"));
+  EXPECT_THAT(rest.err, ::testing::Not(HasSubstr("[1/5]")));
+  const json doc = json::parse(*ReadTextFile(results));
+  EXPECT_TRUE(doc.at("complete").get<bool>());
+  EXPECT_EQ(doc.at("runs_done"), 5);
+  EXPECT_EQ(doc.at("resumed_commands").size(), 1u);
+  EXPECT_EQ(doc.at("tables")[0].at("benchmarks")[0].at("methods").size(), 3u);
+}
+
 TEST_F(CliTest, BenchBadInput) {
   EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smok"})),
               HasSubstr("unknown suite \"smok\" (suites: smoke, paper, "

@@ -296,6 +296,38 @@ StatusOr<Suite> FilterSuite(const Suite& suite, const SuiteFilter& filter) {
   return out;
 }
 
+std::string SuiteDefinitionJson(const Suite& suite) {
+  json tables = json::array();
+  for (const SuiteTable& t : suite.tables) {
+    json benchmarks = json::array();
+    for (const SuiteBenchmark& b : t.benchmarks) {
+      benchmarks.push_back({{"name", b.name},
+                            {"model", b.model},
+                            {"cluster", b.cluster},
+                            {"method_options", b.method_options}});
+    }
+    json methods = json::array();
+    for (const SuiteMethod& m : t.methods) {
+      methods.push_back({{"method", m.method},
+                         {"options", m.options},
+                         {"budget_samples", m.budget_samples},
+                         {"budget_seconds", m.budget_seconds},
+                         {"seeds", m.seeds}});
+    }
+    tables.push_back(
+        {{"title", t.title}, {"benchmarks", benchmarks}, {"methods", methods}});
+  }
+  const json scale{{"cluster", suite.scale.cluster},
+                   {"models", suite.scale.models},
+                   {"methods", suite.scale.methods},
+                   {"simulate_repeats", suite.scale.simulate_repeats}};
+  return json{{"name", suite.name},
+              {"seeds", suite.seeds},
+              {"tables", tables},
+              {"scale", scale}}
+      .dump();
+}
+
 Status CheckSuiteMethods(const Suite& suite) {
   auto unknown = [&](const std::string& method, const std::string& where) {
     return NotFoundError("suite " + suite.name + ", " + where +

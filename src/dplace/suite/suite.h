@@ -94,6 +94,13 @@ struct SuiteFilter {
 // are dropped. Errors: a filter name that matches nothing.
 StatusOr<Suite> FilterSuite(const Suite& suite, const SuiteFilter& filter);
 
+// What a run of `suite` is, as JSON: every table's title, benchmarks and
+// methods with their options, budgets and seeds, the suite's seeds and the
+// scale study, but not the prose (description, sources). Two runs with the
+// same definition run the same things, so a results file written by one can
+// be continued by the other (bench.h, CheckResumable).
+std::string SuiteDefinitionJson(const Suite& suite);
+
 // OK when every method of `suite` is registered; otherwise names the first
 // unknown one, its table, and every known method.
 Status CheckSuiteMethods(const Suite& suite);

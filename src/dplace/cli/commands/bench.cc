@@ -1,7 +1,10 @@
 #include "dplace/suite/bench.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "dplace/cli/cli.h"
@@ -27,6 +30,38 @@ std::vector<std::string> SplitList(const std::string& text) {
   return items;
 }
 
+// The results in --output that this run continues: none without --resume
+// or when the file does not exist yet. Errors: a file that does not parse
+// or belongs to another run; without --resume, an unfinished run there
+// (overwriting it would lose its runs).
+StatusOr<std::optional<BenchResults>> PreviousResults(const BenchFlags& flags,
+                                                      const Suite& suite) {
+  if (flags.output.empty()) {
+    if (!flags.resume) return std::optional<BenchResults>();
+    return InvalidArgumentError(
+        "bench --resume needs -o FILE: the results "
+        "file to continue");
+  }
+  if (access(flags.output.c_str(), F_OK) != 0) {
+    return std::optional<BenchResults>();
+  }
+  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(flags.output));
+  StatusOr<BenchResults> previous = ParseBenchResults(text, flags.output);
+  if (!flags.resume) {
+    if (previous.ok() && !previous->complete) {
+      return InvalidArgumentError(
+          flags.output + ": holds an unfinished run (" +
+          std::to_string(previous->runs_done) + " of " +
+          std::to_string(previous->runs_total) +
+          " runs); --resume continues it, or remove the file to start over");
+    }
+    return std::optional<BenchResults>();  // Overwritten, as before.
+  }
+  if (!previous.ok()) return previous.status();
+  DPLACE_RETURN_IF_ERROR(CheckResumable(*previous, suite, flags.output));
+  return std::optional<BenchResults>(std::move(previous).value());
+}
+
 // dplace bench: runs a suite, writes its JSON, Markdown and HTML report.
 int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
           std::ostream& err) {
@@ -50,15 +85,31 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   flags.filter.models = flags.models;
   StatusOr<Suite> filtered = FilterSuite(*suite, flags.filter);
   if (!filtered.ok()) return Fail(err, filtered.status());
-  StatusOr<BenchResults> results =
-      RunSuite(*filtered, command, [&err](const std::string& line) {
-        err << "dplace: bench " << line << "\n";
-      });
+  StatusOr<std::optional<BenchResults>> previous =
+      PreviousResults(flags, *filtered);
+  if (!previous.ok()) return Fail(err, previous.status());
+  BenchRunOptions options;
+  options.progress = [&err](const std::string& line) {
+    err << "dplace: bench " << line << "\n";
+  };
+  if (previous->has_value()) {
+    options.resume = &**previous;
+    err << "dplace: bench continues " << flags.output << ": "
+        << (*previous)->runs_done << " of " << (*previous)->runs_total
+        << " runs done\n";
+  }
+  if (!flags.output.empty()) {
+    options.checkpoint = [&flags](const BenchResults& so_far) {
+      return WriteTextFileAtomically(flags.output, BenchResultsToJson(so_far));
+    };
+  }
+  options.max_runs = flags.max_runs;
+  StatusOr<BenchResults> results = RunSuite(*filtered, command, options);
   if (!results.ok()) return Fail(err, results.status());
   const std::string json = BenchResultsToJson(*results);
   const std::string markdown = BenchResultsToMarkdown(*results);
   if (!flags.output.empty()) {
-    Status s = WriteTextFile(flags.output, json);
+    Status s = WriteTextFileAtomically(flags.output, json);
     if (!s.ok()) return Fail(err, s);
   }
   if (!flags.markdown.empty()) {
@@ -75,6 +126,10 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   }
   out << "suite " << results->suite << ": "
       << Format("%.1f", results->wall_seconds) << " s";
+  if (!results->complete) {
+    out << "; stopped after " << results->runs_done << " of "
+        << results->runs_total << " runs (--resume continues)";
+  }
   if (!flags.output.empty()) out << "; results: " << flags.output;
   if (!flags.markdown.empty()) out << "; markdown: " << flags.markdown;
   if (!flags.report.empty()) out << "; report: " << flags.report;
@@ -126,6 +181,18 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
   bench
       ->add_option("--seeds", flags->filter.max_seeds,
                    "only the first N seeds of each method")
+      ->check(CLI::PositiveNumber);
+  bench->add_flag(
+      "--resume", flags->resume,
+      "continue the run whose results are in -o FILE: its finished runs are "
+      "kept, the others run (the file is rewritten after every run, so a "
+      "killed bench loses only the run in flight); the suite, filters and "
+      "budgets must be the same. Without the file, starts it. Without "
+      "--resume, bench refuses to overwrite an unfinished run");
+  bench
+      ->add_option("--max-runs", flags->max_runs,
+                   "stop after this many runs, leaving -o FILE unfinished "
+                   "for --resume (runs the suite in parts)")
       ->check(CLI::PositiveNumber);
   return bench;
 }

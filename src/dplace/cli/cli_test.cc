@@ -158,6 +158,46 @@ TEST_F(CliTest, BenchRunsInPartsWithResume) {
   EXPECT_EQ(doc.at("tables")[0].at("benchmarks")[0].at("methods").size(), 3u);
 }
 
+TEST_F(CliTest, BenchClaimsFromAResultsFile) {
+  // Post's Table 1 on NMT: post beats policy gradient and the expert but
+  // not Spotlight.
+  const std::string results = Write("claims.json", R"json({
+    "format": "dplace.bench-results", "suite": "paper", "tables": [
+    {"title": "Post, Table 1", "benchmarks": [{"name": "nmt-2@k80x2",
+     "methods": [
+      {"method": "expert", "runs": [{"step_time": 1.3}]},
+      {"method": "post-pg", "runs": [{"step_time": 1.5}]},
+      {"method": "post-ce", "runs": [{"step_time": 1.2}]},
+      {"method": "spotlight", "runs": [{"step_time": 0.9}]},
+      {"method": "post", "runs": [{"step_time": 1.0}]}]}]}]})json");
+  const std::string md = dir_ + "/claims.md";
+  const CliResult r = Dplace({"bench", "--claims", results});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("### Claims: Post (Gao et al., NeurIPS 2018)"));
+  EXPECT_THAT(r.out, HasSubstr("| Table 1: on NMT (2 layers, 2 GPUs) Post "
+                               "beats the policy gradient method | "
+                               "`nmt-2@k80x2` | 1.22 s vs 2.30 s (policy "
+                               "gradient): 47.0% faster | post 1.0000 s vs "
+                               "post-pg 1.5000 s: 33.3% faster | at least "
+                               "0.1% faster | **holds** |"));
+  EXPECT_THAT(r.out, HasSubstr("post 1.0000 s vs spotlight 0.9000 s: 11.1% "
+                               "slower | at least 0.1% faster | **does not "
+                               "hold** |"));
+  EXPECT_THAT(r.out, HasSubstr("2 of 6 claims hold on dplace's simulator (3 "
+                               "not run)."));
+  EXPECT_THAT(r.out, HasSubstr("### Claims: Hierarchical Planner"));
+  ASSERT_EQ(Dplace({"bench", "--claims", results, "--markdown", md}).code,
+            kExitOk);
+  EXPECT_EQ(*ReadTextFile(md), r.out);
+
+  const std::string other = Write("other.json", R"({
+    "format": "dplace.bench-results", "suite": "nosuch", "tables": []})");
+  EXPECT_THAT(BadInput(Dplace({"bench", "--claims", other})),
+              HasSubstr(other + ": suite nosuch: unknown suite \"nosuch\""));
+  EXPECT_THAT(BadInput(Dplace({"bench", "--claims", dir_ + "/none.json"})),
+              HasSubstr("none.json"));
+}
+
 TEST_F(CliTest, BenchBadInput) {
   EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smok"})),
               HasSubstr("unknown suite \"smok\" (suites: smoke, paper, "

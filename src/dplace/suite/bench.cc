@@ -105,7 +105,7 @@ void CompareWithBaselines(BenchmarkResults* b) {
     if (m.searched || m.step_time.count == 0) continue;
     if (b->best_baseline.empty() ||
         m.step_time.median < b->best_baseline_step_time) {
-      b->best_baseline = m.method;
+      b->best_baseline = m.label;
       b->best_baseline_step_time = m.step_time.median;
     }
   }
@@ -186,6 +186,7 @@ int KeptRuns(const BenchResults& kept) {
 MethodResults MethodResultsOf(const SuiteMethod& m, const SuiteBenchmark& b) {
   MethodResults mr;
   mr.method = m.method;
+  mr.label = m.label.empty() ? m.method : m.label;
   mr.searched = IsSearchMethod(m.method);
   mr.learned = IsLearnedMethod(m.method);
   mr.options = m.options;
@@ -303,7 +304,7 @@ class SuiteRunner {
       MethodResults& mr = br.methods[k];
       const std::vector<uint64_t> seeds = SeedsOf(suite_, m);
       for (size_t i = mr.runs.size(); i < seeds.size() && !Exhausted(); ++i) {
-        StartRun(bench.name + " " + m.method + " seed " +
+        StartRun(bench.name + " " + mr.label + " seed " +
                  std::to_string(seeds[i]));
         lb.problem.seed = seeds[i];
         MethodRunOptions run_options;
@@ -423,9 +424,8 @@ std::string PaperTable(const TableResults& t) {
   std::vector<std::string> methods;
   for (const BenchmarkResults& b : t.benchmarks) {
     for (const MethodResults& m : b.methods) {
-      if (std::find(methods.begin(), methods.end(), m.method) ==
-          methods.end()) {
-        methods.push_back(m.method);
+      if (std::find(methods.begin(), methods.end(), m.label) == methods.end()) {
+        methods.push_back(m.label);
       }
     }
   }
@@ -442,7 +442,7 @@ std::string PaperTable(const TableResults& t) {
     for (const std::string& name : methods) {
       const MethodResults* m = nullptr;
       for (const MethodResults& x : b.methods) {
-        if (x.method == name) m = &x;
+        if (x.label == name) m = &x;
       }
       out += " " + (m ? StepTimeCell(*m) : std::string("")) + " |";
       if (m && m->learned && m->step_time.count &&
@@ -452,7 +452,7 @@ std::string PaperTable(const TableResults& t) {
       }
     }
     if (best_learned && !b.best_baseline.empty()) {
-      out += " " + best_learned->method + " " +
+      out += " " + best_learned->label + " " +
              Percent(best_learned->reduction_vs_best_baseline) + " vs " +
              b.best_baseline + " |\n";
     } else {
@@ -487,7 +487,8 @@ std::string DetailTable(const BenchmarkResults& b) {
       "time (s) | note |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
   for (const MethodResults& m : b.methods) {
-    std::string name = m.method;
+    std::string name = m.label;
+    if (m.label != m.method) name += ": " + m.method;
     if (!m.options.empty()) {
       std::string opts;
       for (const std::string& o : m.options)

@@ -57,6 +57,7 @@ struct RunRecord {
 
 struct MethodResults {
   std::string method;
+  std::string label;      // Its column (SuiteMethod::label); often `method`.
   bool searched = false;  // A search: its runs carry samples and curves.
   bool learned = false;   // A learned agent, for the "best learned" column.
   std::vector<std::string> options;

@@ -62,6 +62,7 @@ json MethodJson(const MethodResults& m) {
   json runs = json::array();
   for (const RunRecord& r : m.runs) runs.push_back(RunJson(r, m.searched));
   json j{{"method", m.method},
+         {"label", m.label},
          {"searched", m.searched},
          {"learned", m.learned},
          {"options", m.options},
@@ -265,6 +266,7 @@ MethodResults ReadMethod(const json& value, const std::string& path) {
   Fields f(value, path);
   MethodResults m;
   m.method = f.String("method", std::nullopt);
+  m.label = f.String("label", m.method);
   m.searched = f.Bool("searched", IsSearchMethod(m.method));
   m.learned = f.Bool("learned", IsLearnedMethod(m.method));
   m.options = f.List<std::string>("options");

@@ -12,6 +12,7 @@
 #include "dplace/cli/commands/commands.h"
 #include "dplace/io/file.h"
 #include "dplace/report/html_report.h"
+#include "dplace/suite/claims.h"
 #include "dplace/suite/suite.h"
 #include "dplace/util/format.h"
 
@@ -62,15 +63,66 @@ StatusOr<std::optional<BenchResults>> PreviousResults(const BenchFlags& flags,
   return std::optional<BenchResults>(std::move(previous).value());
 }
 
+// Claims whose benchmark the results have: a reduced run checks what it
+// ran, and says "not run" for the methods it left out.
+std::vector<SuiteClaim> ClaimsOnBenchmarksIn(const Suite& suite,
+                                             const BenchResults& results) {
+  std::vector<SuiteClaim> out;
+  for (const SuiteClaim& claim : suite.claims) {
+    for (const TableResults& t : results.tables) {
+      for (const BenchmarkResults& b : t.benchmarks) {
+        if (t.title == claim.table && b.name == claim.benchmark) {
+          out.push_back(claim);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Status WriteOrPrint(const std::string& path, const std::string& text,
+                    std::ostream& out) {
+  if (path.empty()) {
+    out << text;
+    return Status::Ok();
+  }
+  return WriteTextFile(path, text);
+}
+
+// dplace bench --claims RESULTS: the claims sections of the results'
+// suite, from the file alone.
+int PrintClaims(const BenchFlags& flags, const std::vector<Suite>& suites,
+                std::ostream& out, std::ostream& err) {
+  StatusOr<std::string> text = ReadTextFile(flags.claims);
+  if (!text.ok()) return Fail(err, text.status());
+  StatusOr<BenchResults> results = ParseBenchResults(*text, flags.claims);
+  if (!results.ok()) return Fail(err, results.status());
+  StatusOr<Suite> suite = FindSuite(suites, results->suite);
+  if (!suite.ok()) {
+    return Fail(err, suite.status().WithPrefix(flags.claims + ": suite " +
+                                               results->suite));
+  }
+  if (suite->claims.empty()) {
+    return Fail(err, InvalidArgumentError(
+                         flags.claims + ": suite " + suite->name +
+                         " has no claims (see \"claims\" in docs/formats.md)"));
+  }
+  const std::string markdown =
+      ClaimsToMarkdown(CheckClaims(suite->claims, *results));
+  Status s = WriteOrPrint(flags.markdown, markdown, out);
+  if (!s.ok()) return Fail(err, s);
+  return kExitOk;
+}
+
 // dplace bench: runs a suite, writes its JSON, Markdown and HTML report.
 int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
           std::ostream& err) {
   StatusOr<std::vector<Suite>> suites = LoadSuites(flags.suites);
   if (!suites.ok()) return Fail(err, suites.status());
-  if (flags.list || flags.suite.empty()) {
+  if (flags.list || (flags.suite.empty() && flags.claims.empty())) {
     if (!flags.list) {
-      return Fail(err,
-                  InvalidArgumentError("bench needs --suite NAME (or --list)"));
+      return Fail(err, InvalidArgumentError(
+                           "bench needs --suite NAME (or --list, --claims)"));
     }
     size_t width = 0;  // The longest name, plus two spaces.
     for (const Suite& s : *suites) width = std::max(width, s.name.size() + 2);
@@ -79,6 +131,7 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
     }
     return kExitOk;
   }
+  if (!flags.claims.empty()) return PrintClaims(flags, *suites, out, err);
   StatusOr<Suite> suite = FindSuite(*suites, flags.suite);
   if (!suite.ok()) return Fail(err, suite.status());
   flags.filter.methods = SplitList(flags.methods);
@@ -107,7 +160,10 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   StatusOr<BenchResults> results = RunSuite(*filtered, command, options);
   if (!results.ok()) return Fail(err, results.status());
   const std::string json = BenchResultsToJson(*results);
-  const std::string markdown = BenchResultsToMarkdown(*results);
+  const std::string markdown =
+      BenchResultsToMarkdown(*results) +
+      ClaimsToMarkdown(
+          CheckClaims(ClaimsOnBenchmarksIn(*filtered, *results), *results));
   if (!flags.output.empty()) {
     Status s = WriteTextFileAtomically(flags.output, json);
     if (!s.ok()) return Fail(err, s);
@@ -147,6 +203,12 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
   bench->add_option("--suite", flags->suite,
                     "suite name: smoke, paper, scale (see --list)");
   bench->add_flag("--list", flags->list, "list the suites");
+  bench->add_option(
+      "--claims", flags->claims,
+      "print the claims sections of a results file (-o of an earlier "
+      "bench; --markdown FILE writes them there): each headline claim of "
+      "the papers its suite checks, the paper's figure, dplace's and "
+      "whether the claim holds; runs nothing");
   bench->add_option(
       "--suites", flags->suites,
       "suites JSON file (default: src/dplace/suite/suites.json, built "

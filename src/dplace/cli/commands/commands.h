@@ -129,7 +129,9 @@ struct BenchFlags {
   std::vector<std::string> models;
   // Continue the unfinished run in --output (runs there are kept).
   bool resume = false;
-  int max_runs = 0;     // > 0: stop after this many runs.
+  int max_runs = 0;  // > 0: stop after this many runs.
+  // A results file: print its suite's claims sections instead of running.
+  std::string claims;
   std::string command;  // The command line, kept with the results.
 };
 CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags);

@@ -221,7 +221,9 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
   bench->add_option("--report", flags->report,
                     "write the HTML report of the results");
   bench->add_option("--methods", flags->methods,
-                    "only these methods (comma-separated)");
+                    "only these methods (comma-separated names; a name keeps "
+                    "every labelled variant of the method, e.g. "
+                    "hierarchical its ablations)");
   bench->add_option("--models", flags->models,
                     "only these benchmarks, by name (nmt-4@k40x4) or model "
                     "spec (zoo:nmt:layers=4); several after one --models, "

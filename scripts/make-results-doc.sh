@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates docs/results.md from the `paper` bench suite (src/dplace/suite/suites.json):
 # the papers' tables (Hierarchical Planner Table 1, Post Table 1, EAGLE
-# Tables I-IV) with every method of the suite, run by `dplace bench`.
+# Tables I-IV) with every method of the suite, run by `dplace bench`, and
+# the claims sections bench generates from the results (docs/bench.md).
+# The run continues its results file (bench --resume): kill the script and
+# run it again with the same flags to go on where it stopped; remove
+# $RESULTS/paper.json to start over.
 #   scripts/make-results-doc.sh [build/dplace] [bench flags...]
 # Extra flags go to `dplace bench` to reduce the run, e.g.
 #   scripts/make-results-doc.sh build/dplace --budget-samples 100 --seeds 2
@@ -24,7 +28,7 @@ revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
   revision="$revision (with uncommitted changes in the tree)"
 fi
-"$dplace" bench --suite paper "$@" -o "$json" --markdown "$tables" \
+"$dplace" bench --suite paper "$@" -o "$json" --resume --markdown "$tables" \
   --report "$results/paper.html" >/dev/null
 command="dplace bench --suite paper${*:+ $*}"
 seconds=$(sed -n 's/^ "wall_seconds": \([0-9.]*\),*$/\1/p' "$json" | head -1)
@@ -37,7 +41,7 @@ Generated on ${start%T*} by \`scripts/make-results-doc.sh${*:+ $*}\`, which
 ran
 
 \`\`\`
-$command -o $json --markdown TABLES --report $results/paper.html
+$command -o $json --resume --markdown TABLES --report $results/paper.html
 \`\`\`
 
 in $(printf '%.0f' "$seconds") s on this machine ($(nproc) cores), the checkout at commit

@@ -135,6 +135,95 @@ TEST_F(CliTest, BenchWritesJsonMarkdownAndReport) {
   EXPECT_GE(check.elements.at("polyline"), 1);
 }
 
+TEST_F(CliTest, BenchRunsInPartsWithResume) {
+  const std::string results = dir_ + "/parts.json";
+  auto bench = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"bench",
+                                     "--suite",
+                                     "smoke",
+                                     "--methods",
+                                     "expert,m-etf,post",
+                                     "--budget-samples",
+                                     "12",
+                                     "--seeds",
+                                     "1",
+                                     "-o",
+                                     results};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Dplace(args);
+  };
+  const CliResult first = bench({"--max-runs", "2"});
+  ASSERT_EQ(first.code, kExitOk) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("stopped after 2 of 5 runs (--resume "
+                                   "continues)"));
+  EXPECT_FALSE(json::parse(*ReadTextFile(results)).at("complete").get<bool>());
+
+  // Starting over would lose the two runs.
+  EXPECT_THAT(BadInput(bench({})),
+              HasSubstr(results + ": holds an unfinished run (2 of 5 runs); "
+                                  "--resume continues it"));
+  // Another budget is another run.
+  EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smoke", "--methods",
+                               "expert,m-etf,post", "--budget-samples", "24",
+                               "--seeds", "1", "-o", results, "--resume"})),
+              AllOf(HasSubstr(results + ": holds the results of another run"),
+                    HasSubstr("budget_samples is 12, this run's is 24")));
+  EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smoke", "--resume"})),
+              HasSubstr("--resume needs -o FILE"));
+
+  const CliResult rest = bench({"--resume"});
+  ASSERT_EQ(rest.code, kExitOk) << rest.err;
+  EXPECT_THAT(rest.err, HasSubstr("dplace: bench continues " + results +
+                                  ": 2 of 5 runs done"));
+  EXPECT_THAT(rest.err, HasSubstr("dplace: bench [3/5]"));
+  EXPECT_THAT(rest.err, ::testing::Not(HasSubstr("[1/5]")));
+  const json doc = json::parse(*ReadTextFile(results));
+  EXPECT_TRUE(doc.at("complete").get<bool>());
+  EXPECT_EQ(doc.at("runs_done"), 5);
+  EXPECT_EQ(doc.at("resumed_commands").size(), 1u);
+  EXPECT_EQ(doc.at("tables")[0].at("benchmarks")[0].at("methods").size(), 3u);
+}
+
+TEST_F(CliTest, BenchClaimsFromAResultsFile) {
+  // Post's Table 1 on NMT: post beats policy gradient and the expert but
+  // not Spotlight.
+  const std::string results = Write("claims.json", R"json({
+    "format": "dplace.bench-results", "suite": "paper", "tables": [
+    {"title": "Post, Table 1", "benchmarks": [{"name": "nmt-2@k80x2",
+     "methods": [
+      {"method": "expert", "runs": [{"step_time": 1.3}]},
+      {"method": "post-pg", "runs": [{"step_time": 1.5}]},
+      {"method": "post-ce", "runs": [{"step_time": 1.2}]},
+      {"method": "spotlight", "runs": [{"step_time": 0.9}]},
+      {"method": "post", "runs": [{"step_time": 1.0}]}]}]}]})json");
+  const std::string md = dir_ + "/claims.md";
+  const CliResult r = Dplace({"bench", "--claims", results});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("### Claims: Post (Gao et al., NeurIPS 2018)"));
+  EXPECT_THAT(r.out, HasSubstr("| Table 1: on NMT (2 layers, 2 GPUs) Post "
+                               "beats the policy gradient method | "
+                               "`nmt-2@k80x2` | 1.22 s vs 2.30 s (policy "
+                               "gradient): 47.0% faster | post 1.0000 s vs "
+                               "post-pg 1.5000 s: 33.3% faster | at least "
+                               "0.1% faster | **holds** |"));
+  EXPECT_THAT(r.out, HasSubstr("post 1.0000 s vs spotlight 0.9000 s: 11.1% "
+                               "slower | at least 0.1% faster | **does not "
+                               "hold** |"));
+  EXPECT_THAT(r.out, HasSubstr("2 of 6 claims hold on dplace's simulator (3 "
+                               "not run)."));
+  EXPECT_THAT(r.out, HasSubstr("### Claims: Hierarchical Planner"));
+  ASSERT_EQ(Dplace({"bench", "--claims", results, "--markdown", md}).code,
+            kExitOk);
+  EXPECT_EQ(*ReadTextFile(md), r.out);
+
+  const std::string other = Write("other.json", R"({
+    "format": "dplace.bench-results", "suite": "nosuch", "tables": []})");
+  EXPECT_THAT(BadInput(Dplace({"bench", "--claims", other})),
+              HasSubstr(other + ": suite nosuch: unknown suite \"nosuch\""));
+  EXPECT_THAT(BadInput(Dplace({"bench", "--claims", dir_ + "/none.json"})),
+              HasSubstr("none.json"));
+}
+
 TEST_F(CliTest, BenchBadInput) {
   EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smok"})),
               HasSubstr("unknown suite \"smok\" (suites: smoke, paper, "

@@ -1,6 +1,10 @@
 #include "dplace/io/file.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -36,6 +40,23 @@ Status WriteTextFile(const std::string& path, const std::string& contents) {
   out << contents;
   out.close();
   if (!out) return InvalidArgumentError(path + ": write failed");
+  return Status::Ok();
+}
+
+Status WriteTextFileAtomically(const std::string& path,
+                               const std::string& contents) {
+  const std::string tmp = path + ".tmp";
+  DPLACE_RETURN_IF_ERROR(WriteTextFile(tmp, contents));
+  // The data reaches the disk before the rename makes it the file, so a
+  // crash of the machine does not leave an empty file under `path` either.
+  const int fd = open(tmp.c_str(), O_RDONLY);
+  const bool synced = fd >= 0 && fsync(fd) == 0;
+  if (fd >= 0) close(fd);
+  if (!synced || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(tmp.c_str());  // Ignoring errors on purpose: best effort.
+    return InvalidArgumentError(path + ": cannot write: " + reason);
+  }
   return Status::Ok();
 }
 

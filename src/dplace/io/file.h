@@ -23,6 +23,11 @@ struct FileLimits {
 StatusOr<std::string> ReadTextFile(const std::string& path,
                                    const FileLimits& limits = {});
 Status WriteTextFile(const std::string& path, const std::string& contents);
+// Writes `contents` to a temporary file beside `path`, flushed to disk, and
+// renames it over `path`: a reader, or a process killed at any point,
+// sees either the old file or the new one, never a part.
+Status WriteTextFileAtomically(const std::string& path,
+                               const std::string& contents);
 
 }  // namespace dplace
 

@@ -478,11 +478,18 @@ std::string StepCell(const json& method) {
   return cell;
 }
 
+// A method's column: its label (one method may run with several settings
+// in a table), or its name in files from before labels.
+std::string MethodLabel(const json& method) {
+  return method.contains("label") ? method.at("label").get<std::string>()
+                                  : method.at("method").get<std::string>();
+}
+
 std::string PaperTableHtml(const json& table) {
   std::vector<std::string> methods;
   for (const json& b : table.at("benchmarks")) {
     for (const json& m : b.at("methods")) {
-      const std::string name = m.at("method").get<std::string>();
+      const std::string name = MethodLabel(m);
       if (std::find(methods.begin(), methods.end(), name) == methods.end()) {
         methods.push_back(name);
       }
@@ -500,7 +507,7 @@ std::string PaperTableHtml(const json& table) {
     for (const std::string& name : methods) {
       const json* m = nullptr;
       for (const json& x : b.at("methods")) {
-        if (x.at("method").get<std::string>() == name) m = &x;
+        if (MethodLabel(x) == name) m = &x;
       }
       std::string cell = m ? StepCell(*m) : "";
       if (m && name == best) cell += " *";
@@ -551,7 +558,7 @@ std::string DetailTableHtml(const json& b) {
     }
     const json& wall = m.at("wall_seconds");
     out +=
-        "<tr>" + Cell(m.at("method").get<std::string>()) +
+        "<tr>" + Cell(MethodLabel(m)) +
         Cell(std::to_string(m.at("runs").size()), true) +
         Cell(StepCell(m), true) +
         Cell(!std::isfinite(reduction)    ? "-"
@@ -580,7 +587,7 @@ std::string BenchmarkCurves(const json& b) {
     for (const json& r : m.at("runs")) {
       if (!r.contains("curve")) continue;
       const json& c = r.at("curve");
-      Series s{m.at("method").get<std::string>(), SeriesColour(colour)};
+      Series s{MethodLabel(m), SeriesColour(colour)};
       s.in_legend = first;
       first = false;
       for (size_t i = 0; i < c.at("samples").size(); ++i) {

@@ -100,11 +100,13 @@ void Summarise(double lower_bound, MethodResults* m) {
 }
 
 void CompareWithBaselines(BenchmarkResults* b) {
+  b->best_baseline.clear();
+  b->best_baseline_step_time = 0;
   for (const MethodResults& m : b->methods) {
     if (m.searched || m.step_time.count == 0) continue;
     if (b->best_baseline.empty() ||
         m.step_time.median < b->best_baseline_step_time) {
-      b->best_baseline = m.method;
+      b->best_baseline = m.label;
       b->best_baseline_step_time = m.step_time.median;
     }
   }
@@ -169,71 +171,185 @@ int CountRuns(const Suite& suite) {
   return runs + static_cast<int>(suite.scale.models.size());
 }
 
-StatusOr<TableResults> RunTable(const Suite& suite, const SuiteTable& table,
-                                int total, int* done,
-                                const BenchProgress& progress) {
-  TableResults out;
-  out.title = table.title;
-  out.source = table.source;
-  for (const SuiteBenchmark& b : table.benchmarks) {
-    StatusOr<std::unique_ptr<LoadedBenchmark>> loaded =
-        Load(b.model, b.cluster);
-    if (!loaded.ok()) return loaded.status().WithPrefix(b.name);
-    LoadedBenchmark& lb = **loaded;
-    BenchmarkResults br;
-    br.name = b.name;
-    br.model = b.model;
-    br.cluster = b.cluster;
-    br.graph_name = lb.model.graph.name();
-    br.graph_hash = lb.model.graph.hash();
-    br.ops = lb.model.graph.num_ops();
-    br.devices = lb.cluster.num_devices();
-    br.gpus =
-        static_cast<int>(lb.cluster.DevicesOfKind(DeviceKind::kGpu).size());
-    const StepLowerBound bound = ProblemLowerBound(Simulator(lb.cost));
-    br.lower_bound = bound.seconds;
-    br.lower_bound_binding = bound.binding;
-    for (const SuiteMethod& m : table.methods) {
-      DPLACE_ASSIGN_OR_RETURN(MethodOptions options, OptionsOf(m, b));
-      MethodResults mr;
-      mr.method = m.method;
-      mr.searched = IsSearchMethod(m.method);
-      mr.learned = IsLearnedMethod(m.method);
-      mr.options = m.options;
-      auto extra = b.method_options.find(m.method);
-      if (extra != b.method_options.end()) {
-        mr.options.insert(mr.options.end(), extra->second.begin(),
-                          extra->second.end());
+// Runs that `kept` holds.
+int KeptRuns(const BenchResults& kept) {
+  int runs = static_cast<int>(kept.scale.size());
+  for (const TableResults& t : kept.tables) {
+    for (const BenchmarkResults& b : t.benchmarks) {
+      for (const MethodResults& m : b.methods) {
+        runs += static_cast<int>(m.runs.size());
       }
-      mr.budget_samples = m.budget_samples;
-      mr.budget_seconds = m.budget_seconds;
-      for (uint64_t seed : SeedsOf(suite, m)) {
-        ++*done;
-        if (progress) {
-          progress("[" + std::to_string(*done) + "/" + std::to_string(total) +
-                   "] " + b.name + " " + m.method + " seed " +
-                   std::to_string(seed));
-        }
-        lb.problem.seed = seed;
+    }
+  }
+  return runs;
+}
+
+MethodResults MethodResultsOf(const SuiteMethod& m, const SuiteBenchmark& b) {
+  MethodResults mr;
+  mr.method = m.method;
+  mr.label = m.label.empty() ? m.method : m.label;
+  mr.searched = IsSearchMethod(m.method);
+  mr.learned = IsLearnedMethod(m.method);
+  mr.options = m.options;
+  auto extra = b.method_options.find(m.method);
+  if (extra != b.method_options.end()) {
+    mr.options.insert(mr.options.end(), extra->second.begin(),
+                      extra->second.end());
+  }
+  mr.budget_samples = m.budget_samples;
+  mr.budget_seconds = m.budget_seconds;
+  return mr;
+}
+
+// Fills what a benchmark's results say about the benchmark itself.
+void DescribeBenchmark(const SuiteBenchmark& b, const LoadedBenchmark& lb,
+                       BenchmarkResults* br) {
+  br->name = b.name;
+  br->model = b.model;
+  br->cluster = b.cluster;
+  br->graph_name = lb.model.graph.name();
+  br->graph_hash = lb.model.graph.hash();
+  br->ops = lb.model.graph.num_ops();
+  br->devices = lb.cluster.num_devices();
+  br->gpus =
+      static_cast<int>(lb.cluster.DevicesOfKind(DeviceKind::kGpu).size());
+  const StepLowerBound bound = ProblemLowerBound(Simulator(lb.cost));
+  br->lower_bound = bound.seconds;
+  br->lower_bound_binding = bound.binding;
+}
+
+StatusOr<ScaleRow> RunScaleRow(const ScaleStudy& scale,
+                               const std::string& model);
+
+// Runs a suite into `results`, run by run, checkpointing after each. The
+// results start as a copy of an earlier results file's (options.resume),
+// whose runs are kept: the runner adds the runs they lack, in the suite's
+// order, so that a checkpoint always holds every finished run.
+class SuiteRunner {
+ public:
+  SuiteRunner(const Suite& suite, const BenchRunOptions& options,
+              BenchResults* results)
+      : suite_(suite), options_(options), results_(*results) {}
+
+  Status Run() {
+    for (size_t t = 0; t < suite_.tables.size() && !Exhausted(); ++t) {
+      const SuiteTable& table = suite_.tables[t];
+      if (t == results_.tables.size()) {
+        TableResults& out = results_.tables.emplace_back();
+        out.title = table.title;
+        out.source = table.source;
+      }
+      for (size_t b = 0; b < table.benchmarks.size() && !Exhausted(); ++b) {
+        DPLACE_RETURN_IF_ERROR(RunBenchmark(t, b));
+      }
+    }
+    results_.scale_cluster = suite_.scale.cluster;
+    for (size_t i = results_.scale.size();
+         i < suite_.scale.models.size() && !Exhausted(); ++i) {
+      const std::string& model = suite_.scale.models[i];
+      StartRun("scale " + model);
+      StatusOr<ScaleRow> row = RunScaleRow(suite_.scale, model);
+      if (!row.ok()) return row.status().WithPrefix("scale " + model);
+      results_.scale.push_back(std::move(row).value());
+      DPLACE_RETURN_IF_ERROR(FinishRun());
+    }
+    results_.wall_seconds = kept_seconds_ + SecondsSince(start_);
+    results_.complete = results_.runs_done == results_.runs_total;
+    return Status::Ok();
+  }
+
+ private:
+  // Whether this session has run options.max_runs runs.
+  bool Exhausted() const {
+    return options_.max_runs > 0 && new_runs_ >= options_.max_runs;
+  }
+
+  // Whether `br` holds every run of `table` on its benchmark.
+  bool HoldsEveryRun(const SuiteTable& table,
+                     const BenchmarkResults& br) const {
+    if (br.methods.size() != table.methods.size()) return false;
+    for (size_t k = 0; k < table.methods.size(); ++k) {
+      if (br.methods[k].runs.size() !=
+          SeedsOf(suite_, table.methods[k]).size()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  Status RunBenchmark(size_t t, size_t b) {
+    const SuiteTable& table = suite_.tables[t];
+    const SuiteBenchmark& bench = table.benchmarks[b];
+    TableResults& out = results_.tables[t];
+    const bool kept = b < out.benchmarks.size();
+    if (kept && HoldsEveryRun(table, out.benchmarks[b])) return Status::Ok();
+    StatusOr<std::unique_ptr<LoadedBenchmark>> loaded =
+        Load(bench.model, bench.cluster);
+    if (!loaded.ok()) return loaded.status().WithPrefix(bench.name);
+    LoadedBenchmark& lb = **loaded;
+    BenchmarkResults described;
+    DescribeBenchmark(bench, lb, &described);
+    if (!kept) out.benchmarks.push_back(described);
+    BenchmarkResults& br = out.benchmarks[b];
+    if (br.graph_hash != described.graph_hash) {
+      return InvalidArgumentError(
+          bench.name +
+          ": the graph differs from the one of the kept runs (hash " +
+          described.graph_hash + ", kept " + br.graph_hash +
+          "): the model changed since they ran; start a new results file");
+    }
+    for (size_t k = 0; k < table.methods.size() && !Exhausted(); ++k) {
+      const SuiteMethod& m = table.methods[k];
+      DPLACE_ASSIGN_OR_RETURN(MethodOptions options, OptionsOf(m, bench));
+      if (k == br.methods.size()) {
+        br.methods.push_back(MethodResultsOf(m, bench));
+      }
+      MethodResults& mr = br.methods[k];
+      const std::vector<uint64_t> seeds = SeedsOf(suite_, m);
+      for (size_t i = mr.runs.size(); i < seeds.size() && !Exhausted(); ++i) {
+        StartRun(bench.name + " " + mr.label + " seed " +
+                 std::to_string(seeds[i]));
+        lb.problem.seed = seeds[i];
         MethodRunOptions run_options;
         run_options.context.search.budget.samples = m.budget_samples;
         run_options.context.search.budget.seconds = m.budget_seconds;
         StatusOr<MethodRun> run =
             RunMethod(m.method, options, lb.problem, run_options);
-        if (!run.ok()) return run.status().WithPrefix(b.name);
+        if (!run.ok()) return run.status().WithPrefix(bench.name);
         if (mr.searched && mr.budget_samples == 0 && mr.budget_seconds == 0) {
           mr.budget_samples = run->search.samples;
         }
-        mr.runs.push_back(RecordOf(seed, lb.cluster, *run));
+        mr.runs.push_back(RecordOf(seeds[i], lb.cluster, *run));
+        SummariseBenchmark(&br);
+        DPLACE_RETURN_IF_ERROR(FinishRun());
       }
-      Summarise(br.lower_bound, &mr);
-      br.methods.push_back(std::move(mr));
     }
-    CompareWithBaselines(&br);
-    out.benchmarks.push_back(std::move(br));
+    return Status::Ok();
   }
-  return out;
-}
+
+  void StartRun(const std::string& what) const {
+    if (!options_.progress) return;
+    options_.progress("[" + std::to_string(results_.runs_done + 1) + "/" +
+                      std::to_string(results_.runs_total) + "] " + what);
+  }
+
+  Status FinishRun() {
+    ++new_runs_;
+    ++results_.runs_done;
+    results_.wall_seconds = kept_seconds_ + SecondsSince(start_);
+    results_.complete = results_.runs_done == results_.runs_total;
+    if (!options_.checkpoint) return Status::Ok();
+    return options_.checkpoint(results_);
+  }
+
+  const Suite& suite_;
+  const BenchRunOptions& options_;
+  BenchResults& results_;
+  const std::chrono::steady_clock::time_point start_ =
+      std::chrono::steady_clock::now();
+  const double kept_seconds_ = results_.wall_seconds;
+  int new_runs_ = 0;
+};
 
 StatusOr<ScaleRow> RunScaleRow(const ScaleStudy& scale,
                                const std::string& model) {
@@ -280,111 +396,6 @@ StatusOr<ScaleRow> RunScaleRow(const ScaleStudy& scale,
   return row;
 }
 
-json NumberOrNull(double x) { return std::isfinite(x) ? json(x) : json(); }
-
-json SpreadJson(const Spread& s) {
-  if (s.count == 0) return json{{"count", 0}};
-  return json{{"count", s.count}, {"median", s.median}, {"min", s.min},
-              {"max", s.max},     {"q1", s.q1},         {"q3", s.q3}};
-}
-
-json CurveJson(const LearningCurve& c) {
-  json mean = json::array(), best = json::array();
-  for (double x : c.mean_step_time) mean.push_back(NumberOrNull(x));
-  for (double x : c.best_step_time) best.push_back(NumberOrNull(x));
-  return json{{"samples", c.samples},
-              {"wall_seconds", c.wall_seconds},
-              {"mean_step_time", mean},
-              {"best_step_time", best},
-              {"oom_share", c.oom_share}};
-}
-
-json RunJson(const RunRecord& r, bool searched) {
-  json j{
-      {"seed", r.seed}, {"placed", r.placed}, {"wall_seconds", r.wall_seconds}};
-  if (!r.placed) {
-    j["error"] = r.error;
-    return j;
-  }
-  j["step_time"] = r.step_time;
-  j["feasible"] = r.feasible;
-  if (!r.feasible) j["infeasible"] = r.infeasible;
-  j["peak_memory_bytes"] = r.peak_memory_bytes;
-  if (searched) {
-    j["samples"] = r.samples;
-    j["samples_to_best"] = r.samples_to_best;
-    j["seconds_to_best"] = r.seconds_to_best;
-    j["groups"] = r.num_groups;
-    j["curve"] = CurveJson(r.curve);
-  }
-  return j;
-}
-
-json MethodJson(const MethodResults& m) {
-  json runs = json::array();
-  for (const RunRecord& r : m.runs) runs.push_back(RunJson(r, m.searched));
-  json j{{"method", m.method},
-         {"searched", m.searched},
-         {"learned", m.learned},
-         {"options", m.options},
-         {"runs", runs},
-         {"step_time", SpreadJson(m.step_time)},
-         {"wall_seconds", SpreadJson(m.wall_seconds)},
-         {"reduction_vs_best_baseline",
-          NumberOrNull(m.reduction_vs_best_baseline)},
-         {"vs_lower_bound", NumberOrNull(m.vs_lower_bound)}};
-  if (m.searched) {
-    j["budget_samples"] = m.budget_samples;
-    j["budget_seconds"] = m.budget_seconds;
-    j["samples_to_best"] = SpreadJson(m.samples_to_best);
-    j["seconds_to_best"] = SpreadJson(m.seconds_to_best);
-  }
-  return j;
-}
-
-json BenchmarkJson(const BenchmarkResults& b) {
-  json methods = json::array();
-  for (const MethodResults& m : b.methods) methods.push_back(MethodJson(m));
-  return json{
-      {"name", b.name},
-      {"model", b.model},
-      {"cluster", b.cluster},
-      {"graph",
-       {{"name", b.graph_name}, {"hash", b.graph_hash}, {"ops", b.ops}}},
-      {"devices", b.devices},
-      {"gpus", b.gpus},
-      {"lower_bound", b.lower_bound},
-      {"lower_bound_binding", b.lower_bound_binding},
-      {"best_baseline",
-       b.best_baseline.empty() ? json() : json(b.best_baseline)},
-      {"best_baseline_step_time",
-       b.best_baseline.empty() ? json() : json(b.best_baseline_step_time)},
-      {"methods", methods}};
-}
-
-json ScaleJson(const ScaleRow& row) {
-  json placers = json::array();
-  for (const ScalePlacerCost& p : row.placers) {
-    json j{{"method", p.method}, {"placed", p.placed}, {"seconds", p.seconds}};
-    if (p.placed) {
-      j["step_time"] = p.step_time;
-      j["feasible"] = p.feasible;
-    } else {
-      j["error"] = p.error;
-    }
-    placers.push_back(j);
-  }
-  return json{{"model", row.model},
-              {"ops", row.ops},
-              {"edges", row.edges},
-              {"build_seconds", row.build_seconds},
-              {"simulate_seconds", row.simulate_seconds},
-              {"simulate_repeats", row.simulate_repeats},
-              {"rss_bytes", row.rss_bytes},
-              {"peak_rss_bytes", row.peak_rss_bytes},
-              {"placers", placers}};
-}
-
 // "0.9105" or "0.9105 (0.9001–0.9302)" for several runs; "OOM" when no run
 // fits; "-" when the placer refused.
 std::string StepTimeCell(const MethodResults& m) {
@@ -416,9 +427,8 @@ std::string PaperTable(const TableResults& t) {
   std::vector<std::string> methods;
   for (const BenchmarkResults& b : t.benchmarks) {
     for (const MethodResults& m : b.methods) {
-      if (std::find(methods.begin(), methods.end(), m.method) ==
-          methods.end()) {
-        methods.push_back(m.method);
+      if (std::find(methods.begin(), methods.end(), m.label) == methods.end()) {
+        methods.push_back(m.label);
       }
     }
   }
@@ -435,7 +445,7 @@ std::string PaperTable(const TableResults& t) {
     for (const std::string& name : methods) {
       const MethodResults* m = nullptr;
       for (const MethodResults& x : b.methods) {
-        if (x.method == name) m = &x;
+        if (x.label == name) m = &x;
       }
       out += " " + (m ? StepTimeCell(*m) : std::string("")) + " |";
       if (m && m->learned && m->step_time.count &&
@@ -445,7 +455,7 @@ std::string PaperTable(const TableResults& t) {
       }
     }
     if (best_learned && !b.best_baseline.empty()) {
-      out += " " + best_learned->method + " " +
+      out += " " + best_learned->label + " " +
              Percent(best_learned->reduction_vs_best_baseline) + " vs " +
              b.best_baseline + " |\n";
     } else {
@@ -481,7 +491,8 @@ std::string DetailTable(const BenchmarkResults& b) {
       "time (s) | note |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
   for (const MethodResults& m : b.methods) {
-    std::string name = m.method;
+    std::string name = m.label;
+    if (m.label != m.method) name += ": " + m.method;
     if (!m.options.empty()) {
       std::string opts;
       for (const std::string& o : m.options)
@@ -604,69 +615,49 @@ LearningCurve CurveOf(const std::vector<SampleRecord>& history,
 }
 
 StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
-                                const BenchProgress& progress) {
+                                const BenchRunOptions& options) {
   DPLACE_RETURN_IF_ERROR(CheckSuiteMethods(suite));
-  const auto start = std::chrono::steady_clock::now();
   BenchResults results;
-  results.suite = suite.name;
-  results.description = suite.description;
   results.command = command;
   results.started_utc = UtcNow();
+  if (options.resume) {
+    results = *options.resume;
+    results.resumed_commands.push_back(command);
+    results.runs_done = KeptRuns(*options.resume);
+  }
+  results.suite = suite.name;
+  results.description = suite.description;
   results.hardware_threads =
       static_cast<int>(std::thread::hardware_concurrency());
   results.seeds = suite.seeds;
-  const int total = CountRuns(suite);
-  int done = 0;
-  for (const SuiteTable& table : suite.tables) {
-    DPLACE_ASSIGN_OR_RETURN(TableResults t,
-                            RunTable(suite, table, total, &done, progress));
-    results.tables.push_back(std::move(t));
-  }
-  results.scale_cluster = suite.scale.cluster;
-  for (const std::string& model : suite.scale.models) {
-    ++done;
-    if (progress) {
-      progress("[" + std::to_string(done) + "/" + std::to_string(total) +
-               "] scale " + model);
-    }
-    StatusOr<ScaleRow> row = RunScaleRow(suite.scale, model);
-    if (!row.ok()) return row.status().WithPrefix("scale " + model);
-    results.scale.push_back(std::move(row).value());
-  }
-  results.wall_seconds = SecondsSince(start);
+  results.definition = SuiteDefinitionJson(suite);
+  results.runs_total = CountRuns(suite);
+  SuiteRunner runner(suite, options, &results);
+  DPLACE_RETURN_IF_ERROR(runner.Run());
   return results;
 }
 
-std::string BenchResultsToJson(const BenchResults& r) {
-  json tables = json::array();
-  for (const TableResults& t : r.tables) {
-    json benchmarks = json::array();
-    for (const BenchmarkResults& b : t.benchmarks) {
-      benchmarks.push_back(BenchmarkJson(b));
-    }
-    tables.push_back(
-        {{"title", t.title}, {"source", t.source}, {"benchmarks", benchmarks}});
+StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
+                                const BenchProgress& progress) {
+  BenchRunOptions options;
+  options.progress = progress;
+  return RunSuite(suite, command, options);
+}
+
+void SummariseBenchmark(BenchmarkResults* benchmark) {
+  for (MethodResults& m : benchmark->methods) {
+    Summarise(benchmark->lower_bound, &m);
   }
-  json doc{{"format", "dplace.bench-results"},
-           {"version", 1},
-           {"suite", r.suite},
-           {"description", r.description},
-           {"command", r.command},
-           {"started_utc", r.started_utc},
-           {"wall_seconds", r.wall_seconds},
-           {"hardware_threads", r.hardware_threads},
-           {"seeds", r.seeds},
-           {"tables", tables}};
-  if (!r.scale.empty()) {
-    json rows = json::array();
-    for (const ScaleRow& row : r.scale) rows.push_back(ScaleJson(row));
-    doc["scale"] = {{"cluster", r.scale_cluster}, {"rows", rows}};
-  }
-  return doc.dump(1) + "\n";
+  CompareWithBaselines(benchmark);
 }
 
 std::string BenchResultsToMarkdown(const BenchResults& r) {
   std::string out;
+  if (!r.complete) {
+    out += "Unfinished: " + std::to_string(r.runs_done) + " of " +
+           std::to_string(r.runs_total) +
+           " runs (`dplace bench --resume` continues it).\n\n";
+  }
   for (const TableResults& t : r.tables) {
     out += "## " + t.title + "\n\n";
     if (!t.source.empty()) out += t.source + "\n\n";

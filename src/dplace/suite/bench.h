@@ -57,6 +57,7 @@ struct RunRecord {
 
 struct MethodResults {
   std::string method;
+  std::string label;      // Its column (SuiteMethod::label); often `method`.
   bool searched = false;  // A search: its runs carry samples and curves.
   bool learned = false;   // A learned agent, for the "best learned" column.
   std::vector<std::string> options;
@@ -116,7 +117,19 @@ struct BenchResults {
   std::string suite, description;
   std::string command;      // How it was run, for the record.
   std::string started_utc;  // ISO 8601.
+  // Over every session that ran it, when it was resumed.
   double wall_seconds = 0;
+  // The suite that ran, after filters (SuiteDefinitionJson): a resumed run
+  // must have the same.
+  std::string definition;
+  // Runs of the suite (a method on a benchmark with one seed, or a row of
+  // the scale study): how many the suite has and how many these results
+  // hold. complete: all of them.
+  int runs_total = 0;
+  int runs_done = 0;
+  bool complete = true;
+  // The commands that continued an unfinished run (bench --resume).
+  std::vector<std::string> resumed_commands;
   int hardware_threads = 0;
   std::vector<uint64_t> seeds;
   std::vector<TableResults> tables;
@@ -127,11 +140,47 @@ struct BenchResults {
 // One line of progress per run, e.g. "[3/20] nmt@k40x2 post seed 2".
 using BenchProgress = std::function<void(const std::string& line)>;
 
+struct BenchRunOptions {
+  // One line per run as it starts. Default: none.
+  BenchProgress progress;
+  // Results of an earlier, unfinished run of the same suite, which
+  // CheckResumable accepted: its runs are kept, not run again, and only the
+  // others run. Not owned. Default: none (run everything).
+  const BenchResults* resume = nullptr;
+  // Called with the results so far after every run; the CLI writes them to
+  // the results file, so that a bench killed at any point loses only the
+  // run in flight. An error stops the suite and is returned. Default: none.
+  std::function<Status(const BenchResults&)> checkpoint;
+  // > 0: stop after this many runs (not counting the kept ones), leaving
+  // the results unfinished (complete false). Default: 0 (run to the end).
+  int max_runs = 0;
+};
+
 // Runs every table and the scale study of `suite`. Errors: unknown methods
 // (before anything runs), models or clusters that do not load, options a
-// method rejects. A placer that cannot place is a result, not an error.
+// method rejects, a kept benchmark whose graph changed since, a checkpoint
+// that fails. A placer that cannot place is a result, not an error.
+StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
+                                const BenchRunOptions& options);
 StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
                                 const BenchProgress& progress = nullptr);
+
+// Reads a "dplace.bench-results" document (BenchResultsToJson's) back; the
+// spreads and comparisons are recomputed from the runs (SummariseBenchmark),
+// so a file needs only what describes the runs. Errors name `source` and
+// the JSON path of the bad field.
+StatusOr<BenchResults> ParseBenchResults(const std::string& text,
+                                         const std::string& source);
+
+// OK when `previous` (read from `source`) is an unfinished or finished run
+// of `suite` with the same definition, so RunSuite may continue it.
+// Otherwise an error naming `source` and the first field that differs.
+Status CheckResumable(const BenchResults& previous, const Suite& suite,
+                      const std::string& source);
+
+// Recomputes every method's spreads, vs_lower_bound and the comparison
+// with the best classical baseline from the runs.
+void SummariseBenchmark(BenchmarkResults* benchmark);
 
 // The results as a "dplace.bench-results" JSON document.
 std::string BenchResultsToJson(const BenchResults& results);

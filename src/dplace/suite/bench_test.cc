@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -292,6 +293,219 @@ TEST_F(SmokeSuiteTest, HtmlReportIsWellFormedWithCurvesAndScalePlot) {
   EXPECT_GE(check.elements.at("polyline"), 4);
   EXPECT_THAT(*html, HasSubstr("Cost against graph size (log-log)"));
   EXPECT_THAT(*html, HasSubstr("best baseline ("));
+}
+
+// ------------------------------------------------- continuing a killed run
+
+// Five runs: expert, m-etf, post with two seeds, a scale row.
+const char* kTinySuites = R"({
+  "format": "dplace.suites", "version": 1,
+  "suites": [{"name": "tiny", "seeds": [1, 2], "tables": [{
+    "title": "T",
+    "benchmarks": [{"name": "rnnlm@k40x2",
+                    "model": "zoo:rnnlm:layers=2,units=64,steps=2,vocab=300",
+                    "cluster": "k40x2"}],
+    "methods": [{"method": "expert"}, {"method": "m-etf"},
+                {"method": "post", "budget_samples": 24}]}],
+    "scale": {"cluster": "k40x2", "models": ["random:ops=200"],
+              "methods": ["m-etf"], "simulate_repeats": 1}}]})";
+
+Suite Tiny() {
+  StatusOr<std::vector<Suite>> suites = ParseSuites(kTinySuites, "tiny.json");
+  EXPECT_TRUE(suites.ok()) << suites.status().message();
+  return suites.ok() ? (*suites)[0] : Suite{};
+}
+
+// Every run's step time in suite order, and a scale row's placers' times.
+std::vector<double> StepTimes(const BenchResults& r) {
+  std::vector<double> out;
+  for (const TableResults& t : r.tables) {
+    for (const BenchmarkResults& b : t.benchmarks) {
+      for (const MethodResults& m : b.methods) {
+        for (const RunRecord& run : m.runs) out.push_back(run.step_time);
+      }
+    }
+  }
+  for (const ScaleRow& row : r.scale) {
+    for (const ScalePlacerCost& p : row.placers) out.push_back(p.step_time);
+  }
+  return out;
+}
+
+class ResumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "/dplace_resume_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+            ".json";
+    std::remove(path_.c_str());
+  }
+  // Runs the tiny suite (continuing `resume` when given), checkpointing to
+  // path_; counts the runs that start.
+  StatusOr<BenchResults> Run(const BenchResults* resume, int max_runs,
+                             int* started) {
+    BenchRunOptions options;
+    options.resume = resume;
+    options.max_runs = max_runs;
+    options.progress = [started](const std::string&) { ++*started; };
+    options.checkpoint = [this](const BenchResults& so_far) {
+      return WriteTextFileAtomically(path_, BenchResultsToJson(so_far));
+    };
+    return RunSuite(Tiny(), "dplace bench --suite tiny", options);
+  }
+  BenchResults ReadBack() {
+    StatusOr<std::string> text = ReadTextFile(path_);
+    EXPECT_TRUE(text.ok()) << text.status().message();
+    StatusOr<BenchResults> r = ParseBenchResults(text.ok() ? *text : "", path_);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : BenchResults{};
+  }
+  std::string path_;
+};
+
+TEST_F(ResumeTest, KilledRunContinuesWithOnlyTheRunsItLacks) {
+  int started = 0;
+  StatusOr<BenchResults> whole = Run(nullptr, 0, &started);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  ASSERT_EQ(started, 5);
+  EXPECT_TRUE(whole->complete);
+  std::remove(path_.c_str());
+
+  // SIGKILL as the third run starts: the file holds the first two, whole.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // LibTorch has threads.
+  EXPECT_EXIT(
+      {
+        BenchRunOptions options;
+        int runs = 0;
+        options.progress = [&runs](const std::string&) {
+          if (++runs == 3) std::raise(SIGKILL);
+        };
+        options.checkpoint = [this](const BenchResults& so_far) {
+          return WriteTextFileAtomically(path_, BenchResultsToJson(so_far));
+        };
+        (void)RunSuite(Tiny(), "dplace bench --suite tiny", options);
+      },
+      ::testing::KilledBySignal(SIGKILL), "");
+  const BenchResults killed = ReadBack();
+  EXPECT_FALSE(killed.complete);
+  EXPECT_EQ(killed.runs_done, 2);
+  EXPECT_EQ(killed.runs_total, 5);
+  ASSERT_TRUE(CheckResumable(killed, Tiny(), path_).ok());
+
+  started = 0;
+  StatusOr<BenchResults> resumed = Run(&killed, 0, &started);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  EXPECT_EQ(started, 3);  // Only the runs the file lacked.
+  EXPECT_TRUE(resumed->complete);
+  EXPECT_EQ(resumed->runs_done, 5);
+  EXPECT_EQ(resumed->command, "dplace bench --suite tiny");
+  EXPECT_EQ(resumed->resumed_commands,
+            std::vector<std::string>{"dplace bench --suite tiny"});
+  // The same placements as one uninterrupted run (the scale study's times
+  // differ, its placements do not).
+  EXPECT_EQ(StepTimes(*resumed), StepTimes(*whole));
+  EXPECT_EQ(StepTimes(ReadBack()), StepTimes(*whole));
+  EXPECT_EQ(BenchResultsToMarkdown(*resumed).find("Unfinished"),
+            std::string::npos);
+}
+
+TEST_F(ResumeTest, MaxRunsStopsAndTheRestRunsInParts) {
+  int started = 0;
+  StatusOr<BenchResults> first = Run(nullptr, 3, &started);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(started, 3);
+  EXPECT_FALSE(first->complete);
+  EXPECT_EQ(first->runs_done, 3);
+  EXPECT_THAT(BenchResultsToMarkdown(*first),
+              HasSubstr("Unfinished: 3 of 5 runs"));
+  // post has one of its two seeds; the first part's runs are kept.
+  const BenchResults part = ReadBack();
+  ASSERT_EQ(part.tables[0].benchmarks[0].methods.size(), 3u);
+  EXPECT_EQ(part.tables[0].benchmarks[0].methods[2].runs.size(), 1u);
+
+  started = 0;
+  StatusOr<BenchResults> second = Run(&part, 1, &started);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(started, 1);
+  EXPECT_EQ(second->runs_done, 4);
+  const BenchResults part2 = ReadBack();
+  started = 0;
+  StatusOr<BenchResults> last = Run(&part2, 0, &started);
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(started, 1);  // The scale row.
+  EXPECT_TRUE(last->complete);
+  ASSERT_EQ(last->scale.size(), 1u);
+  EXPECT_EQ(last->tables[0].benchmarks[0].methods[2].runs[1].seed, 2u);
+
+  // Continuing a finished run runs nothing.
+  started = 0;
+  const BenchResults done = ReadBack();
+  StatusOr<BenchResults> again = Run(&done, 0, &started);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(started, 0);
+  EXPECT_EQ(StepTimes(*again), StepTimes(done));
+}
+
+TEST_F(ResumeTest, ResultsOfAnotherRunAreRefusedNamingTheField) {
+  int started = 0;
+  ASSERT_TRUE(Run(nullptr, 2, &started).ok());
+  const BenchResults part = ReadBack();
+
+  Suite other = Tiny();
+  other.tables[0].methods[2].budget_samples = 48;
+  Status s = CheckResumable(part, other, "r.json");
+  EXPECT_THAT(s.message(),
+              AllOf(HasSubstr("r.json: holds the results of another run"),
+                    HasSubstr("tables[0].methods[2].budget_samples is 24, "
+                              "this run's is 48")));
+  other = Tiny();
+  other.seeds = {1};
+  EXPECT_THAT(CheckResumable(part, other, "r.json").message(),
+              HasSubstr("definition.seeds is 2 entries, this run's is 1 "
+                        "entries"));
+  other = Tiny();
+  other.tables[0].benchmarks[0].model = "zoo:rnnlm";
+  EXPECT_THAT(CheckResumable(part, other, "r.json").message(),
+              HasSubstr("tables[0].benchmarks[0].model is "
+                        "\"zoo:rnnlm:layers=2,units=64,steps=2,vocab=300\", "
+                        "this run's is \"zoo:rnnlm\""));
+  // Prose is not part of what ran.
+  other = Tiny();
+  other.tables[0].source = "another description";
+  EXPECT_TRUE(CheckResumable(part, other, "r.json").ok());
+
+  BenchResults legacy = part;
+  legacy.definition.clear();
+  EXPECT_THAT(CheckResumable(legacy, Tiny(), "old.json").message(),
+              HasSubstr("old.json: has no suite definition"));
+
+  // A kept benchmark whose graph changed since is not mixed with new runs.
+  BenchResults changed = part;
+  changed.tables[0].benchmarks[0].graph_hash = "0000";
+  StatusOr<BenchResults> mixed = Run(&changed, 0, &started);
+  EXPECT_THAT(mixed.status().message(),
+              AllOf(HasSubstr("rnnlm@k40x2: the graph differs from the one "
+                              "of the kept runs"),
+                    HasSubstr("start a new results file")));
+}
+
+TEST_F(ResumeTest, ResultsJsonReadsBackToTheSameDocument) {
+  int started = 0;
+  StatusOr<BenchResults> r = Run(nullptr, 0, &started);
+  ASSERT_TRUE(r.ok());
+  const std::string json_text = BenchResultsToJson(*r);
+  StatusOr<BenchResults> back = ParseBenchResults(json_text, "r.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(BenchResultsToJson(*back), json_text);
+  EXPECT_THAT(
+      ParseBenchResults(R"({"format": "dplace.bench-results", "tables": [
+        {"title": "T", "benchmarks": [{"name": "b", "methods": [
+          {"method": "post", "runs": [{"seed": 1, "step_time": "fast"}]}]}]}]})",
+                        "r.json")
+          .status()
+          .message(),
+      HasSubstr("r.json: tables[0].benchmarks[0].methods[0].runs[0]."
+                "step_time: expected a number, got \"fast\""));
 }
 
 }  // namespace

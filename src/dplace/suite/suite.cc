@@ -57,6 +57,7 @@ Status ParseMethod(const json& value, const std::string& path,
                    SuiteMethod* method) {
   FieldReader fields(value, path);
   method->method = fields.String("method");
+  method->label = fields.String("label", method->method);
   method->options = ReadStrings(fields, "options", false);
   method->budget_samples = fields.Int("budget_samples", 0, 0);
   method->budget_seconds = fields.Number("budget_seconds", 0, 0);
@@ -119,9 +120,75 @@ Status ParseTable(const json& value, const std::string& path,
     SuiteMethod m;
     DPLACE_RETURN_IF_ERROR(ParseMethod(
         (*methods)[i], path + ".methods[" + std::to_string(i) + "]", &m));
+    for (const SuiteMethod& other : table->methods) {
+      if (other.label == m.label) {
+        return InvalidArgumentError(
+            path + ".methods[" + std::to_string(i) + "]: label \"" + m.label +
+            "\" appears twice (give one of them another \"label\")");
+      }
+    }
     table->methods.push_back(std::move(m));
   }
   return Status::Ok();
+}
+
+Status ParseClaim(const json& value, const std::string& path,
+                  SuiteClaim* claim) {
+  FieldReader fields(value, path);
+  claim->paper = fields.String("paper");
+  claim->claim = fields.String("claim");
+  claim->table = fields.String("table");
+  claim->benchmark = fields.String("benchmark");
+  claim->method = fields.String("method");
+  claim->versus = ReadStrings(fields, "versus", true);
+  claim->measure = fields.String("measure", "step_time");
+  claim->paper_figure = fields.String("paper_figure");
+  claim->min_reduction = fields.Number("min_reduction", 0.001, -1e300);
+  claim->max_reduction = fields.Number("max_reduction", 1e300, -1e300);
+  DPLACE_RETURN_IF_ERROR(fields.Finish());
+  if (claim->measure != "step_time" && claim->measure != "samples_to_best") {
+    return InvalidArgumentError(
+        path +
+        ".measure: expected \"step_time\" or \"samples_to_best\", "
+        "got \"" +
+        claim->measure + "\"");
+  }
+  if (claim->versus.empty()) {
+    return InvalidArgumentError(path + ".versus: empty");
+  }
+  return Status::Ok();
+}
+
+// A claim must name a table, benchmark and methods of its suite, so a typo
+// is an error rather than a claim that never runs.
+Status CheckClaim(const Suite& suite, const SuiteClaim& claim,
+                  const std::string& path) {
+  for (const SuiteTable& t : suite.tables) {
+    if (t.title != claim.table) continue;
+    const bool has_benchmark = std::any_of(
+        t.benchmarks.begin(), t.benchmarks.end(),
+        [&](const SuiteBenchmark& b) { return b.name == claim.benchmark; });
+    if (!has_benchmark) {
+      return InvalidArgumentError(path + ".benchmark: table \"" + t.title +
+                                  "\" has no benchmark \"" + claim.benchmark +
+                                  "\"");
+    }
+    std::vector<std::string> labels = claim.versus;
+    labels.push_back(claim.method);
+    for (const std::string& label : labels) {
+      const bool has_method =
+          std::any_of(t.methods.begin(), t.methods.end(),
+                      [&](const SuiteMethod& m) { return m.label == label; });
+      if (!has_method) {
+        return InvalidArgumentError(path + ": table \"" + t.title +
+                                    "\" has no method labelled \"" + label +
+                                    "\"");
+      }
+    }
+    return Status::Ok();
+  }
+  return InvalidArgumentError(path + ".table: the suite has no table \"" +
+                              claim.table + "\"");
 }
 
 Status ParseScale(const json& value, const std::string& path,
@@ -144,6 +211,7 @@ StatusOr<Suite> ParseSuite(const json& value, const std::string& path) {
   if (suite.seeds.empty()) suite.seeds = {1};
   const json* tables = fields.Array("tables", false);
   const json* scale = fields.Object("scale", false);
+  const json* claims = fields.Array("claims", false);
   DPLACE_RETURN_IF_ERROR(fields.Finish());
   for (size_t i = 0; tables && i < tables->size(); ++i) {
     SuiteTable table;
@@ -156,6 +224,13 @@ StatusOr<Suite> ParseSuite(const json& value, const std::string& path) {
   }
   if (suite.tables.empty() && suite.scale.models.empty()) {
     return InvalidArgumentError(path + ": a suite needs tables or a scale");
+  }
+  for (size_t i = 0; claims && i < claims->size(); ++i) {
+    const std::string claim_path = path + ".claims[" + std::to_string(i) + "]";
+    SuiteClaim claim;
+    DPLACE_RETURN_IF_ERROR(ParseClaim((*claims)[i], claim_path, &claim));
+    DPLACE_RETURN_IF_ERROR(CheckClaim(suite, claim, claim_path));
+    suite.claims.push_back(std::move(claim));
   }
   return suite;
 }
@@ -230,10 +305,12 @@ StatusOr<Suite> FilterSuite(const Suite& suite, const SuiteFilter& filter) {
       t.benchmarks.push_back(b);
     }
     for (SuiteMethod m : table.methods) {
-      if (!filter.methods.empty() && !Contains(filter.methods, m.method)) {
+      if (!filter.methods.empty() && !Contains(filter.methods, m.method) &&
+          !Contains(filter.methods, m.label)) {
         continue;
       }
       methods_seen.insert(m.method);
+      methods_seen.insert(m.label);
       if (filter.budget_samples > 0) {
         m.budget_samples = filter.budget_samples;
       } else if (filter.budget_scale != 1 && m.budget_samples > 0) {
@@ -294,6 +371,39 @@ StatusOr<Suite> FilterSuite(const Suite& suite, const SuiteFilter& filter) {
                                 "--models");
   }
   return out;
+}
+
+std::string SuiteDefinitionJson(const Suite& suite) {
+  json tables = json::array();
+  for (const SuiteTable& t : suite.tables) {
+    json benchmarks = json::array();
+    for (const SuiteBenchmark& b : t.benchmarks) {
+      benchmarks.push_back({{"name", b.name},
+                            {"model", b.model},
+                            {"cluster", b.cluster},
+                            {"method_options", b.method_options}});
+    }
+    json methods = json::array();
+    for (const SuiteMethod& m : t.methods) {
+      methods.push_back({{"method", m.method},
+                         {"label", m.label},
+                         {"options", m.options},
+                         {"budget_samples", m.budget_samples},
+                         {"budget_seconds", m.budget_seconds},
+                         {"seeds", m.seeds}});
+    }
+    tables.push_back(
+        {{"title", t.title}, {"benchmarks", benchmarks}, {"methods", methods}});
+  }
+  const json scale{{"cluster", suite.scale.cluster},
+                   {"models", suite.scale.models},
+                   {"methods", suite.scale.methods},
+                   {"simulate_repeats", suite.scale.simulate_repeats}};
+  return json{{"name", suite.name},
+              {"seeds", suite.seeds},
+              {"tables", tables},
+              {"scale", scale}}
+      .dump();
 }
 
 Status CheckSuiteMethods(const Suite& suite) {

@@ -17,7 +17,10 @@ namespace dplace {
 
 // One method of a table: a placer or learned placer with its settings.
 struct SuiteMethod {
-  std::string method;                // Registered name, e.g. "post".
+  std::string method;  // Registered name, e.g. "post".
+  // The method's column in its table, unique there, so that one method can
+  // run with several settings (an ablation). Default: `method`.
+  std::string label;
   std::vector<std::string> options;  // key=value, as --option takes them.
   // Learned placers: samples per search (0 with budget_seconds 0: the
   // agent's paper budget) and wall seconds per search (0: none).
@@ -54,12 +57,35 @@ struct ScaleStudy {
   int simulate_repeats = 3;          // Median of this many simulations.
 };
 
+// A headline claim of a paper, checked against a suite's results
+// (claims.h): a method's step time (or samples to its best) against the
+// fastest of some reference methods on one benchmark of one table.
+struct SuiteClaim {
+  std::string paper;  // "Hierarchical Planner (Mirhoseini et al., 2018)".
+  std::string claim;  // What the paper says, in one sentence.
+  std::string table;  // Title of the suite's table.
+  std::string benchmark;
+  std::string method;               // A label of the table's methods.
+  std::vector<std::string> versus;  // Labels; the fastest is the reference.
+  // "step_time" (Default) or "samples_to_best" (how soon a search found its
+  // best), each the median over seeds.
+  std::string measure = "step_time";
+  std::string paper_figure;  // The paper's numbers, as it gives them.
+  // The claim holds when dplace's reduction (1 - method / reference) is at
+  // least min_reduction and at most max_reduction. Default: > 0.1%, no
+  // upper end (the method is faster).
+  double min_reduction = 0.001;
+  double max_reduction = 1e300;
+};
+
 struct Suite {
   std::string name;
   std::string description;
   std::vector<uint64_t> seeds;  // Default: {1}.
   std::vector<SuiteTable> tables;
   ScaleStudy scale;  // Empty models: none.
+  // The papers' claims these tables can check; not part of what runs.
+  std::vector<SuiteClaim> claims;
 };
 
 // The suites of src/dplace/suite/suites.json as compiled into dplace.
@@ -93,6 +119,13 @@ struct SuiteFilter {
 // Applies `filter` to `suite`; tables left without a benchmark or method
 // are dropped. Errors: a filter name that matches nothing.
 StatusOr<Suite> FilterSuite(const Suite& suite, const SuiteFilter& filter);
+
+// What a run of `suite` is, as JSON: every table's title, benchmarks and
+// methods with their options, budgets and seeds, the suite's seeds and the
+// scale study, but not the prose (description, sources). Two runs with the
+// same definition run the same things, so a results file written by one can
+// be continued by the other (bench.h, CheckResumable).
+std::string SuiteDefinitionJson(const Suite& suite);
 
 // OK when every method of `suite` is registered; otherwise names the first
 // unknown one, its table, and every known method.

@@ -1,7 +1,10 @@
 #include "dplace/suite/bench.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "dplace/cli/cli.h"
@@ -9,6 +12,7 @@
 #include "dplace/cli/commands/commands.h"
 #include "dplace/io/file.h"
 #include "dplace/report/html_report.h"
+#include "dplace/suite/claims.h"
 #include "dplace/suite/suite.h"
 #include "dplace/util/format.h"
 
@@ -27,15 +31,98 @@ std::vector<std::string> SplitList(const std::string& text) {
   return items;
 }
 
+// The results in --output that this run continues: none without --resume
+// or when the file does not exist yet. Errors: a file that does not parse
+// or belongs to another run; without --resume, an unfinished run there
+// (overwriting it would lose its runs).
+StatusOr<std::optional<BenchResults>> PreviousResults(const BenchFlags& flags,
+                                                      const Suite& suite) {
+  if (flags.output.empty()) {
+    if (!flags.resume) return std::optional<BenchResults>();
+    return InvalidArgumentError(
+        "bench --resume needs -o FILE: the results "
+        "file to continue");
+  }
+  if (access(flags.output.c_str(), F_OK) != 0) {
+    return std::optional<BenchResults>();
+  }
+  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(flags.output));
+  StatusOr<BenchResults> previous = ParseBenchResults(text, flags.output);
+  if (!flags.resume) {
+    if (previous.ok() && !previous->complete) {
+      return InvalidArgumentError(
+          flags.output + ": holds an unfinished run (" +
+          std::to_string(previous->runs_done) + " of " +
+          std::to_string(previous->runs_total) +
+          " runs); --resume continues it, or remove the file to start over");
+    }
+    return std::optional<BenchResults>();  // Overwritten, as before.
+  }
+  if (!previous.ok()) return previous.status();
+  DPLACE_RETURN_IF_ERROR(CheckResumable(*previous, suite, flags.output));
+  return std::optional<BenchResults>(std::move(previous).value());
+}
+
+// Claims whose benchmark the results have: a reduced run checks what it
+// ran, and says "not run" for the methods it left out.
+std::vector<SuiteClaim> ClaimsOnBenchmarksIn(const Suite& suite,
+                                             const BenchResults& results) {
+  std::vector<SuiteClaim> out;
+  for (const SuiteClaim& claim : suite.claims) {
+    for (const TableResults& t : results.tables) {
+      for (const BenchmarkResults& b : t.benchmarks) {
+        if (t.title == claim.table && b.name == claim.benchmark) {
+          out.push_back(claim);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Status WriteOrPrint(const std::string& path, const std::string& text,
+                    std::ostream& out) {
+  if (path.empty()) {
+    out << text;
+    return Status::Ok();
+  }
+  return WriteTextFile(path, text);
+}
+
+// dplace bench --claims RESULTS: the claims sections of the results'
+// suite, from the file alone.
+int PrintClaims(const BenchFlags& flags, const std::vector<Suite>& suites,
+                std::ostream& out, std::ostream& err) {
+  StatusOr<std::string> text = ReadTextFile(flags.claims);
+  if (!text.ok()) return Fail(err, text.status());
+  StatusOr<BenchResults> results = ParseBenchResults(*text, flags.claims);
+  if (!results.ok()) return Fail(err, results.status());
+  StatusOr<Suite> suite = FindSuite(suites, results->suite);
+  if (!suite.ok()) {
+    return Fail(err, suite.status().WithPrefix(flags.claims + ": suite " +
+                                               results->suite));
+  }
+  if (suite->claims.empty()) {
+    return Fail(err, InvalidArgumentError(
+                         flags.claims + ": suite " + suite->name +
+                         " has no claims (see \"claims\" in docs/formats.md)"));
+  }
+  const std::string markdown =
+      ClaimsToMarkdown(CheckClaims(suite->claims, *results));
+  Status s = WriteOrPrint(flags.markdown, markdown, out);
+  if (!s.ok()) return Fail(err, s);
+  return kExitOk;
+}
+
 // dplace bench: runs a suite, writes its JSON, Markdown and HTML report.
 int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
           std::ostream& err) {
   StatusOr<std::vector<Suite>> suites = LoadSuites(flags.suites);
   if (!suites.ok()) return Fail(err, suites.status());
-  if (flags.list || flags.suite.empty()) {
+  if (flags.list || (flags.suite.empty() && flags.claims.empty())) {
     if (!flags.list) {
-      return Fail(err,
-                  InvalidArgumentError("bench needs --suite NAME (or --list)"));
+      return Fail(err, InvalidArgumentError(
+                           "bench needs --suite NAME (or --list, --claims)"));
     }
     size_t width = 0;  // The longest name, plus two spaces.
     for (const Suite& s : *suites) width = std::max(width, s.name.size() + 2);
@@ -44,21 +131,41 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
     }
     return kExitOk;
   }
+  if (!flags.claims.empty()) return PrintClaims(flags, *suites, out, err);
   StatusOr<Suite> suite = FindSuite(*suites, flags.suite);
   if (!suite.ok()) return Fail(err, suite.status());
   flags.filter.methods = SplitList(flags.methods);
   flags.filter.models = flags.models;
   StatusOr<Suite> filtered = FilterSuite(*suite, flags.filter);
   if (!filtered.ok()) return Fail(err, filtered.status());
-  StatusOr<BenchResults> results =
-      RunSuite(*filtered, command, [&err](const std::string& line) {
-        err << "dplace: bench " << line << "\n";
-      });
+  StatusOr<std::optional<BenchResults>> previous =
+      PreviousResults(flags, *filtered);
+  if (!previous.ok()) return Fail(err, previous.status());
+  BenchRunOptions options;
+  options.progress = [&err](const std::string& line) {
+    err << "dplace: bench " << line << "\n";
+  };
+  if (previous->has_value()) {
+    options.resume = &**previous;
+    err << "dplace: bench continues " << flags.output << ": "
+        << (*previous)->runs_done << " of " << (*previous)->runs_total
+        << " runs done\n";
+  }
+  if (!flags.output.empty()) {
+    options.checkpoint = [&flags](const BenchResults& so_far) {
+      return WriteTextFileAtomically(flags.output, BenchResultsToJson(so_far));
+    };
+  }
+  options.max_runs = flags.max_runs;
+  StatusOr<BenchResults> results = RunSuite(*filtered, command, options);
   if (!results.ok()) return Fail(err, results.status());
   const std::string json = BenchResultsToJson(*results);
-  const std::string markdown = BenchResultsToMarkdown(*results);
+  const std::string markdown =
+      BenchResultsToMarkdown(*results) +
+      ClaimsToMarkdown(
+          CheckClaims(ClaimsOnBenchmarksIn(*filtered, *results), *results));
   if (!flags.output.empty()) {
-    Status s = WriteTextFile(flags.output, json);
+    Status s = WriteTextFileAtomically(flags.output, json);
     if (!s.ok()) return Fail(err, s);
   }
   if (!flags.markdown.empty()) {
@@ -75,6 +182,10 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   }
   out << "suite " << results->suite << ": "
       << Format("%.1f", results->wall_seconds) << " s";
+  if (!results->complete) {
+    out << "; stopped after " << results->runs_done << " of "
+        << results->runs_total << " runs (--resume continues)";
+  }
   if (!flags.output.empty()) out << "; results: " << flags.output;
   if (!flags.markdown.empty()) out << "; markdown: " << flags.markdown;
   if (!flags.report.empty()) out << "; report: " << flags.report;
@@ -93,6 +204,12 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
                     "suite name: smoke, paper, scale (see --list)");
   bench->add_flag("--list", flags->list, "list the suites");
   bench->add_option(
+      "--claims", flags->claims,
+      "print the claims sections of a results file (-o of an earlier "
+      "bench; --markdown FILE writes them there): each headline claim of "
+      "the papers its suite checks, the paper's figure, dplace's and "
+      "whether the claim holds; runs nothing");
+  bench->add_option(
       "--suites", flags->suites,
       "suites JSON file (default: src/dplace/suite/suites.json, built "
       "into dplace)");
@@ -104,7 +221,9 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
   bench->add_option("--report", flags->report,
                     "write the HTML report of the results");
   bench->add_option("--methods", flags->methods,
-                    "only these methods (comma-separated)");
+                    "only these methods (comma-separated names; a name keeps "
+                    "every labelled variant of the method, e.g. "
+                    "hierarchical its ablations)");
   bench->add_option("--models", flags->models,
                     "only these benchmarks, by name (nmt-4@k40x4) or model "
                     "spec (zoo:nmt:layers=4); several after one --models, "
@@ -126,6 +245,18 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
   bench
       ->add_option("--seeds", flags->filter.max_seeds,
                    "only the first N seeds of each method")
+      ->check(CLI::PositiveNumber);
+  bench->add_flag(
+      "--resume", flags->resume,
+      "continue the run whose results are in -o FILE: its finished runs are "
+      "kept, the others run (the file is rewritten after every run, so a "
+      "killed bench loses only the run in flight); the suite, filters and "
+      "budgets must be the same. Without the file, starts it. Without "
+      "--resume, bench refuses to overwrite an unfinished run");
+  bench
+      ->add_option("--max-runs", flags->max_runs,
+                   "stop after this many runs, leaving -o FILE unfinished "
+                   "for --resume (runs the suite in parts)")
       ->check(CLI::PositiveNumber);
   return bench;
 }

@@ -127,6 +127,11 @@ struct BenchFlags {
   // Benchmark names or model specs; specs have commas of their own
   // (zoo:nmt:layers=4,batch=64), so these are separate arguments.
   std::vector<std::string> models;
+  // Continue the unfinished run in --output (runs there are kept).
+  bool resume = false;
+  int max_runs = 0;  // > 0: stop after this many runs.
+  // A results file: print its suite's claims sections instead of running.
+  std::string claims;
   std::string command;  // The command line, kept with the results.
 };
 CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags);

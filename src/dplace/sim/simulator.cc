@@ -328,11 +328,33 @@ struct Simulator::Checkpoint {
   std::vector<double> link_seconds;
   std::vector<int64_t> memory;
   EventQueue heap;
-  double step_time = 0;
-  std::vector<double> device_busy_seconds;
-  std::vector<int32_t> device_op_count;
-  std::vector<int64_t> device_peak_bytes, link_bytes;
+  SimResult result;  // So far: step time, busy seconds, memory, bytes.
 };
+
+// Copies the event loop's state, the fields a Scratch and a Checkpoint
+// share (a device's ready queue and a link's FIFO without their consumed
+// items).
+template <typename From, typename To>
+void CopyLoopState(const From& from, To* to) {
+  to->pending = from.pending;
+  to->slot_of_op = from.slot_of_op;
+  to->tensor_refs = from.tensor_refs;
+  to->arc_transfer = from.arc_transfer;
+  to->transfers = from.transfers;
+  to->link_queues.resize(from.link_queues.size());
+  for (size_t i = 0; i < from.link_queues.size(); ++i) {
+    to->link_queues[i].CopyFrom(from.link_queues[i]);
+  }
+  to->ready.resize(from.ready.size());
+  for (size_t i = 0; i < from.ready.size(); ++i) {
+    to->ready[i].CopyFrom(from.ready[i]);
+  }
+  to->link_busy = from.link_busy;
+  to->slot_busy = from.slot_busy;
+  to->link_seconds = from.link_seconds;
+  to->memory = from.memory;
+  to->heap = from.heap;
+}
 
 // One simulation: the event loop over a Scratch.
 class Simulator::Run {
@@ -368,31 +390,11 @@ class Simulator::Run {
     for (int i = 0; i <= checkpoint; ++i) Patch(&s_.checkpoints[i]);
     s_.num_checkpoints = checkpoint + 1;
     const Checkpoint& c = s_.checkpoints[checkpoint];
-    s_.pending = c.pending;
-    s_.slot_of_op = c.slot_of_op;
-    s_.tensor_refs = c.tensor_refs;
-    s_.arc_transfer = c.arc_transfer;
-    s_.transfers = c.transfers;
-    s_.link_queues.resize(c.link_queues.size());
-    for (size_t i = 0; i < c.link_queues.size(); ++i) {
-      s_.link_queues[i].CopyFrom(c.link_queues[i]);
-    }
-    s_.ready.resize(c.ready.size());
-    for (size_t i = 0; i < c.ready.size(); ++i)
-      s_.ready[i].CopyFrom(c.ready[i]);
-    s_.link_busy = c.link_busy;
-    s_.slot_busy = c.slot_busy;
-    s_.link_seconds = c.link_seconds;
-    s_.memory = c.memory;
-    s_.heap = c.heap;
+    CopyLoopState(c, &s_);
     seq_ = c.seq;
     finished_ = c.finished;
     events_ = c.event;
-    r_.step_time = c.step_time;
-    r_.device_busy_seconds = c.device_busy_seconds;
-    r_.device_op_count = c.device_op_count;
-    r_.device_peak_bytes = c.device_peak_bytes;
-    r_.link_bytes = c.link_bytes;
+    r_ = c.result;
     r_.reused_events = c.event;
     for (OpId op : s_.changed) {
       s_.op_time[op] = cost_.OpTime(op, device_[op]) * s_.op_scale[device_[op]];
@@ -507,28 +509,8 @@ class Simulator::Run {
     c.event = events_;
     c.seq = seq_;
     c.finished = finished_;
-    c.pending = s_.pending;
-    c.slot_of_op = s_.slot_of_op;
-    c.tensor_refs = s_.tensor_refs;
-    c.arc_transfer = s_.arc_transfer;
-    c.transfers = s_.transfers;
-    c.link_queues.resize(s_.link_queues.size());
-    for (size_t i = 0; i < s_.link_queues.size(); ++i) {
-      c.link_queues[i].CopyFrom(s_.link_queues[i]);
-    }
-    c.ready.resize(s_.ready.size());
-    for (size_t i = 0; i < s_.ready.size(); ++i)
-      c.ready[i].CopyFrom(s_.ready[i]);
-    c.link_busy = s_.link_busy;
-    c.slot_busy = s_.slot_busy;
-    c.link_seconds = s_.link_seconds;
-    c.memory = s_.memory;
-    c.heap = s_.heap;
-    c.step_time = r_.step_time;
-    c.device_busy_seconds = r_.device_busy_seconds;
-    c.device_op_count = r_.device_op_count;
-    c.device_peak_bytes = r_.device_peak_bytes;
-    c.link_bytes = r_.link_bytes;
+    CopyLoopState(s_, &c);
+    c.result = r_;
   }
 
   // Makes snapshot `c` of a run of s_.base one of a run of device_ (see
@@ -541,9 +523,9 @@ class Simulator::Run {
     for (OpId op : s_.changed) {
       const int64_t bytes = t_.persistent_bytes[op];
       c->memory[old[op]] -= bytes;
-      c->device_peak_bytes[old[op]] -= bytes;
+      c->result.device_peak_bytes[old[op]] -= bytes;
       c->memory[device_[op]] += bytes;
-      c->device_peak_bytes[device_[op]] += bytes;
+      c->result.device_peak_bytes[device_[op]] += bytes;
       for (int32_t a = t_.in_begin[op]; a < t_.in_begin[op + 1]; ++a) {
         const Topology::Arc& arc = t_.in_arcs[a];
         if (arc.tensor == kControlEdge) continue;

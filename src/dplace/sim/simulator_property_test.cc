@@ -59,6 +59,20 @@ Cluster RandomCluster(std::mt19937_64& rng, double cpu_slowdown = 0) {
   return *std::move(b).Build();
 }
 
+// A layered random DAG of `min_ops` to `max_ops` ops, of random width,
+// reach and sizes.
+Graph RandomDag(std::mt19937_64& rng, int min_ops, int max_ops) {
+  RandomGraphOptions o;
+  o.num_ops = std::uniform_int_distribution<int>(min_ops, max_ops)(rng);
+  o.layer_width = std::uniform_int_distribution<int>(1, 8)(rng);
+  o.max_reach = std::uniform_int_distribution<int>(1, 4)(rng);
+  o.max_flops = 1e10;
+  o.max_tensor_bytes = int64_t{1} << 26;
+  o.max_persistent_bytes = int64_t{1} << 27;
+  o.seed = rng();
+  return MakeRandomLayeredGraph(o);
+}
+
 // Running every op and every transfer one after another can only be slower:
 // the simulator never idles while work is ready.
 double SerialTime(const CostModel& cost, const Placement& p) {
@@ -79,15 +93,7 @@ TEST(SimulatorPropertyTest, BoundsHoldOnThousandsOfRandomCases) {
   constexpr int kCases = 1200;
   int infeasible = 0, multi_hop = 0;
   for (int i = 0; i < kCases; ++i) {
-    RandomGraphOptions o;
-    o.num_ops = std::uniform_int_distribution<int>(1, 80)(rng);
-    o.layer_width = std::uniform_int_distribution<int>(1, 8)(rng);
-    o.max_reach = std::uniform_int_distribution<int>(1, 4)(rng);
-    o.max_flops = 1e10;
-    o.max_tensor_bytes = int64_t{1} << 26;
-    o.max_persistent_bytes = int64_t{1} << 27;
-    o.seed = rng();
-    const Graph g = MakeRandomLayeredGraph(o);
+    const Graph g = RandomDag(rng, 1, 80);
     const Cluster c = RandomCluster(rng);
     const CostModel cost(g, c);
     Simulator sim(cost);
@@ -158,15 +164,7 @@ TEST(SimulatorPropertyTest, IncrementalRunsEqualFullRunsOnRandomMoves) {
   int moves = 0, resumed = 0, infeasible = 0;
   int64_t events = 0, reused = 0;
   for (int i = 0; i < kCases; ++i) {
-    RandomGraphOptions o;
-    o.num_ops = std::uniform_int_distribution<int>(2, 120)(rng);
-    o.layer_width = std::uniform_int_distribution<int>(1, 8)(rng);
-    o.max_reach = std::uniform_int_distribution<int>(1, 4)(rng);
-    o.max_flops = 1e10;
-    o.max_tensor_bytes = int64_t{1} << 26;
-    o.max_persistent_bytes = int64_t{1} << 27;
-    o.seed = rng();
-    const Graph g = MakeRandomLayeredGraph(o);
+    const Graph g = RandomDag(rng, 2, 120);
     // One case in four slows the CPU when a GPU of its host is also used.
     const Cluster c = RandomCluster(rng, i % 4 == 0 ? 0.5 : 0.0);
     const CostModel cost(g, c);

@@ -604,9 +604,9 @@ class Simulator::Run {
     if (--s_.pending[op] == 0) {
       s_.ready[device_[op]].Push(op);
       // Its start reads these.
-      __builtin_prefetch(&t_.in_begin[op]);
-      __builtin_prefetch(&t_.out_begin[op]);
-      __builtin_prefetch(&s_.op_time[op]);
+      __builtin_prefetch(t_.in_begin.data() + op);
+      __builtin_prefetch(t_.out_begin.data() + op);
+      __builtin_prefetch(s_.op_time.data() + op);
     }
   }
 
@@ -642,10 +642,12 @@ class Simulator::Run {
     const DeviceId d = device_[op];
     const double time = s_.op_time[op];
     // FinishOp reads these; other events come between, so fetch them now.
-    __builtin_prefetch(&t_.in_arcs[t_.in_begin[op]]);
-    __builtin_prefetch(&t_.out_arcs[t_.out_begin[op]]);
-    __builtin_prefetch(&s_.arc_transfer[t_.in_begin[op]]);
-    __builtin_prefetch(&s_.tensor_refs[t_.output_begin[op]]);
+    // (Addresses, not elements: an op without inputs or outputs points one
+    // past the end, which a prefetch may name.)
+    __builtin_prefetch(t_.in_arcs.data() + t_.in_begin[op]);
+    __builtin_prefetch(t_.out_arcs.data() + t_.out_begin[op]);
+    __builtin_prefetch(s_.arc_transfer.data() + t_.in_begin[op]);
+    __builtin_prefetch(s_.tensor_refs.data() + t_.output_begin[op]);
     s_.slot_busy[slot] = 1;
     s_.slot_of_op[op] = slot;
     r_.device_busy_seconds[d] += time;
@@ -752,7 +754,7 @@ class Simulator::Run {
   void BeginHop(int32_t index, LinkId link, int32_t slot, double now) {
     Transfer& tr = s_.transfers[index];
     // The arrival reads the tensor's consumers.
-    __builtin_prefetch(&t_.consumer_ops[t_.consumer_begin[tr.tensor]]);
+    __builtin_prefetch(t_.consumer_ops.data() + t_.consumer_begin[tr.tensor]);
     const int64_t bytes = t_.tensor_bytes[tr.tensor];
     // CostModel::LinkTime, inline.
     const Link& l = c_.link(link);

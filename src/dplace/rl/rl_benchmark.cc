@@ -206,34 +206,25 @@ void BM_AgentCycle(benchmark::State& state, const std::string& agent,
   state.counters["sgemm_GFLOP_per_s"] = sgemm;
   state.counters["of_sgemm"] = per_second * flops_per_sample / 1e9 / sgemm;
 }
-BENCHMARK_CAPTURE(BM_AgentCycle, colocrl, std::string("colocrl"), 48)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->Iterations(1)
-    ->Unit(benchmark::kSecond)
-    ->UseManualTime();
-BENCHMARK_CAPTURE(BM_AgentCycle, hierarchical, std::string("hierarchical"), 32)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->Iterations(1)
-    ->Unit(benchmark::kSecond)
-    ->UseManualTime();
-BENCHMARK_CAPTURE(BM_AgentCycle, mars, std::string("mars"), 40)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->Iterations(1)
-    ->Unit(benchmark::kSecond)
-    ->UseManualTime();
-BENCHMARK_CAPTURE(BM_AgentCycle, eagle, std::string("eagle"), 40)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->Iterations(1)
-    ->Unit(benchmark::kSecond)
-    ->UseManualTime();
+// Each agent at one and two threads; the second number is the samples of
+// the search whose batches are timed.
+const bool kAgentCyclesRegistered = [] {
+  const std::pair<const char*, int> agents[] = {
+      {"colocrl", 48}, {"hierarchical", 32}, {"mars", 40}, {"eagle", 40}};
+  for (const auto& [agent, samples] : agents) {
+    benchmark::RegisterBenchmark(
+        (std::string("BM_AgentCycle/") + agent).c_str(),
+        [agent = std::string(agent), samples = samples](
+            benchmark::State& state) { BM_AgentCycle(state, agent, samples); })
+        ->ArgName("threads")
+        ->Arg(1)
+        ->Arg(2)
+        ->Iterations(1)
+        ->Unit(benchmark::kSecond)
+        ->UseManualTime();
+  }
+  return true;
+}();
 
 // Features of a synthetic chain-like group graph with some skip edges: what
 // the policy's cost depends on is only their sizes.

@@ -18,8 +18,9 @@ packages=(
   libscotch-dev libmetis-dev libglpk-dev
   # Learning agents: LibTorch (CPU), and OpenBLAS as the system BLAS: Debian's
   # LibTorch links libblas.so.3, which is the slow reference BLAS unless an
-  # optimised one provides it (seq2seq policy: 2.3 -> 5.1 samples/s).
-  libtorch-dev libopenblas0-pthread
+  # optimised one provides it (seq2seq policy: 2.3 -> 5.1 samples/s);
+  # libblas-dev: cblas.h, for the recurrences' matrix-vector products.
+  libtorch-dev libopenblas0-pthread libblas-dev
   # Distributed search (--env mpi, docs/mpi.md): Open MPI and mpirun.
   libopenmpi-dev openmpi-bin
   # Tests and benchmarks.

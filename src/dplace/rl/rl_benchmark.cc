@@ -11,7 +11,8 @@
 //     count (torch::mm of 1024 x 1024, best of 5), the physical limit for
 //     this work. FLOPs are counted, not estimated: a second search of the
 //     same agent runs with a LibTorch RecordFunction callback that adds
-//     2mnk for every matrix product (mm, addmm, bmm, baddbmm, mv, addmv,
+//     2mnk for every matrix product (mm, addmm(_), bmm, baddbmm, mv, addmv,
+//     and the recurrences' sgemv rows, "dplace::row_products",
 //     forward and backward, sparse products 2 nnz n); element-wise work is
 //     not counted. Argument: threads (the agents' option; 1 by default).
 //   Seq2Seq: ColocRL's attentional seq2seq policy at 256 groups, hidden 256,
@@ -73,7 +74,8 @@ std::unique_ptr<at::ObserverContext> CountProductFlops(
     } else {
       flops = 2 * Dim(in[0], 0) * Dim(in[0], 1) * Dim(in[1], 1);
     }
-  } else if (name == "aten::addmm" && tensor(1) && tensor(2)) {
+  } else if ((name == "aten::addmm" || name == "aten::addmm_") && tensor(1) &&
+             tensor(2)) {
     const at::Tensor& a = in[1].toTensor();
     if (a.is_sparse()) {
       flops = 2 * a._nnz() * Dim(in[2], 1);
@@ -88,6 +90,9 @@ std::unique_ptr<at::ObserverContext> CountProductFlops(
     flops = 2 * Dim(in[0], 0) * Dim(in[0], 1);
   } else if (name == "aten::addmv" && tensor(1)) {
     flops = 2 * Dim(in[1], 0) * Dim(in[1], 1);
+  } else if (name == "dplace::row_products" && tensor(0) && tensor(1)) {
+    // rl/nets/lstm.cc: one BLAS sgemv per row of x with the matrix w.
+    flops = 2 * Dim(in[0], 0) * in[1].toTensor().numel();
   }
   counted_flops += flops;
   return nullptr;

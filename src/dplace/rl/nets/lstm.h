@@ -40,6 +40,18 @@ LstmSequence RunLstm(torch::nn::LSTM& lstm, const torch::Tensor& input,
                      torch::Tensor h0 = {}, torch::Tensor c0 = {},
                      bool reverse = false);
 
+// x [B, K] W^T + bias, for `w` [N, K] and `bias` [N] (or undefined), without
+// gradient: torch::linear for the few rows of a recurrence step. Up to 8
+// rows and for a `w` of 2^18 elements or more, it runs one BLAS
+// matrix-vector product per row, since OpenBLAS's sgemm packs all of `w` on
+// every call (at 4 rows x [1024, 256], twice the time). `w`'s rows must be
+// contiguous (a slice of columns will do) for that; otherwise it is one
+// matrix product.
+torch::Tensor RowLinear(const torch::Tensor& x, const torch::Tensor& w,
+                        const torch::Tensor& bias = {});
+// x [B, N] w for `w` [N, K], without gradient, the same way.
+torch::Tensor RowMm(const torch::Tensor& x, const torch::Tensor& w);
+
 // One LSTM step without gradient, for sampling loops: gates = `x_gates`
 // [B, 4H] + h W_hh^T; updates `h` and `c` [B, H] (new tensors).
 void LstmStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,

@@ -120,7 +120,9 @@ torch::Tensor MarsPolicyImpl::Sample(int k, std::mt19937_64* rng) {
       LstmStep(device_gates.index_select(0, previous) + state_gates[t], w.w_hh,
                &h, &c);
       log_probs.push_back(torch::log_softmax(
-          Logits(segment, h.unsqueeze(1), t).squeeze(1), -1));
+          AttentionStepLogits(h, segment.keys, segment.states, combine_,
+                              output_, seq_mask_bias_[segment.first + t]),
+          -1));
       previous = SampleRows(log_probs.back().exp(), rng);
       sequence.select(1, first + t).copy_(previous);
     }

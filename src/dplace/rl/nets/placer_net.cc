@@ -154,6 +154,15 @@ torch::Tensor Seq2SeqPlacerImpl::AttendProjected(const Encoded& e,
   return torch::matmul(torch::softmax(scores, -1), e.states);
 }
 
+torch::Tensor Seq2SeqPlacerImpl::AttendStep(const Encoded& e,
+                                            const torch::Tensor& query) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor q = RowLinear(query, attention_query_->weight);
+  const torch::Tensor scores = torch::matmul(
+      torch::tanh(e.keys + q.unsqueeze(1)), attention_score_->weight[0]);
+  return RowMm(torch::softmax(scores, -1), e.states);
+}
+
 torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
                                         const LogitShaping& shaping,
                                         std::mt19937_64* rng) {
@@ -174,12 +183,15 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
     torch::Tensor logits;
     if (config_.attention_before) {
       // The context of the previous state feeds this step.
-      x.addmm_(Attend(e, h), gates.recurrent.slice(1, 0, hidden).t());
+      x.add_(RowLinear(AttendStep(e, h), gates.recurrent.slice(1, 0, hidden)));
       LstmStep(x, w_hh, &h, &c);
-      logits = output_(h);
+      logits = RowLinear(h, output_->weight, output_->bias);
     } else {
       LstmStep(x, w_hh, &h, &c);
-      logits = output_(torch::tanh(combine_(torch::cat({h, Attend(e, h)}, 1))));
+      logits =
+          RowLinear(torch::tanh(RowLinear(torch::cat({h, AttendStep(e, h)}, 1),
+                                          combine_->weight, combine_->bias)),
+                    output_->weight, output_->bias);
     }
     log_probs.push_back(PolicyLogProbs(logits, input.mask_bias[t], shaping));
     previous = SampleRows(

@@ -126,6 +126,9 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
   // already projected by attention_query_ [..., A].
   torch::Tensor Attend(const Encoded& e, const torch::Tensor& query);
   torch::Tensor AttendProjected(const Encoded& e, const torch::Tensor& q);
+  // Attend() for one decoding position's queries [k, H], without gradient,
+  // its products row by row (sampling).
+  torch::Tensor AttendStep(const Encoded& e, const torch::Tensor& query);
   // The attention-before decoder's states [k, K, H] given the input part
   // of its gates `x` [K, k, 4H] and the initial state (h, c) [k, H].
   torch::Tensor DecodeFeedingContext(const Encoded& e,

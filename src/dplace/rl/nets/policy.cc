@@ -234,6 +234,20 @@ torch::Tensor Seq2SeqPolicyImpl::Logits(const Encoded& encoded,
          seq_mask_bias_.slice(0, first, first + decoded.size(1));
 }
 
+torch::Tensor AttentionStepLogits(const torch::Tensor& h,
+                                  const torch::Tensor& keys,
+                                  const torch::Tensor& states,
+                                  torch::nn::Linear& combine,
+                                  torch::nn::Linear& output,
+                                  const torch::Tensor& mask_bias) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor weights = torch::softmax(RowLinear(h, keys), -1);
+  const torch::Tensor context = RowMm(weights, states);
+  const torch::Tensor combined = torch::tanh(
+      RowLinear(torch::cat({h, context}, 1), combine->weight, combine->bias));
+  return RowLinear(combined, output->weight, output->bias) + mask_bias;
+}
+
 torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   torch::NoGradGuard no_grad;
   const Encoded encoded = Encode();
@@ -249,8 +263,9 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
   for (int64_t t = 0; t < length; ++t) {
     LstmStep(device_gates.index_select(0, previous), w.w_hh, &h, &c);
-    const torch::Tensor logits = Logits(encoded, h.unsqueeze(1), t);
-    previous = SampleRows(torch::softmax(logits.squeeze(1), -1), rng);
+    const torch::Tensor logits = AttentionStepLogits(
+        h, encoded.keys, encoded.states, combine_, output_, seq_mask_bias_[t]);
+    previous = SampleRows(torch::softmax(logits, -1), rng);
     sequence.select(1, t).copy_(previous);
   }
   return sequence.index_select(1, inverse_order_);

@@ -114,6 +114,18 @@ struct Seq2SeqConfig {
   int embedding = 32;
 };
 
+// One decoding position of the content-based attention that ColocRL's and
+// Mars's decoders share, without gradient, for sampling: logits [k, D] =
+// output(tanh(combine([h, softmax(h keys^T) states]))) + `mask_bias` [D],
+// for decoder states `h` [k, H] over encoder `states` and their attention
+// `keys` [G, H]. Runs its products row by row (RowLinear).
+torch::Tensor AttentionStepLogits(const torch::Tensor& h,
+                                  const torch::Tensor& keys,
+                                  const torch::Tensor& states,
+                                  torch::nn::Linear& combine,
+                                  torch::nn::Linear& output,
+                                  const torch::Tensor& mask_bias);
+
 class Seq2SeqPolicyImpl : public PlacementPolicyImpl {
  public:
   Seq2SeqPolicyImpl(GroupFeatures features, int num_devices,

@@ -114,7 +114,10 @@ struct PlannerSettings {
   int type_vocabulary = 200;   // Most frequent op types. Default: 200 (HP).
   int device_embedding = 16;   // Default: 16 (no paper gives one).
   int attention_size = 64;     // Default: 64 (no paper gives one).
-  double learning_rate = 0.1;  // Adam. Default: 0.1 (HP), 0.01 (EAGLE).
+  // Adam. Default: 0.001 (hierarchical: at HP's 0.1 the grouper collapses
+  // to a few groups within ~40 samples, docs/agents.md), 0.1 (simple, HP),
+  // 0.01 (EAGLE).
+  double learning_rate = 0.001;
   double grad_clip = 1;        // Norm. Default: 1 (both papers).
   // The placer samples from softmax(C tanh(l / T)); C = 0: plain softmax.
   // Default: C = 5, T = 10 (HP); C = 0 (EAGLE gives none).
@@ -477,6 +480,7 @@ PlannerSettings PresetSettings(Preset preset) {
   if (preset == Preset::kSimple) {
     s.grouper = Grouper::kNone;
     s.placer = Placer::kFeedForward;
+    s.learning_rate = 0.1;
   }
   if (preset == Preset::kEagle || preset == Preset::kEagleCe) {
     s.attention = Attention::kBefore;

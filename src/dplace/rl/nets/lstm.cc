@@ -148,13 +148,12 @@ class LstmRecurrenceFunction
     torch::Tensor tanh_c = torch::empty({steps, batch, hidden});
     torch::Tensor outputs = torch::empty({steps, batch, hidden});
     cells[0].copy_(c0);
-    const torch::Tensor& w = w_hh;
     gates.copy_(x_gates);
     torch::Tensor h = h0;
     for (int64_t t = 0; t < steps; ++t) {
       torch::Tensor g = gates[t], c = cells[t + 1], tc = tanh_c[t],
                     out = outputs[t];
-      AddProducts(h, w, /*transposed_w=*/false, /*accumulate=*/true, g);
+      AddProducts(h, w_hh, /*transposed_w=*/false, /*accumulate=*/true, g);
       PointwiseForward(g, cells[t], c, tc, out);
       h = out;
     }

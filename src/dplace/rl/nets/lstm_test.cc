@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace dplace {
@@ -40,9 +42,21 @@ void ExpectClose(const Results& a, const Results& b) {
   }
 }
 
-TEST(LstmTest, MatchesTorchLstmAndItsGradients) {
+// Small layers run every product as one sgemm; hidden 256 at up to 8 rows
+// runs the recurrent products as one sgemv per row, 10 rows again as one
+// sgemm (lstm.cc).
+class LstmSizeTest
+    : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+
+INSTANTIATE_TEST_SUITE_P(BatchAndHidden, LstmSizeTest,
+                         ::testing::Values(std::make_pair(3, 6),
+                                           std::make_pair(4, 256),
+                                           std::make_pair(10, 256)));
+
+TEST_P(LstmSizeTest, MatchesTorchLstmAndItsGradients) {
   torch::manual_seed(1);
-  const int64_t steps = 9, batch = 3, in = 5, hidden = 6;
+  const auto [batch, hidden] = GetParam();
+  const int64_t steps = 9, in = 5;
   torch::nn::LSTM lstm(torch::nn::LSTMOptions(in, hidden));
   const torch::Tensor input = torch::randn({steps, batch, in}).requires_grad_();
   const torch::Tensor h0 = torch::randn({batch, hidden}).requires_grad_();
@@ -94,6 +108,29 @@ TEST(LstmTest, StepsAgreeWithTheSequence) {
     EXPECT_TRUE(torch::allclose(h, s.outputs[t], 1e-6, 1e-6)) << "step " << t;
   }
   EXPECT_TRUE(torch::allclose(c, s.c, 1e-6, 1e-6));
+}
+
+TEST(RowProductsTest, MatchTorchLinearAndMmOnEveryPath) {
+  torch::manual_seed(5);
+  const torch::Tensor large = torch::randn({1024, 256});
+  // Rows contiguous but not the matrix: a slice of columns.
+  const torch::Tensor sliced = torch::randn({1024, 300}).slice(1, 10, 266);
+  const torch::Tensor small = torch::randn({16, 8});
+  for (const torch::Tensor& w : {large, sliced, small}) {
+    const torch::Tensor bias = torch::randn({w.size(0)});
+    for (int64_t rows : {1, 4, 8, 9}) {
+      SCOPED_TRACE("w " + std::to_string(w.size(0)) + "x" +
+                   std::to_string(w.size(1)) + ", rows " +
+                   std::to_string(rows));
+      const torch::Tensor x = torch::randn({rows, w.size(1)});
+      EXPECT_TRUE(torch::allclose(RowLinear(x, w, bias),
+                                  torch::linear(x, w, bias), 1e-5, 1e-4));
+      EXPECT_TRUE(
+          torch::allclose(RowLinear(x, w), torch::linear(x, w), 1e-5, 1e-4));
+      const torch::Tensor y = torch::randn({rows, w.size(0)});
+      EXPECT_TRUE(torch::allclose(RowMm(y, w), y.mm(w), 1e-5, 1e-4));
+    }
+  }
 }
 
 TEST(RecurrentProductsTest, GradientsMatchOneProductPerStep) {

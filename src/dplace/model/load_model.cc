@@ -105,7 +105,8 @@ StatusOr<LoadedModel> LoadModel(const std::string& spec) {
     return LoadedModel{std::move(graph).value(),
                        [family](const Graph& g, const Cluster& c) {
                          return family.model->expert(g, c, family.params);
-                       }};
+                       },
+                       /*warnings=*/{}};
   }
   std::vector<std::string> warnings;
   DPLACE_ASSIGN_OR_RETURN(

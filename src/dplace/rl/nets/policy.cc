@@ -248,9 +248,24 @@ torch::Tensor AttentionStepLogits(const torch::Tensor& h,
   return RowLinear(combined, output->weight, output->bias) + mask_bias;
 }
 
+int64_t Seq2SeqPolicyImpl::ParameterVersion() {
+  int64_t version = 0;
+  for (const torch::Tensor& p : parameters()) version += p._version();
+  return version;
+}
+
 torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
+  // The encoding is computed with its graph and kept for the LogProbs that
+  // follows with the same weights (REINFORCE's update), so the encoder runs
+  // once per batch, not once to sample and once to learn.
+  Encoded encoded;
+  {
+    torch::AutoGradMode with_graph(true);
+    encoded = Encode();
+  }
+  sampled_encoding_ = encoded;
+  sampled_encoding_version_ = ParameterVersion();
   torch::NoGradGuard no_grad;
-  const Encoded encoded = Encode();
   const int64_t length = num_groups(), hidden = encoded.h.size(1);
   // The decoder reads only the previous device: its gates' input part is
   // one row of a table per device (and the start token).
@@ -272,7 +287,13 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
 }
 
 torch::Tensor Seq2SeqPolicyImpl::LogProbs(const torch::Tensor& actions) {
-  const Encoded encoded = Encode();
+  // Sample's encoding when no parameter changed since (a graph serves one
+  // backward pass, so it is used once).
+  const bool reuse = sampled_encoding_.has_value() &&
+                     torch::GradMode::is_enabled() &&
+                     sampled_encoding_version_ == ParameterVersion();
+  const Encoded encoded = reuse ? *sampled_encoding_ : Encode();
+  sampled_encoding_.reset();
   const int64_t k = actions.size(0), hidden = encoded.h.size(1);
   const torch::Tensor sequence = actions.index_select(1, order_);
   // Teacher forcing: the decoder reads the start token, then the device of

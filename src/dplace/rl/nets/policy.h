@@ -20,6 +20,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -147,6 +148,13 @@ class Seq2SeqPolicyImpl : public PlacementPolicyImpl {
   torch::Tensor Logits(const Encoded& encoded, const torch::Tensor& decoded,
                        int64_t first);
 
+  // Sum of the parameters' version counters (bumped by in-place writes
+  // such as an optimizer step or a checkpoint load).
+  int64_t ParameterVersion();
+
+  // The last Sample's encoding with its graph, and ParameterVersion() then.
+  std::optional<Encoded> sampled_encoding_;
+  int64_t sampled_encoding_version_ = 0;
   GroupFeatures features_;
   torch::Tensor order_;          // [G] int64: reading position -> group.
   torch::Tensor inverse_order_;  // [G] int64: group -> reading position.

@@ -107,18 +107,18 @@ struct PlannerSettings {
   // Placements per update (k; one grouping per update, m = 1).
   // Default: 4 (HP), 10 (EAGLE).
   int batch = 4;
-  int hidden = 256;            // Placer size. Default: 256 (HP), 512 (EAGLE).
-  int grouper_hidden = 64;     // Default: 64 (HP, EAGLE).
-  int grouper_layers = 1;      // Hidden layers. Default: 1.
-  int type_embedding = 20;     // Default: 20 (HP).
-  int type_vocabulary = 200;   // Most frequent op types. Default: 200 (HP).
-  int device_embedding = 16;   // Default: 16 (no paper gives one).
-  int attention_size = 64;     // Default: 64 (no paper gives one).
+  int hidden = 256;           // Placer size. Default: 256 (HP), 512 (EAGLE).
+  int grouper_hidden = 64;    // Default: 64 (HP, EAGLE).
+  int grouper_layers = 1;     // Hidden layers. Default: 1.
+  int type_embedding = 20;    // Default: 20 (HP).
+  int type_vocabulary = 200;  // Most frequent op types. Default: 200 (HP).
+  int device_embedding = 16;  // Default: 16 (no paper gives one).
+  int attention_size = 64;    // Default: 64 (no paper gives one).
   // Adam. Default: 0.001 (hierarchical: at HP's 0.1 the grouper collapses
   // to a few groups within ~40 samples, docs/agents.md), 0.1 (simple, HP),
   // 0.01 (EAGLE).
   double learning_rate = 0.001;
-  double grad_clip = 1;        // Norm. Default: 1 (both papers).
+  double grad_clip = 1;  // Norm. Default: 1 (both papers).
   // The placer samples from softmax(C tanh(l / T)); C = 0: plain softmax.
   // Default: C = 5, T = 10 (HP); C = 0 (EAGLE gives none).
   double tanh_constant = 5;

@@ -263,8 +263,13 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
     torch::AutoGradMode with_graph(true);
     encoded = Encode();
   }
-  sampled_encoding_ = encoded;
-  sampled_encoding_version_ = ParameterVersion();
+  // Inference tensors (a caller's c10::InferenceMode) cannot join a graph.
+  if (c10::InferenceMode::is_enabled()) {
+    sampled_encoding_.reset();
+  } else {
+    sampled_encoding_ = encoded;
+    sampled_encoding_version_ = ParameterVersion();
+  }
   torch::NoGradGuard no_grad;
   const int64_t length = num_groups(), hidden = encoded.h.size(1);
   // The decoder reads only the previous device: its gates' input part is

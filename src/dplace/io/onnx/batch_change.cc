@@ -168,12 +168,7 @@ class Planner {
     if (type == "Shape" && node.input_size() == 1) {
       const BatchDim d = DimOf(node.input(0));
       const int64_t rank = static_cast<int64_t>(ShapeOf(node.input(0)).size());
-      int64_t start = IntAttribute(node, "start", 0);
-      int64_t end = IntAttribute(node, "end", rank);
-      if (start < 0) start += rank;
-      if (end < 0) end += rank;
-      start = std::clamp<int64_t>(start, 0, rank);
-      end = std::clamp<int64_t>(end, start, rank);
+      const auto [start, end] = ShapeRange(node, rank);
       std::vector<int> flags;
       for (int64_t i = start; i < end; ++i) {
         flags.push_back(i == d.axis ? kBatch : kPlain);

@@ -278,12 +278,7 @@ std::optional<ConstTensor> ShapeValue(const NodeProto& node, const Operands&,
                                       const StaticShape& static_shape) {
   if (!static_shape) return std::nullopt;
   const int64_t rank = static_cast<int64_t>(static_shape->size());
-  int64_t start = IntAttribute(node, "start", 0);
-  int64_t end = IntAttribute(node, "end", rank);
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::clamp<int64_t>(start, 0, rank);
-  end = std::clamp<int64_t>(end, start, rank);
+  const auto [start, end] = ShapeRange(node, rank);
   ConstTensor c;
   c.values.assign(static_shape->begin() + start, static_shape->begin() + end);
   c.dims = {end - start};

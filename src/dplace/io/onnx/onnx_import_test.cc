@@ -349,6 +349,22 @@ TEST(OnnxImportTest, BatchMixedIntoALiteralShapeIsRefused) {
 // An eval-mode export with BatchNorm folded into the convs, and one whose
 // equal parameters the exporter aliased through Identity, each get one
 // warning and still import; the training-mode fixtures get none.
+
+// The PyTorch fixtures exported in training mode without aliased
+// parameters, with the batch to import them at (0: their own): none of
+// them should warn.
+std::vector<std::pair<std::string, int>> TrainingModeFixtures() {
+  return {{"resnet18.onnx", 0},
+          {"resnet50.onnx", 0},
+          {"inception_v3.onnx", 0},
+          {"transformer_encoder.onnx", 2},
+          {"lstm_seq2seq.onnx", 0},
+          {"gpt2_decoder.onnx", 0},
+          {"transformer_encoder_b8.onnx", 0},
+          {"transformer_encoder_b2.onnx", 0},
+          {"batch_mixing.onnx", 0}};
+}
+
 TEST(OnnxImportTest, ExportsThatCannotBeTrainingGraphsWarn) {
   const OnnxImport eval = ImportFixture("small_cnn_eval.onnx");
   ASSERT_EQ(eval.warnings.size(), 1u);
@@ -360,16 +376,7 @@ TEST(OnnxImportTest, ExportsThatCannotBeTrainingGraphsWarn) {
   EXPECT_THAT(aliased.warnings[0], AllOf(HasSubstr("8 parameters are aliases"),
                                          HasSubstr("'2.1.bias' = '0.1.bias'"),
                                          HasSubstr("Identity")));
-  for (const auto& [file, batch] : std::vector<std::pair<std::string, int>>{
-           {"resnet18.onnx", 0},
-           {"resnet50.onnx", 0},
-           {"inception_v3.onnx", 0},
-           {"transformer_encoder.onnx", 2},
-           {"lstm_seq2seq.onnx", 0},
-           {"gpt2_decoder.onnx", 0},
-           {"transformer_encoder_b8.onnx", 0},
-           {"transformer_encoder_b2.onnx", 0},
-           {"batch_mixing.onnx", 0}}) {
+  for (const auto& [file, batch] : TrainingModeFixtures()) {
     SCOPED_TRACE(file);
     EXPECT_THAT(ImportFixture(file, batch).warnings, ::testing::IsEmpty());
   }
@@ -377,17 +384,10 @@ TEST(OnnxImportTest, ExportsThatCannotBeTrainingGraphsWarn) {
 
 // Every operator PyTorch put in the fixtures has a cost formula.
 TEST(OnnxImportTest, FixtureOperatorsAreAllCosted) {
-  for (const auto& [file, batch] : std::vector<std::pair<std::string, int>>{
-           {"resnet18.onnx", 0},
-           {"resnet50.onnx", 0},
-           {"inception_v3.onnx", 0},
-           {"transformer_encoder.onnx", 2},
-           {"lstm_seq2seq.onnx", 0},
-           {"gpt2_decoder.onnx", 0},
-           {"transformer_encoder_b8.onnx", 0},
-           {"small_cnn_eval.onnx", 0},
-           {"aliased_mlp.onnx", 0},
-           {"batch_mixing.onnx", 0}}) {
+  std::vector<std::pair<std::string, int>> fixtures = TrainingModeFixtures();
+  fixtures.insert(fixtures.end(),
+                  {{"small_cnn_eval.onnx", 0}, {"aliased_mlp.onnx", 0}});
+  for (const auto& [file, batch] : fixtures) {
     SCOPED_TRACE(file);
     const OnnxImport imported = ImportFixture(file, batch);
     for (const std::string& w : imported.warnings) {

@@ -210,6 +210,16 @@ std::vector<int64_t> IntsAttribute(const NodeProto& node,
   return {a->ints().begin(), a->ints().end()};
 }
 
+std::pair<int64_t, int64_t> ShapeRange(const NodeProto& node, int64_t rank) {
+  int64_t start = IntAttribute(node, "start", 0);
+  int64_t end = IntAttribute(node, "end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  return {start, end};
+}
+
 std::string StringAttribute(const NodeProto& node, const std::string& name) {
   const AttributeProto* a = FindAttribute(node, name);
   return a ? a->s() : "";

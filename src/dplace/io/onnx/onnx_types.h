@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dplace/graph/graph.h"
@@ -58,6 +59,12 @@ int64_t IntAttribute(const ::onnx::NodeProto& node, const std::string& name,
 
 std::vector<int64_t> IntsAttribute(const ::onnx::NodeProto& node,
                                    const std::string& name);
+
+// The dims [first, second) a Shape node of an input of rank `rank` returns:
+// its start and end attributes (opset 15; default the whole shape),
+// negative ones counted from the end, clamped to the shape.
+std::pair<int64_t, int64_t> ShapeRange(const ::onnx::NodeProto& node,
+                                       int64_t rank);
 
 std::string StringAttribute(const ::onnx::NodeProto& node,
                             const std::string& name);

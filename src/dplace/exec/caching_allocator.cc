@@ -1,6 +1,7 @@
 #include "dplace/exec/caching_allocator.h"
 
 #include <c10/core/CPUAllocator.h>
+#include <torch/version.h>
 
 #include <atomic>
 #include <cstring>
@@ -76,6 +77,16 @@ void Keep(FreeLists* lists, Block* block) {
   blocks.back() = block;             // -Wdangling-pointer here.)
 }
 
+// LibTorch 2.3 made Allocator::allocate non-const and added copy_data.
+#if TORCH_VERSION_MAJOR > 2 || \
+    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define DPLACE_ALLOCATE_CONST
+#define DPLACE_ALLOCATOR_HAS_COPY_DATA 1
+#else
+#define DPLACE_ALLOCATE_CONST const
+#define DPLACE_ALLOCATOR_HAS_COPY_DATA 0
+#endif
+
 Block* Take(std::vector<Block*>* blocks) {
   Block* block = blocks->back();
   blocks->pop_back();
@@ -86,7 +97,7 @@ class CachingCpuAllocator final : public c10::Allocator {
  public:
   explicit CachingCpuAllocator(c10::Allocator* base) : base_(base) {}
 
-  c10::DataPtr allocate(size_t bytes) const override {
+  c10::DataPtr allocate(size_t bytes) DPLACE_ALLOCATE_CONST override {
     if (bytes == 0) return base_->allocate(0);
     Block* block = nullptr;
     const uint64_t mine = ThreadId();
@@ -121,6 +132,12 @@ class CachingCpuAllocator final : public c10::Allocator {
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return &Return; }
+
+#if DPLACE_ALLOCATOR_HAS_COPY_DATA
+  void copy_data(void* dest, const void* src, size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+#endif
 
  private:
   static void Return(void* data) {

@@ -1,6 +1,8 @@
 #include "dplace/rl/agent_parts.h"
 
+#include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace dplace {
@@ -55,12 +57,26 @@ std::vector<std::pair<std::string, torch::Tensor>> NamedTensors(
   return out;
 }
 
+// The key of a parameter's optimizer state: LibTorch 1.13 keys it by the
+// printed address of its TensorImpl, later versions by the address itself.
+template <typename Map>
+typename Map::key_type StateKey(const Map&, c10::TensorImpl* impl) {
+  using Key = typename Map::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream key;
+    key << impl;
+    return key.str();
+  } else {
+    return static_cast<Key>(impl);
+  }
+}
+
 void CheckOptimizerState(torch::optim::Optimizer* optimizer) {
   auto& state = optimizer->state();
   for (const torch::optim::OptimizerParamGroup& group :
        optimizer->param_groups()) {
     for (const torch::Tensor& p : group.params()) {
-      auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+      auto it = state.find(StateKey(state, p.unsafeGetTensorImpl()));
       if (it == state.end()) continue;  // No step taken yet.
       const std::string what = "optimizer state";
       // LibTorch 1.13 moves the saved state of a key listed twice twice,

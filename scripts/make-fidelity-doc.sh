@@ -166,10 +166,8 @@ graph runs a LibTorch kernel of its shapes on random data).
 **Machine.** $cpu_model, $threads hardware thread(s), $memory of memory;
 no GPU. The cluster is $cpu_devices logical CPU devices
 (\`$devices\`), each a worker thread with its share of the hardware
-threads (\`dplace cluster detect\`). **CPU+GPU placements are not measured
-yet: this task had no GPU machine**; the executor and the commands take
-\`cuda:N\` devices where LibTorch sees a GPU, so the same script measures
-them there.
+threads (\`dplace cluster detect\`).
+CPU+GPU placements are measured in fidelity-gpu.md (one H200).
 
 **Method.** For each model: \`dplace profile\` times every op on each CPU
 device ($profile_steps steps, the median per op plus an equal share of the step

@@ -67,6 +67,8 @@ TEST_F(ExecCommandsTest, ClusterDetectDescribesThisMachinesCpus) {
   EXPECT_GT(c->device(0).peak_flops, 0);
   EXPECT_THAT(BadInput(Dplace({"cluster", "detect", "--cpu-devices", "0"})),
               HasSubstr("--cpu-devices: expected an integer >= 1"));
+  EXPECT_THAT(BadInput(Dplace({"cluster", "detect", "--gpu-memory", "-1"})),
+              HasSubstr("--gpu-memory: expected GB in (0, 1e6], got -1"));
 }
 
 TEST_F(ExecCommandsTest, ProfileMeasureAndFidelityEndToEnd) {

@@ -8,6 +8,7 @@
 #include "dplace/exec/profile.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
+#include "dplace/util/format.h"
 
 namespace dplace {
 
@@ -19,6 +20,9 @@ CLI::App* AddClusterDetectCommand(CLI::App* cluster, ExecFlags* flags) {
   detect->add_option("--cpu-devices", flags->cpu_devices,
                      "logical CPU devices, sharing the hardware threads "
                      "(default: 2)");
+  detect->add_option("--gpu-memory", flags->gpu_memory_gb,
+                     "memory of each GPU in GB (10^9 bytes); LibTorch does "
+                     "not report it (default: 16 GiB)");
   detect->add_option("-o,--output", flags->output, "cluster JSON to write");
   return detect;
 }
@@ -32,6 +36,12 @@ int RunClusterDetect(const ExecFlags& flags, std::ostream& out,
                          "--cpu-devices: expected an integer >= 1, got " +
                          std::to_string(flags.cpu_devices)));
   }
+  if (!(flags.gpu_memory_gb >= 0) || flags.gpu_memory_gb > 1e6) {
+    return Fail(err, InvalidArgumentError(
+                         "--gpu-memory: expected GB in (0, 1e6], got " +
+                         Format("%g", flags.gpu_memory_gb)));
+  }
+  options.gpu_memory_bytes = static_cast<int64_t>(flags.gpu_memory_gb * 1e9);
   err << "dplace: timing a matrix product, a large add and copies ...\n";
   StatusOr<Cluster> cluster = DetectLocalCluster(options);
   if (!cluster.ok()) return Fail(err, cluster.status());

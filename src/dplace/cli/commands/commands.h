@@ -177,6 +177,7 @@ struct ExecFlags {
   bool calibrate_links = false;  // fidelity: links fitted in the rounds.
   int steps = -1;  // Measured (or profiled) steps; negative: the default.
   int cpu_devices = 2;
+  double gpu_memory_gb = 0;  // cluster detect: each GPU's; 0: 16 GiB.
   int samples = 20;
   int rounds = -1;  // fidelity, calibrate: passes; negative: the default.
   std::string statistic = "fastest-quarter";  // Of a placement's rounds.

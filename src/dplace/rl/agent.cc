@@ -189,6 +189,7 @@ void ReadSearchSettings(OptionReader* reader, SearchSettings* s) {
   reader->Int("groups", &s->num_groups);
   reader->String("scope_marker", &s->scope_marker);
   reader->Int("threads", &s->threads);
+  reader->Int("workers", &s->workers);
 }
 
 Status ValidateSearchSettings(const std::string& method,
@@ -204,6 +205,7 @@ Status ValidateSearchSettings(const std::string& method,
   }
   if (s.num_groups < 1) return bad("groups must be >= 1");
   if (s.threads < 0) return bad("threads must be >= 0");
+  if (s.workers < 1 || s.workers > 64) return bad("workers must be in [1, 64]");
   return Status::Ok();
 }
 

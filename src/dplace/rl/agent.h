@@ -104,12 +104,17 @@ struct SearchSettings {
   // a second thread costs more than it computes (docs/performance.md).
   // Default: 1.
   int threads = 1;
+  // Threads that share the k placements of a batch, each with `threads`
+  // LibTorch threads, where the policy splits them (ColocRL's seq2seq
+  // policy: its sampling, and the decoder's forward and backward passes of
+  // its REINFORCE update). Default: 1.
+  int workers = 1;
 };
 
 // Reads the SearchSettings keys: failing_step_time, baseline_decay,
 // baseline_starts_failing, feasible_only_after, grouping, groups,
-// scope_marker, threads. A malformed value is the reader's error (Finish);
-// values out of range are reported by ValidateSearchSettings.
+// scope_marker, threads, workers. A malformed value is the reader's error
+// (Finish); values out of range are reported by ValidateSearchSettings.
 void ReadSearchSettings(OptionReader* reader, SearchSettings* settings);
 Status ValidateSearchSettings(const std::string& method,
                               const SearchSettings& settings);

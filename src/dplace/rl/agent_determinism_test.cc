@@ -44,20 +44,23 @@ struct Problem {
 // Smaller networks for the agents whose paper sizes (256 groups decoded by
 // LSTMs of 256-512 units) would take minutes here; determinism does not
 // depend on the size.
-MethodOptions TinyOptions(const std::string& agent_name) {
+MethodOptions TinyOptions(const std::string& agent_name, int workers) {
+  std::vector<std::string> options = {"workers=" + std::to_string(workers)};
   for (const char* planner : {"hierarchical", "eagle", "eagle-ce", "simple"}) {
     if (agent_name == planner) {
-      return *MethodOptions::Parse({"groups=16", "hidden=32"});
+      options.push_back("groups=16");
+      options.push_back("hidden=32");
     }
   }
-  return MethodOptions();
+  return *MethodOptions::Parse(options);
 }
 
 StatusOr<PlaceResult> Search(const std::string& agent_name,
                              const Problem& problem, uint64_t seed,
-                             int env_threads) {
-  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Method> agent,
-                          MakeMethod(agent_name, TinyOptions(agent_name)));
+                             int env_threads, int workers = 1) {
+  DPLACE_ASSIGN_OR_RETURN(
+      std::unique_ptr<Method> agent,
+      MakeMethod(agent_name, TinyOptions(agent_name, workers)));
   PlacementProblem p;
   p.graph = &problem.graph;
   p.cluster = &problem.cluster;
@@ -73,11 +76,9 @@ StatusOr<PlaceResult> Search(const std::string& agent_name,
 
 class AgentDeterminismTest : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(AgentDeterminismTest, SameSeedSamePlacementAndLogAtAnyThreadCount) {
-  const Problem problem;
-  StatusOr<PlaceResult> one = Search(GetParam(), problem, 5, 1);
+void ExpectSameSearch(const StatusOr<PlaceResult>& one,
+                      const StatusOr<PlaceResult>& four) {
   ASSERT_TRUE(one.ok()) << one.status().message();
-  StatusOr<PlaceResult> four = Search(GetParam(), problem, 5, 4);
   ASSERT_TRUE(four.ok()) << four.status().message();
   EXPECT_EQ(one->placement, four->placement);
   EXPECT_EQ(one->search.best_step_time, four->search.best_step_time);
@@ -92,6 +93,20 @@ TEST_P(AgentDeterminismTest, SameSeedSamePlacementAndLogAtAnyThreadCount) {
     EXPECT_EQ(a.reward, b.reward) << "sample " << i;
     EXPECT_EQ(a.best_step_time, b.best_step_time) << "sample " << i;
   }
+}
+
+TEST_P(AgentDeterminismTest, SameSeedSamePlacementAndLogAtAnyThreadCount) {
+  const Problem problem;
+  ExpectSameSearch(Search(GetParam(), problem, 5, 1),
+                   Search(GetParam(), problem, 5, 4));
+}
+
+// Two workers sharing each batch's placements (the agents' option
+// workers): the same placement and log on every run.
+TEST_P(AgentDeterminismTest, SameSeedSamePlacementAndLogWithTwoWorkers) {
+  const Problem problem;
+  ExpectSameSearch(Search(GetParam(), problem, 5, 1, 2),
+                   Search(GetParam(), problem, 5, 2, 2));
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryRegisteredAgent, AgentDeterminismTest,

@@ -108,6 +108,7 @@ class PolicyAgent : public Agent {
 
   std::vector<std::vector<DeviceId>> DoSample(int k,
                                               std::mt19937_64* rng) final {
+    policy().set_workers(settings().workers);
     return ActionRows(policy().Sample(k, rng));
   }
 };
@@ -210,6 +211,23 @@ inline void GradientStep(const torch::Tensor& loss, torch::nn::Module* module,
   AverageGradients(module, average);
   if (grad_clip > 0) {
     torch::nn::utils::clip_grad_norm_(module->parameters(), grad_clip);
+  }
+  optimizer->step();
+}
+
+// GradientStep on the loss `loss` gives the rows of `actions` (the
+// policy's BackwardRows, which may split them between threads).
+inline void GradientStepRows(PlacementPolicyImpl* policy,
+                             const torch::Tensor& actions,
+                             const PlacementPolicyImpl::RowsLoss& loss,
+                             torch::optim::Optimizer* optimizer,
+                             double grad_clip,
+                             const GradientAveraging& average = {}) {
+  optimizer->zero_grad();
+  policy->BackwardRows(actions, loss);
+  AverageGradients(policy, average);
+  if (grad_clip > 0) {
+    torch::nn::utils::clip_grad_norm_(policy->parameters(), grad_clip);
   }
   optimizer->step();
 }

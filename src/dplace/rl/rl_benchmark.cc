@@ -14,7 +14,8 @@
 //     2mnk for every matrix product (mm, addmm(_), bmm, baddbmm, mv, addmv,
 //     and the recurrences' sgemv rows, "dplace::row_products",
 //     forward and backward, sparse products 2 nnz n); element-wise work is
-//     not counted. Argument: threads (the agents' option; 1 by default).
+//     not counted. Arguments: threads and workers (the agents' options; 1 by
+//     default).
 //   Seq2Seq: ColocRL's attentional seq2seq policy at 256 groups, hidden 256,
 //     5 devices (k80x4), a batch of 4 placements decoded as one batch, then
 //     one REINFORCE step with Adam on them.
@@ -156,9 +157,10 @@ struct Cycle {
 // One search of `agent` for `samples` samples; the cycle is what lies
 // between the first batch's progress report and the last's.
 Cycle RunCycle(const NmtProblem& nmt, const std::string& agent, int threads,
-               int64_t samples, bool count_flops) {
+               int workers, int64_t samples, bool count_flops) {
   StatusOr<MethodOptions> options =
-      MethodOptions::Parse({"threads=" + std::to_string(threads)});
+      MethodOptions::Parse({"threads=" + std::to_string(threads),
+                            "workers=" + std::to_string(workers)});
   StatusOr<std::unique_ptr<Method>> method = MakeMethod(agent, *options);
   if (!method.ok()) throw std::runtime_error(method.status().message());
   std::unique_ptr<Environment> env = NewSimulatedEnvironment(*nmt.cost);
@@ -191,12 +193,14 @@ Cycle RunCycle(const NmtProblem& nmt, const std::string& agent, int threads,
 void BM_AgentCycle(benchmark::State& state, const std::string& agent,
                    int64_t samples) {
   const int threads = static_cast<int>(state.range(0));
+  const int workers = static_cast<int>(state.range(1));
   static const NmtProblem* nmt = new NmtProblem();
-  const double sgemm = SgemmGflops(threads);
-  const Cycle counted = RunCycle(*nmt, agent, threads, samples, true);
+  // The limit: dense sgemm on as many threads as the cycle uses.
+  const double sgemm = SgemmGflops(threads * workers);
+  const Cycle counted = RunCycle(*nmt, agent, threads, workers, samples, true);
   Cycle timed;
   for (auto _ : state) {
-    const Cycle c = RunCycle(*nmt, agent, threads, samples, false);
+    const Cycle c = RunCycle(*nmt, agent, threads, workers, samples, false);
     state.SetIterationTime(c.seconds);
     timed.samples += c.samples;
     timed.seconds += c.seconds;
@@ -211,8 +215,9 @@ void BM_AgentCycle(benchmark::State& state, const std::string& agent,
   state.counters["sgemm_GFLOP_per_s"] = sgemm;
   state.counters["of_sgemm"] = per_second * flops_per_sample / 1e9 / sgemm;
 }
-// Each agent at one and two threads; the second number is the samples of
-// the search whose batches are timed.
+// Each agent at one and two LibTorch threads, and at two workers of one
+// thread each (the agents' options threads and workers); the second
+// number is the samples of the search whose batches are timed.
 const bool kAgentCyclesRegistered = [] {
   const std::pair<const char*, int> agents[] = {
       {"colocrl", 48}, {"hierarchical", 32}, {"mars", 40}, {"eagle", 40}};
@@ -221,9 +226,10 @@ const bool kAgentCyclesRegistered = [] {
         (std::string("BM_AgentCycle/") + agent).c_str(),
         [agent = std::string(agent), samples = samples](
             benchmark::State& state) { BM_AgentCycle(state, agent, samples); })
-        ->ArgName("threads")
-        ->Arg(1)
-        ->Arg(2)
+        ->ArgNames({"threads", "workers"})
+        ->Args({1, 1})
+        ->Args({2, 1})
+        ->Args({1, 2})
         ->Iterations(1)
         ->Unit(benchmark::kSecond)
         ->UseManualTime();

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "dplace/rl/nets/policy.h"
 
 namespace dplace {
 namespace {
@@ -164,6 +167,86 @@ TEST(RecurrentProductsTest, ThrowsWhenAStepMissesTheLoss) {
   torch::Tensor h = torch::ones({1, 2});
   for (int64_t t = 0; t < 2; ++t) h = products(t, h);  // Step 2 never made.
   EXPECT_THROW(h.sum().backward(), std::exception);
+}
+
+// ColocRL's seq2seq policy with its k placements split between two
+// workers: the same draws, and the gradients of one thread (paper sizes, so
+// the recurrences take the row-product path).
+Seq2SeqPolicy SmallSeq2Seq(int num_groups, int num_devices) {
+  torch::manual_seed(3);
+  GroupFeatures f;
+  f.type_fractions = torch::rand({num_groups, 3});
+  f.sizes = torch::rand({num_groups, 8});
+  f.adjacency = torch::zeros({num_groups, 2 * num_groups});
+  for (int g = 0; g < num_groups; ++g) f.order.push_back((g * 5) % num_groups);
+  std::vector<uint8_t> allowed(static_cast<size_t>(num_groups) * num_devices,
+                               1);
+  allowed[1] = 0;  // Group 0 may not use device 1.
+  return Seq2SeqPolicy(f, num_devices, allowed, Seq2SeqConfig());
+}
+
+std::vector<torch::Tensor> RowGradients(Seq2SeqPolicy& policy, int workers,
+                                        const torch::Tensor& actions,
+                                        bool after_sample) {
+  policy->set_workers(workers);
+  for (torch::Tensor& p : policy->parameters()) {
+    p.mutable_grad() = torch::Tensor();
+  }
+  if (after_sample) {  // The update reuses the sample's encoding.
+    std::mt19937_64 rng(1);
+    policy->Sample(static_cast<int>(actions.size(0)), &rng);
+  }
+  const torch::Tensor advantages = torch::linspace(-1, 2, actions.size(0));
+  policy->BackwardRows(
+      actions, [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
+        const torch::Tensor taken =
+            log_probs.gather(2, actions.index_select(0, rows).unsqueeze(2))
+                .squeeze(2);
+        return -(taken.sum(1) * advantages.index_select(0, rows)).sum() /
+               static_cast<double>(actions.size(0));
+      });
+  std::vector<torch::Tensor> grads;
+  for (const torch::Tensor& p : policy->parameters()) {
+    grads.push_back(p.grad().defined() ? p.grad().clone()
+                                       : torch::zeros_like(p));
+  }
+  return grads;
+}
+
+TEST(Seq2SeqWorkersTest, TwoWorkersDrawTheSamePlacements) {
+  Seq2SeqPolicy policy = SmallSeq2Seq(12, 3);
+  torch::Tensor drawn[2];
+  for (int workers : {1, 2}) {
+    policy->set_workers(workers);
+    std::mt19937_64 rng(9);
+    torch::NoGradGuard no_grad;
+    drawn[workers - 1] = policy->Sample(5, &rng);
+  }
+  EXPECT_TRUE(torch::equal(drawn[0], drawn[1]));
+  EXPECT_EQ(drawn[0][0][0].item<int64_t>() == 1, false);  // Disallowed.
+}
+
+TEST(Seq2SeqWorkersTest, TwoWorkersGiveTheGradientsOfOne) {
+  Seq2SeqPolicy policy = SmallSeq2Seq(12, 3);
+  torch::manual_seed(4);
+  torch::Tensor actions = torch::randint(0, 3, {5, 12}, torch::kInt64);
+  actions.select(1, 0).fill_(0);
+  for (bool after_sample : {false, true}) {
+    const std::vector<torch::Tensor> one =
+        RowGradients(policy, 1, actions, after_sample);
+    const std::vector<torch::Tensor> two =
+        RowGradients(policy, 2, actions, after_sample);
+    ASSERT_EQ(one.size(), two.size());
+    int nonzero = 0;
+    for (size_t i = 0; i < one.size(); ++i) {
+      nonzero += one[i].abs().sum().item<double>() > 0;
+      EXPECT_TRUE(torch::allclose(one[i], two[i], 1e-4, 1e-6))
+          << "parameter " << i << " (after_sample " << after_sample
+          << ") differs by " << (one[i] - two[i]).abs().max().item<double>();
+    }
+    // The encoder's and the decoder's parameters all learn.
+    EXPECT_EQ(nonzero, static_cast<int>(one.size()));
+  }
 }
 
 }  // namespace

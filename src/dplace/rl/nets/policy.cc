@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <thread>
 
 #include "dplace/rl/nets/lstm.h"
 
@@ -55,12 +57,12 @@ PlacementPolicyImpl::PlacementPolicyImpl(int num_groups, int num_devices,
 namespace {
 
 // Inverse-CDF draws for `n` rows of `num_devices` probabilities, summed in
-// double whatever their type.
-template <typename T>
+// double whatever their type; next_uniform() gives each row's uniform.
+template <typename T, typename NextUniform>
 void DrawRows(const T* row, int64_t n, int64_t num_devices,
-              std::mt19937_64* rng, int64_t* choices) {
+              NextUniform&& next_uniform, int64_t* choices) {
   for (int64_t i = 0; i < n; ++i, row += num_devices) {
-    const double u = Uniform(rng);
+    const double u = next_uniform();
     double cumulative = 0;
     int64_t choice = -1, last_positive = 0;
     for (int64_t d = 0; d < num_devices; ++d) {
@@ -76,21 +78,78 @@ void DrawRows(const T* row, int64_t n, int64_t num_devices,
   }
 }
 
-}  // namespace
-
-torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng) {
+template <typename NextUniform>
+torch::Tensor DrawTensorRows(const torch::Tensor& probs,
+                             NextUniform&& next_uniform) {
   const bool wide = probs.scalar_type() == torch::kFloat64;
   const torch::Tensor p =
       probs.detach().to(wide ? torch::kFloat64 : torch::kFloat32).contiguous();
   const int64_t n = p.size(0), num_devices = p.size(1);
   torch::Tensor out = torch::empty({n}, torch::kInt64);
   if (wide) {
-    DrawRows(p.data_ptr<double>(), n, num_devices, rng,
+    DrawRows(p.data_ptr<double>(), n, num_devices, next_uniform,
              out.data_ptr<int64_t>());
   } else {
-    DrawRows(p.data_ptr<float>(), n, num_devices, rng, out.data_ptr<int64_t>());
+    DrawRows(p.data_ptr<float>(), n, num_devices, next_uniform,
+             out.data_ptr<int64_t>());
   }
   return out;
+}
+
+}  // namespace
+
+torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng) {
+  return DrawTensorRows(probs, [rng] { return Uniform(rng); });
+}
+
+torch::Tensor SampleRows(const torch::Tensor& probs, const double* uniforms) {
+  return DrawTensorRows(probs, [&uniforms] { return *uniforms++; });
+}
+
+void PlacementPolicyImpl::BackwardRows(const torch::Tensor& actions,
+                                       const RowsLoss& loss) {
+  loss(LogProbs(actions), torch::arange(actions.size(0))).backward();
+}
+
+void RunRowBlocks(
+    int64_t k, int workers,
+    const std::function<void(int index, int64_t begin, int64_t end)>& block) {
+  const int n = static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(std::max(1, workers), k)));
+  const auto bound = [k, n](int i) { return k * i / n; };
+  if (n == 1) {
+    block(0, 0, k);
+    return;
+  }
+  const int torch_threads = torch::get_num_threads();
+  const bool grad = torch::GradMode::is_enabled();
+  const bool inference = c10::InferenceMode::is_enabled();
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  threads.reserve(n - 1);
+  for (int i = 1; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        // OpenMP's thread count is per thread, and a new thread's is every
+        // core.
+        torch::set_num_threads(torch_threads);
+        c10::InferenceMode inference_mode(inference);
+        torch::AutoGradMode grad_mode(grad);
+        block(i, bound(i), bound(i + 1));
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  try {
+    block(0, 0, bound(1));
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 SoftmaxPolicyImpl::SoftmaxPolicyImpl(int num_groups, int num_devices,
@@ -277,28 +336,46 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   const LstmWeights w = LayerWeights(decoder_);
   const torch::Tensor device_gates =
       torch::linear(device_embedding_->weight, w.w_ih, w.bias);
-  torch::Tensor h = encoded.h.expand({k, hidden}).contiguous();
-  torch::Tensor c = encoded.c.expand({k, hidden}).contiguous();
-  torch::Tensor previous = torch::full({k}, num_devices(), torch::kInt64);
+  // Every draw's uniform, in the order of one thread's loop (step by step,
+  // row by row): any split of the rows draws the same placements.
+  std::vector<double> uniforms(static_cast<size_t>(length * k));
+  for (double& u : uniforms) u = Uniform(rng);
   torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
-  for (int64_t t = 0; t < length; ++t) {
-    LstmStep(device_gates.index_select(0, previous), w.w_hh, &h, &c);
-    const torch::Tensor logits = AttentionStepLogits(
-        h, encoded.keys, encoded.states, combine_, output_, seq_mask_bias_[t]);
-    previous = SampleRows(torch::softmax(logits, -1), rng);
-    sequence.select(1, t).copy_(previous);
-  }
+  RunRowBlocks(k, workers(), [&](int, int64_t begin, int64_t end) {
+    const int64_t n = end - begin;
+    torch::Tensor h = encoded.h.expand({n, hidden}).contiguous();
+    torch::Tensor c = encoded.c.expand({n, hidden}).contiguous();
+    torch::Tensor previous = torch::full({n}, num_devices(), torch::kInt64);
+    torch::Tensor steps = torch::empty({length, n}, torch::kInt64);
+    for (int64_t t = 0; t < length; ++t) {
+      LstmStep(device_gates.index_select(0, previous), w.w_hh, &h, &c);
+      const torch::Tensor logits =
+          AttentionStepLogits(h, encoded.keys, encoded.states, combine_,
+                              output_, seq_mask_bias_[t]);
+      previous = SampleRows(torch::softmax(logits, -1),
+                            uniforms.data() + t * k + begin);
+      steps[t].copy_(previous);
+    }
+    sequence.slice(0, begin, end).copy_(steps.t());
+  });
   return sequence.index_select(1, inverse_order_);
 }
 
-torch::Tensor Seq2SeqPolicyImpl::LogProbs(const torch::Tensor& actions) {
-  // Sample's encoding when no parameter changed since (a graph serves one
-  // backward pass, so it is used once).
+Seq2SeqPolicyImpl::Encoded Seq2SeqPolicyImpl::TakeEncoding() {
   const bool reuse = sampled_encoding_.has_value() &&
                      torch::GradMode::is_enabled() &&
                      sampled_encoding_version_ == ParameterVersion();
-  const Encoded encoded = reuse ? *sampled_encoding_ : Encode();
+  Encoded encoded = reuse ? *sampled_encoding_ : Encode();
   sampled_encoding_.reset();
+  return encoded;
+}
+
+torch::Tensor Seq2SeqPolicyImpl::LogProbs(const torch::Tensor& actions) {
+  return Decode(TakeEncoding(), actions);
+}
+
+torch::Tensor Seq2SeqPolicyImpl::Decode(const Encoded& encoded,
+                                        const torch::Tensor& actions) {
   const int64_t k = actions.size(0), hidden = encoded.h.size(1);
   const torch::Tensor sequence = actions.index_select(1, order_);
   // Teacher forcing: the decoder reads the start token, then the device of
@@ -313,6 +390,63 @@ torch::Tensor Seq2SeqPolicyImpl::LogProbs(const torch::Tensor& actions) {
   const torch::Tensor log_probs = torch::log_softmax(
       Logits(encoded, decoded.outputs.transpose(0, 1), 0), -1);
   return log_probs.index_select(1, inverse_order_);
+}
+
+void Seq2SeqPolicyImpl::BackwardRows(const torch::Tensor& actions,
+                                     const RowsLoss& loss) {
+  const int64_t k = actions.size(0);
+  if (workers() <= 1 || k < 2) {
+    PlacementPolicyImpl::BackwardRows(actions, loss);
+    return;
+  }
+  const Encoded encoded = TakeEncoding();
+  const std::vector<torch::Tensor> outputs = {encoded.states, encoded.keys,
+                                              encoded.h, encoded.c};
+  std::vector<torch::Tensor> leaves;
+  for (const torch::Tensor& t : outputs) {
+    leaves.push_back(t.detach().requires_grad_());
+  }
+  const Encoded leaf{leaves[0], leaves[1], leaves[2], leaves[3]};
+  std::vector<torch::Tensor> inputs = parameters();
+  const size_t num_parameters = inputs.size();
+  inputs.insert(inputs.end(), leaves.begin(), leaves.end());
+  std::vector<torch::autograd::variable_list> grads(
+      static_cast<size_t>(std::min<int64_t>(workers(), k)));
+  RunRowBlocks(k, workers(), [&](int index, int64_t begin, int64_t end) {
+    const torch::Tensor block_loss = loss(
+        Decode(leaf, actions.slice(0, begin, end)), torch::arange(begin, end));
+    grads[index] = torch::autograd::grad({block_loss}, inputs, {},
+                                         /*retain_graph=*/false,
+                                         /*create_graph=*/false,
+                                         /*allow_unused=*/true);
+  });
+  // Summed in block order, whichever thread finished first.
+  std::vector<torch::Tensor> sums(inputs.size());
+  for (const torch::autograd::variable_list& block : grads) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!block[i].defined()) continue;
+      sums[i] = sums[i].defined() ? sums[i] + block[i] : block[i];
+    }
+  }
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < num_parameters; ++i) {
+      if (!sums[i].defined()) continue;
+      torch::Tensor& g = inputs[i].mutable_grad();
+      g = g.defined() ? g + sums[i] : sums[i];
+    }
+  }
+  // The encoder's backward pass, once, from the blocks' summed gradients
+  // (it adds to the parameters' gradients as backward() does).
+  std::vector<torch::Tensor> roots, root_grads;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const torch::Tensor& g = sums[num_parameters + i];
+    if (g.defined() && outputs[i].requires_grad()) {
+      roots.push_back(outputs[i]);
+      root_grads.push_back(g);
+    }
+  }
+  if (!roots.empty()) torch::autograd::backward(roots, root_grads);
 }
 
 }  // namespace dplace

@@ -20,6 +20,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <random>
 #include <vector>
@@ -55,6 +56,22 @@ class PlacementPolicyImpl : public torch::nn::Module {
   // follows the sampling (PPO's old log-probabilities), not recomputed.
   virtual torch::Tensor SampledLogProbs() const { return {}; }
 
+  // The part of a batch's loss that the placements `rows` ([n] int64,
+  // indices into the batch) make, given their LogProbs [n, G, D].
+  using RowsLoss = std::function<torch::Tensor(const torch::Tensor& log_probs,
+                                               const torch::Tensor& rows)>;
+  // Adds to the parameters' gradients those of the batch's loss: the sum
+  // of `loss` over blocks of the rows of `actions` [k, G]. A policy that
+  // splits its work between workers() threads overrides it; by default
+  // one block, loss(LogProbs(actions), all rows).backward().
+  virtual void BackwardRows(const torch::Tensor& actions, const RowsLoss& loss);
+
+  // Threads that share a batch's k placements (Sample, BackwardRows) where
+  // the policy splits them; each runs LibTorch's ops as the caller does.
+  // Default: 1.
+  void set_workers(int workers) { workers_ = workers < 1 ? 1 : workers; }
+  int workers() const { return workers_; }
+
  protected:
   // [G, D]: 0 where allowed, -1e9 where not; added to logits.
   const torch::Tensor& mask_bias() const { return mask_bias_; }
@@ -62,12 +79,23 @@ class PlacementPolicyImpl : public torch::nn::Module {
  private:
   int num_groups_;
   int num_devices_;
+  int workers_ = 1;
   torch::Tensor mask_bias_;
 };
+
+// Runs block(index, begin, end) on min(workers, k) contiguous blocks of
+// [0, k), the first on the calling thread and each other on its own
+// thread with the caller's LibTorch thread count, grad mode and inference
+// mode; rethrows a block's exception after all have ended.
+void RunRowBlocks(
+    int64_t k, int workers,
+    const std::function<void(int index, int64_t begin, int64_t end)>& block);
 
 // One draw per row of `probs` [n, D] (rows sum to 1) by the inverse CDF of
 // a uniform from `rng`; a device of probability 0 is never drawn. [n] int64.
 torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng);
+// The same with row i's uniform given as uniforms[i] (in [0, 1)).
+torch::Tensor SampleRows(const torch::Tensor& probs, const double* uniforms);
 
 class SoftmaxPolicyImpl : public PlacementPolicyImpl {
  public:
@@ -135,6 +163,12 @@ class Seq2SeqPolicyImpl : public PlacementPolicyImpl {
 
   torch::Tensor Sample(int k, std::mt19937_64* rng) override;
   torch::Tensor LogProbs(const torch::Tensor& actions) override;
+  // With workers() > 1: each block of rows runs the decoder and its
+  // backward pass on its own thread, reading the encoding as a leaf; the
+  // blocks' gradients with respect to the encoding are summed and pass
+  // through the encoder once.
+  void BackwardRows(const torch::Tensor& actions,
+                    const RowsLoss& loss) override;
 
  private:
   struct Encoded {
@@ -143,6 +177,11 @@ class Seq2SeqPolicyImpl : public PlacementPolicyImpl {
     torch::Tensor h, c;    // [1, H]: the encoder's final state.
   };
   Encoded Encode();
+  // The sample's encoding when no parameter changed since and grad mode
+  // is on (used once: a graph serves one backward pass), else Encode().
+  Encoded TakeEncoding();
+  // LogProbs [k, G, D] of `actions` [k, G] given their encoding.
+  torch::Tensor Decode(const Encoded& encoded, const torch::Tensor& actions);
   // Logits [k, n, D] of decoder outputs `decoded` [k, n, H] at reading
   // positions [first, first + n).
   torch::Tensor Logits(const Encoded& encoded, const torch::Tensor& decoded,

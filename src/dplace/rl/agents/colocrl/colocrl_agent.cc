@@ -102,11 +102,19 @@ class ColocRlAgent : public PolicyAgent {
           old = policy_->LogProbs(actions);
         }
         for (int step = 0; step < settings_.ppo_steps; ++step) {
-          Step(PpoLoss(policy_->LogProbs(actions), old, actions, advantage,
-                       ppo));
+          StepRows(actions, [&](const torch::Tensor& log_probs,
+                                const torch::Tensor& rows) {
+            return PpoLoss(log_probs, old.index_select(0, rows),
+                           actions.index_select(0, rows),
+                           advantage.index_select(0, rows), ppo);
+          });
         }
       } else {
-        Step(ReinforceLoss(policy_->LogProbs(actions), actions, advantage));
+        StepRows(actions, [&](const torch::Tensor& log_probs,
+                              const torch::Tensor& rows) {
+          return ReinforceLoss(log_probs, actions.index_select(0, rows),
+                               advantage.index_select(0, rows));
+        });
       }
       ++updates;
     }
@@ -116,7 +124,10 @@ class ColocRlAgent : public PolicyAgent {
       if (buffer_.size() >= settings_.ce_every) {
         const torch::Tensor elite = buffer_.Elite(settings_.elite_ratio);
         for (int step = 0; step < settings_.elite_steps; ++step) {
-          Step(EliteLikelihoodLoss(policy_->LogProbs(elite), elite));
+          StepRows(elite, [&](const torch::Tensor& log_probs,
+                              const torch::Tensor& rows) {
+            return EliteLikelihoodLoss(log_probs, elite.index_select(0, rows));
+          });
         }
         buffer_.Reset(num_groups_);
         ++updates;
@@ -136,9 +147,21 @@ class ColocRlAgent : public PolicyAgent {
   }
 
  private:
-  void Step(const torch::Tensor& loss) {
-    GradientStep(loss, policy_.get(), optimizer_.get(), settings_.grad_clip,
-                 gradient_averaging());
+  // A gradient step on the batch mean of `mean_loss` (a loss averaged over
+  // the placements it is given), which the policy may compute in blocks
+  // of rows: each block's mean counts by its share of the rows.
+  void StepRows(const torch::Tensor& actions,
+                const PlacementPolicyImpl::RowsLoss& mean_loss) {
+    const double k = static_cast<double>(actions.size(0));
+    GradientStepRows(
+        policy_.get(), actions,
+        [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
+          const torch::Tensor loss = mean_loss(log_probs, rows);
+          return rows.size(0) == actions.size(0)
+                     ? loss
+                     : loss * (static_cast<double>(rows.size(0)) / k);
+        },
+        optimizer_.get(), settings_.grad_clip, gradient_averaging());
   }
 
   ColocRlSettings settings_;

@@ -106,8 +106,8 @@ struct SearchSettings {
   int threads = 1;
   // Threads that share the k placements of a batch, each with `threads`
   // LibTorch threads, where the policy splits them (ColocRL's seq2seq
-  // policy: its sampling, and the decoder's forward and backward passes of
-  // its REINFORCE update). Default: 1.
+  // policy: its sampling and the decoder's forward and backward passes of
+  // its updates; the planners' seq2seq placer: its updates). Default: 1.
   int workers = 1;
 };
 

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "dplace/rl/nets/placer_net.h"
 #include "dplace/rl/nets/policy.h"
 
 namespace dplace {
@@ -246,6 +247,65 @@ TEST(Seq2SeqWorkersTest, TwoWorkersGiveTheGradientsOfOne) {
     }
     // The encoder's and the decoder's parameters all learn.
     EXPECT_EQ(nonzero, static_cast<int>(one.size()));
+  }
+}
+
+// The planners' seq2seq placer (both attentions, with EAGLE's link) with
+// its update split between two workers: the gradients of one thread, for
+// the placer's parameters and for what its input depends on (the grouper,
+// here the features and the link), with an extra term added once.
+TEST(Seq2SeqWorkersTest, PlacerTwoWorkersGiveTheGradientsOfOne) {
+  const int64_t groups = 10, devices = 3, features = 6;
+  for (bool before : {false, true}) {
+    torch::manual_seed(5);
+    Seq2SeqPlacerConfig c;
+    c.input_size = features + 2 * groups;
+    c.link_size = 8;
+    c.num_devices = devices;
+    c.hidden = 64;
+    c.attention_before = before;
+    Seq2SeqPlacer placer(c);
+    const torch::Tensor source = torch::rand({groups, features});
+    const torch::Tensor link_source = torch::rand({groups, 8});
+    const torch::Tensor actions =
+        torch::randint(0, devices, {5, groups}, torch::kInt64);
+    const torch::Tensor advantages = torch::linspace(-1, 1, 5);
+    std::vector<torch::Tensor> results[2];
+    for (int workers : {1, 2}) {
+      torch::Tensor f = source.clone().requires_grad_();
+      torch::Tensor l = link_source.clone().requires_grad_();
+      PlacerInput input;
+      input.features = f * 2;  // Through an op, as the grouper's would be.
+      input.adjacency = torch::zeros({groups, 2 * groups});
+      input.mask_bias = torch::zeros({groups, devices});
+      input.active = torch::ones({groups});
+      input.link = l * 3;
+      for (torch::Tensor& p : placer->parameters()) {
+        p.mutable_grad() = torch::Tensor();
+      }
+      placer->BackwardRows(
+          input, actions, LogitShaping(), workers,
+          [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
+            const torch::Tensor taken =
+                log_probs.gather(2, actions.index_select(0, rows).unsqueeze(2))
+                    .squeeze(2);
+            return -(taken.sum(1) * advantages.index_select(0, rows)).sum() /
+                   5.0;
+          },
+          (f.sum() + l.square().sum()) * 0.5);
+      for (const torch::Tensor& p : placer->parameters()) {
+        results[workers - 1].push_back(
+            p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+      }
+      results[workers - 1].push_back(f.grad().clone());
+      results[workers - 1].push_back(l.grad().clone());
+    }
+    for (size_t i = 0; i < results[0].size(); ++i) {
+      EXPECT_TRUE(torch::allclose(results[0][i], results[1][i], 1e-4, 1e-6))
+          << "gradient " << i << " (attention before " << before
+          << ") differs by "
+          << (results[0][i] - results[1][i]).abs().max().item<double>();
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 #include "dplace/rl/nets/placer_net.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -202,10 +203,77 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
   return out;
 }
 
+void PlacerNetImpl::BackwardRows(const PlacerInput& input,
+                                 const torch::Tensor& actions,
+                                 const LogitShaping& shaping, int workers,
+                                 const PlacementPolicyImpl::RowsLoss& loss,
+                                 const torch::Tensor& extra) {
+  torch::Tensor total =
+      loss(LogProbs(input, actions, shaping), torch::arange(actions.size(0)));
+  if (extra.defined()) total = total + extra;
+  total.backward();
+}
+
 torch::Tensor Seq2SeqPlacerImpl::LogProbs(const PlacerInput& input,
                                           const torch::Tensor& actions,
                                           const LogitShaping& shaping) {
+  return Decode(Encode(input), input, actions, shaping);
+}
+
+void Seq2SeqPlacerImpl::BackwardRows(const PlacerInput& input,
+                                     const torch::Tensor& actions,
+                                     const LogitShaping& shaping, int workers,
+                                     const PlacementPolicyImpl::RowsLoss& loss,
+                                     const torch::Tensor& extra) {
+  const int64_t k = actions.size(0);
+  if (workers <= 1 || k < 2) {
+    PlacerNetImpl::BackwardRows(input, actions, shaping, workers, loss, extra);
+    return;
+  }
   const Encoded e = Encode(input);
+  const std::vector<torch::Tensor> outputs = {e.states, e.keys, e.h, e.c};
+  std::vector<torch::Tensor> leaves;
+  for (const torch::Tensor& t : outputs) {
+    leaves.push_back(t.detach().requires_grad_());
+  }
+  const Encoded leaf{leaves[0], leaves[1], leaves[2], leaves[3]};
+  std::vector<torch::Tensor> inputs = parameters();
+  const size_t num_parameters = inputs.size();
+  inputs.insert(inputs.end(), leaves.begin(), leaves.end());
+  std::vector<torch::autograd::variable_list> grads(
+      static_cast<size_t>(std::min<int64_t>(workers, k)));
+  RunRowBlocks(k, workers, [&](int index, int64_t begin, int64_t end) {
+    const torch::Tensor block_loss =
+        loss(Decode(leaf, input, actions.slice(0, begin, end), shaping),
+             torch::arange(begin, end));
+    grads[index] = torch::autograd::grad({block_loss}, inputs, {},
+                                         /*retain_graph=*/false,
+                                         /*create_graph=*/false,
+                                         /*allow_unused=*/true);
+  });
+  const std::vector<torch::Tensor> sums = SumBlockGradients(grads);
+  AddToGradients(inputs, sums, num_parameters);
+  // The encoder's backward pass (and through `input`, the grouper's),
+  // once, from the blocks' summed gradients, with `extra`.
+  std::vector<torch::Tensor> roots, root_grads;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const torch::Tensor& g = sums[num_parameters + i];
+    if (g.defined() && outputs[i].requires_grad()) {
+      roots.push_back(outputs[i]);
+      root_grads.push_back(g);
+    }
+  }
+  if (extra.defined()) {
+    roots.push_back(extra);
+    root_grads.push_back(torch::ones_like(extra));
+  }
+  if (!roots.empty()) torch::autograd::backward(roots, root_grads);
+}
+
+torch::Tensor Seq2SeqPlacerImpl::Decode(const Encoded& e,
+                                        const PlacerInput& input,
+                                        const torch::Tensor& actions,
+                                        const LogitShaping& shaping) {
   const DecoderGates gates = Gates(e);
   const int64_t k = actions.size(0), length = e.states.size(0),
                 hidden = e.states.size(1);

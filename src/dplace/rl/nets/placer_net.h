@@ -29,6 +29,8 @@
 #include <random>
 #include <string>
 
+#include "dplace/rl/nets/policy.h"
+
 namespace dplace {
 
 // What a placer reads for one grouping of K groups on D devices.
@@ -81,6 +83,16 @@ class PlacerNetImpl : public torch::nn::Module {
   // LogProbs of the placements the last Sample drew, kept from sampling
   // (without its noise); undefined when the placer keeps none.
   virtual torch::Tensor SampledLogProbs() const { return {}; }
+  // Adds to the gradients (of the placer and of whatever `input` depends
+  // on) those of `extra` (a scalar, or undefined) plus the sum of `loss`
+  // over blocks of the rows of `actions` [k, K], each given the LogProbs
+  // of its rows. A placer may run the blocks on up to `workers` threads;
+  // by default one block: (loss(LogProbs(all), all rows) + extra).backward().
+  virtual void BackwardRows(const PlacerInput& input,
+                            const torch::Tensor& actions,
+                            const LogitShaping& shaping, int workers,
+                            const PlacementPolicyImpl::RowsLoss& loss,
+                            const torch::Tensor& extra);
 };
 
 struct Seq2SeqPlacerConfig {
@@ -103,6 +115,14 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
   torch::Tensor LogProbs(const PlacerInput& input, const torch::Tensor& actions,
                          const LogitShaping& shaping) override;
   torch::Tensor SampledLogProbs() const override { return sampled_; }
+  // With workers > 1: each block of rows runs the decoder and its backward
+  // pass on its own thread, reading the encoding as a leaf; the blocks'
+  // gradients with respect to it are summed and pass through the encoder
+  // (and `input`) once, with `extra`.
+  void BackwardRows(const PlacerInput& input, const torch::Tensor& actions,
+                    const LogitShaping& shaping, int workers,
+                    const PlacementPolicyImpl::RowsLoss& loss,
+                    const torch::Tensor& extra) override;
 
  private:
   struct Encoded {
@@ -121,6 +141,10 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
     torch::Tensor recurrent;  // [4H, H] or [4H, 2H].
   };
   Encoded Encode(const PlacerInput& input);
+  // LogProbs given the encoding of `input`.
+  torch::Tensor Decode(const Encoded& e, const PlacerInput& input,
+                       const torch::Tensor& actions,
+                       const LogitShaping& shaping);
   DecoderGates Gates(const Encoded& e);
   // Context vectors [..., H] for decoder queries [..., H], or for queries
   // already projected by attention_query_ [..., A].

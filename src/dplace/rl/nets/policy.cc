@@ -229,6 +229,30 @@ GroupFeatures MakeGroupFeatures(const Graph& graph, const Grouping& grouping,
   return f;
 }
 
+std::vector<torch::Tensor> SumBlockGradients(
+    const std::vector<torch::autograd::variable_list>& blocks) {
+  std::vector<torch::Tensor> sums(blocks.empty() ? 0 : blocks[0].size());
+  // In block order, whichever thread finished first.
+  for (const torch::autograd::variable_list& block : blocks) {
+    for (size_t i = 0; i < sums.size(); ++i) {
+      if (!block[i].defined()) continue;
+      sums[i] = sums[i].defined() ? sums[i] + block[i] : block[i];
+    }
+  }
+  return sums;
+}
+
+void AddToGradients(const std::vector<torch::Tensor>& inputs,
+                    const std::vector<torch::Tensor>& sums, size_t count) {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < count; ++i) {
+    if (!sums[i].defined()) continue;
+    torch::Tensor input = inputs[i];
+    torch::Tensor& g = input.mutable_grad();
+    g = g.defined() ? g + sums[i] : sums[i];
+  }
+}
+
 Seq2SeqPolicyImpl::Seq2SeqPolicyImpl(GroupFeatures features, int num_devices,
                                      const std::vector<uint8_t>& allowed,
                                      const Seq2SeqConfig& config)
@@ -420,22 +444,8 @@ void Seq2SeqPolicyImpl::BackwardRows(const torch::Tensor& actions,
                                          /*create_graph=*/false,
                                          /*allow_unused=*/true);
   });
-  // Summed in block order, whichever thread finished first.
-  std::vector<torch::Tensor> sums(inputs.size());
-  for (const torch::autograd::variable_list& block : grads) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (!block[i].defined()) continue;
-      sums[i] = sums[i].defined() ? sums[i] + block[i] : block[i];
-    }
-  }
-  {
-    torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < num_parameters; ++i) {
-      if (!sums[i].defined()) continue;
-      torch::Tensor& g = inputs[i].mutable_grad();
-      g = g.defined() ? g + sums[i] : sums[i];
-    }
-  }
+  const std::vector<torch::Tensor> sums = SumBlockGradients(grads);
+  AddToGradients(inputs, sums, num_parameters);
   // The encoder's backward pass, once, from the blocks' summed gradients
   // (it adds to the parameters' gradients as backward() does).
   std::vector<torch::Tensor> roots, root_grads;

@@ -91,6 +91,17 @@ void RunRowBlocks(
     int64_t k, int workers,
     const std::function<void(int index, int64_t begin, int64_t end)>& block);
 
+// The blocks' gradients (torch::autograd::grad of each block, the same
+// inputs in the same order) summed input by input, in block order;
+// undefined where no block has one.
+std::vector<torch::Tensor> SumBlockGradients(
+    const std::vector<torch::autograd::variable_list>& blocks);
+
+// Adds sums[i] to the gradient of inputs[i] for i < count (the
+// parameters), as backward() would; skips undefined sums.
+void AddToGradients(const std::vector<torch::Tensor>& inputs,
+                    const std::vector<torch::Tensor>& sums, size_t count);
+
 // One draw per row of `probs` [n, D] (rows sum to 1) by the inverse CDF of
 // a uniform from `rng`; a device of probability 0 is never drawn. [n] int64.
 torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng);

@@ -20,6 +20,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -287,17 +288,44 @@ class PlannerAgent : public Agent {
           pending_placements_.index_select(0, torch::tensor(used));
       const torch::Tensor advantages = UsedAdvantages(batch);
       if (settings_.algorithm == PlannerAlgorithm::kReinforce) {
-        Step(ReinforceObjective(LogProbs(pending_grouping_, actions), actions,
-                                advantages));
+        // HP eqs. 4 and 6: the placer's term per placement, the grouper's
+        // with the mean advantage of the placements of its (one) grouping.
+        StepRows(
+            actions,
+            [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
+              return ReinforceLoss(log_probs, actions.index_select(0, rows),
+                                   advantages.index_select(0, rows));
+            },
+            [&](const torch::Tensor& grouper) {
+              return ReinforceLoss(grouper.unsqueeze(0),
+                                   pending_grouping_.unsqueeze(0),
+                                   advantages.mean().unsqueeze(0));
+            });
       } else {
         JointLogProbs old = SampledLogProbs(batch);
         if (!old.placer.defined()) {
           torch::NoGradGuard no_grad;
           old = LogProbs(pending_grouping_, actions);
         }
+        // Clipped PPO on per-group ratios for the placer and per-unit
+        // ratios for the grouper (its one grouping weighted by the mean
+        // advantage).
+        PpoSettings ppo;
+        ppo.clip = settings_.clip;
+        ppo.entropy_bonus = settings_.entropy_bonus;
         for (int epoch = 0; epoch < settings_.ppo_epochs; ++epoch) {
-          Step(PpoObjective(LogProbs(pending_grouping_, actions), old, actions,
-                            advantages));
+          StepRows(
+              actions,
+              [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
+                return PpoLoss(log_probs, old.placer.index_select(0, rows),
+                               actions.index_select(0, rows),
+                               advantages.index_select(0, rows), ppo);
+              },
+              [&](const torch::Tensor& grouper) {
+                return PpoLoss(grouper.unsqueeze(0), old.grouper.unsqueeze(0),
+                               pending_grouping_.unsqueeze(0),
+                               advantages.mean().unsqueeze(0), ppo);
+              });
         }
       }
       ++updates;
@@ -389,36 +417,46 @@ class PlannerAgent : public Agent {
     return j;
   }
 
-  // HP eqs. 4 and 6: the placer's term per placement, the grouper's with
-  // the mean advantage of the placements of its (one) grouping.
-  torch::Tensor ReinforceObjective(const JointLogProbs& j,
-                                   const torch::Tensor& actions,
-                                   const torch::Tensor& advantages) {
-    torch::Tensor loss = ReinforceLoss(j.placer, actions, advantages);
-    if (j.grouper.defined()) {
-      loss = loss + ReinforceLoss(j.grouper.unsqueeze(0),
-                                  pending_grouping_.unsqueeze(0),
-                                  advantages.mean().unsqueeze(0));
+  // A gradient step on the placer's batch mean of `placer_term` (a loss
+  // averaged over the placements it is given) plus `grouper_term` of the
+  // grouper's log-probabilities when the grouper learns. The placer may
+  // compute its term in blocks of rows (the option workers): each block's
+  // mean counts by its share of the rows.
+  void StepRows(
+      const torch::Tensor& actions,
+      const PlacementPolicyImpl::RowsLoss& placer_term,
+      const std::function<torch::Tensor(const torch::Tensor&)>& grouper_term) {
+    const int64_t k = actions.size(0);
+    const auto share = [&](const torch::Tensor& log_probs,
+                           const torch::Tensor& rows) {
+      const torch::Tensor loss = placer_term(log_probs, rows);
+      return rows.size(0) == k ? loss
+                               : loss * (static_cast<double>(rows.size(0)) /
+                                         static_cast<double>(k));
+    };
+    if (simple_) {
+      Step(
+          share(LogProbs(pending_grouping_, actions).placer, torch::arange(k)));
+      return;
     }
-    return loss;
-  }
-
-  // Clipped PPO on per-group ratios for the placer and per-unit ratios for
-  // the grouper (its one grouping weighted by the mean advantage).
-  torch::Tensor PpoObjective(const JointLogProbs& j, const JointLogProbs& old,
-                             const torch::Tensor& actions,
-                             const torch::Tensor& advantages) {
-    PpoSettings ppo;
-    ppo.clip = settings_.clip;
-    ppo.entropy_bonus = settings_.entropy_bonus;
-    torch::Tensor loss =
-        PpoLoss(j.placer, old.placer, actions, advantages, ppo);
-    if (j.grouper.defined()) {
-      loss = loss + PpoLoss(j.grouper.unsqueeze(0), old.grouper.unsqueeze(0),
-                            pending_grouping_.unsqueeze(0),
-                            advantages.mean().unsqueeze(0), ppo);
+    optimizer_->zero_grad();
+    PlacerInput input = fixed_input_;
+    torch::Tensor extra;
+    if (learned_) {
+      const torch::Tensor hidden = grouper_->Hidden(features_);
+      extra =
+          grouper_term(PolicyLogProbs(grouper_->UnitLogits(features_, hidden),
+                                      torch::zeros({}), GrouperShaping()));
+      input = LearnedInput(pending_grouping_, hidden);
     }
-    return loss;
+    placer_->BackwardRows(input, actions, PlacerShaping(/*sampling=*/false),
+                          settings_.search.workers, share, extra);
+    AverageGradients(modules_.get(), gradient_averaging());
+    if (settings_.grad_clip > 0) {
+      torch::nn::utils::clip_grad_norm_(modules_->parameters(),
+                                        settings_.grad_clip);
+    }
+    optimizer_->step();
   }
 
   // Maximum likelihood of the best `elites` placements (with their

@@ -105,9 +105,10 @@ struct SearchSettings {
   // Default: 1.
   int threads = 1;
   // Threads that share the k placements of a batch, each with `threads`
-  // LibTorch threads, where the policy splits them (ColocRL's seq2seq
-  // policy: its sampling and the decoder's forward and backward passes of
-  // its updates; the planners' seq2seq placer: its updates). Default: 1.
+  // LibTorch threads, where the policy splits them (ColocRL's and Mars's
+  // policies: their sampling and the decoder's forward and backward passes
+  // of their updates; the planners' seq2seq placer: its updates). The
+  // draws are one thread's; gradients agree to rounding. Default: 1.
   int workers = 1;
 };
 

@@ -93,46 +93,75 @@ torch::Tensor MarsPolicyImpl::Logits(const Segment& segment,
          seq_mask_bias_.slice(0, first, first + decoded.size(1));
 }
 
+std::vector<MarsPolicyImpl::Segment> MarsPolicyImpl::EncodeSegments(
+    const torch::Tensor& embedded) {
+  const int64_t length = num_groups(), hidden = config_.hidden;
+  State state = {torch::zeros({1, hidden}), torch::zeros({1, hidden})};
+  std::vector<Segment> segments;
+  for (int64_t first = 0; first < length; first += config_.segment) {
+    const int64_t size = std::min<int64_t>(config_.segment, length - first);
+    segments.push_back(EncodeSegment(embedded, first, size, &state));
+  }
+  return segments;
+}
+
 torch::Tensor MarsPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   torch::NoGradGuard no_grad;
-  const torch::Tensor embedded = Embed();
   const int64_t length = num_groups();
   const int64_t hidden = config_.hidden, devices = config_.device_embedding;
+  // The segment encoder does not read the decoder: every segment first.
+  const std::vector<Segment> segments = EncodeSegments(Embed());
   // The decoder reads the previous device and the segment encoder's state
   // of the group it places: a gate row per device, one per group.
   const LstmWeights w = LayerWeights(decoder_);
   const torch::Tensor device_gates =
       torch::linear(device_embedding_->weight, w.w_ih.slice(1, 0, devices));
   const torch::Tensor w_state = w.w_ih.slice(1, devices);
-  State encoder_state = {torch::zeros({1, hidden}), torch::zeros({1, hidden})};
-  torch::Tensor h = torch::zeros({k, hidden}), c = torch::zeros({k, hidden});
-  torch::Tensor previous = torch::full({k}, num_devices(), torch::kInt64);
-  torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
-  std::vector<torch::Tensor> log_probs;
-  log_probs.reserve(length);
-  for (int64_t first = 0; first < length; first += config_.segment) {
-    const int64_t size = std::min<int64_t>(config_.segment, length - first);
-    const Segment segment =
-        EncodeSegment(embedded, first, size, &encoder_state);
-    const torch::Tensor state_gates =
-        torch::linear(segment.states, w_state, w.bias);
-    for (int64_t t = 0; t < size; ++t) {
-      LstmStep(device_gates.index_select(0, previous) + state_gates[t], w.w_hh,
-               &h, &c);
-      log_probs.push_back(torch::log_softmax(
-          AttentionStepLogits(h, segment.keys, segment.states, combine_,
-                              output_, seq_mask_bias_[segment.first + t]),
-          -1));
-      previous = SampleRows(log_probs.back().exp(), rng);
-      sequence.select(1, first + t).copy_(previous);
-    }
+  std::vector<torch::Tensor> state_gates;
+  for (const Segment& segment : segments) {
+    state_gates.push_back(torch::linear(segment.states, w_state, w.bias));
   }
-  sampled_ = torch::stack(log_probs, 1).index_select(1, inverse_order_);
+  // Every draw's uniform, in the order of one thread's loop (step by step,
+  // row by row): any split of the rows draws the same placements.
+  const std::vector<double> uniforms = DrawUniforms(length * k, rng);
+  torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
+  std::vector<torch::Tensor> block_log_probs(static_cast<size_t>(
+      std::max<int64_t>(1, std::min<int64_t>(workers(), k))));
+  RunRowBlocks(k, workers(), [&](int index, int64_t begin, int64_t end) {
+    const int64_t n = end - begin;
+    torch::Tensor h = torch::zeros({n, hidden}), c = torch::zeros({n, hidden});
+    torch::Tensor previous = torch::full({n}, num_devices(), torch::kInt64);
+    torch::Tensor steps = torch::empty({length, n}, torch::kInt64);
+    std::vector<torch::Tensor> log_probs;
+    log_probs.reserve(length);
+    for (size_t s = 0; s < segments.size(); ++s) {
+      const Segment& segment = segments[s];
+      for (int64_t t = 0; t < segment.states.size(0); ++t) {
+        const int64_t position = segment.first + t;
+        LstmStep(device_gates.index_select(0, previous) + state_gates[s][t],
+                 w.w_hh, &h, &c);
+        log_probs.push_back(torch::log_softmax(
+            AttentionStepLogits(h, segment.keys, segment.states, combine_,
+                                output_, seq_mask_bias_[position]),
+            -1));
+        previous = SampleRows(log_probs.back().exp(),
+                              uniforms.data() + position * k + begin);
+        steps[position].copy_(previous);
+      }
+    }
+    block_log_probs[index] = torch::stack(log_probs, 1);
+    sequence.slice(0, begin, end).copy_(steps.t());
+  });
+  sampled_ = torch::cat(block_log_probs, 0).index_select(1, inverse_order_);
   return sequence.index_select(1, inverse_order_);
 }
 
 torch::Tensor MarsPolicyImpl::LogProbs(const torch::Tensor& actions) {
-  const torch::Tensor embedded = Embed();
+  return Decode(EncodeSegments(Embed()), actions);
+}
+
+torch::Tensor MarsPolicyImpl::Decode(const std::vector<Segment>& segments,
+                                     const torch::Tensor& actions) {
   const int64_t k = actions.size(0), length = num_groups();
   const int64_t hidden = config_.hidden;
   const torch::Tensor sequence = actions.index_select(1, order_);
@@ -142,13 +171,10 @@ torch::Tensor MarsPolicyImpl::LogProbs(const torch::Tensor& actions) {
       torch::cat({torch::full({k, 1}, num_devices(), torch::kInt64),
                   sequence.slice(1, 0, length - 1)},
                  1);
-  State encoder_state = {torch::zeros({1, hidden}), torch::zeros({1, hidden})};
   State decoder_state = {torch::zeros({k, hidden}), torch::zeros({k, hidden})};
   std::vector<torch::Tensor> logits;
-  for (int64_t first = 0; first < length; first += config_.segment) {
-    const int64_t size = std::min<int64_t>(config_.segment, length - first);
-    const Segment segment =
-        EncodeSegment(embedded, first, size, &encoder_state);
+  for (const Segment& segment : segments) {
+    const int64_t first = segment.first, size = segment.states.size(0);
     const State carried = Carry(decoder_state);
     const LstmSequence decoded = RunLstm(
         decoder_,
@@ -159,6 +185,56 @@ torch::Tensor MarsPolicyImpl::LogProbs(const torch::Tensor& actions) {
   }
   return torch::log_softmax(torch::cat(logits, 1), -1)
       .index_select(1, inverse_order_);
+}
+
+void MarsPolicyImpl::BackwardRows(const torch::Tensor& actions,
+                                  const RowsLoss& loss) {
+  const int64_t k = actions.size(0);
+  if (workers() <= 1 || k < 2) {
+    PlacementPolicyImpl::BackwardRows(actions, loss);
+    return;
+  }
+  const std::vector<Segment> segments = EncodeSegments(Embed());
+  std::vector<torch::Tensor> outputs;
+  std::vector<Segment> leaves;
+  for (const Segment& segment : segments) {
+    Segment leaf = segment;
+    leaf.states = segment.states.detach().requires_grad_();
+    leaf.keys = segment.keys.detach().requires_grad_();
+    outputs.push_back(segment.states);
+    outputs.push_back(segment.keys);
+    leaves.push_back(leaf);
+  }
+  std::vector<torch::Tensor> inputs = parameters();
+  const size_t num_parameters = inputs.size();
+  for (const Segment& leaf : leaves) {
+    inputs.push_back(leaf.states);
+    inputs.push_back(leaf.keys);
+  }
+  std::vector<torch::autograd::variable_list> grads(
+      static_cast<size_t>(std::min<int64_t>(workers(), k)));
+  RunRowBlocks(k, workers(), [&](int index, int64_t begin, int64_t end) {
+    const torch::Tensor block_loss =
+        loss(Decode(leaves, actions.slice(0, begin, end)),
+             torch::arange(begin, end));
+    grads[index] = torch::autograd::grad({block_loss}, inputs, {},
+                                         /*retain_graph=*/false,
+                                         /*create_graph=*/false,
+                                         /*allow_unused=*/true);
+  });
+  const std::vector<torch::Tensor> sums = SumBlockGradients(grads);
+  AddToGradients(inputs, sums, num_parameters);
+  // The segment and graph encoders' backward pass, once, from the blocks'
+  // summed gradients.
+  std::vector<torch::Tensor> roots, root_grads;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const torch::Tensor& g = sums[num_parameters + i];
+    if (g.defined() && outputs[i].requires_grad()) {
+      roots.push_back(outputs[i]);
+      root_grads.push_back(g);
+    }
+  }
+  if (!roots.empty()) torch::autograd::backward(roots, root_grads);
 }
 
 }  // namespace dplace

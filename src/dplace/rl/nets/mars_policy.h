@@ -51,6 +51,12 @@ class MarsPolicyImpl : public PlacementPolicyImpl {
   torch::Tensor Sample(int k, std::mt19937_64* rng) override;
   torch::Tensor LogProbs(const torch::Tensor& actions) override;
   torch::Tensor SampledLogProbs() const override { return sampled_; }
+  // With workers() > 1: each block of rows runs the decoder and its
+  // backward pass on its own thread, reading the segments' encodings as
+  // leaves; the blocks' gradients with respect to them are summed and pass
+  // through the segment and graph encoders once.
+  void BackwardRows(const torch::Tensor& actions,
+                    const RowsLoss& loss) override;
 
   GraphEncoder& encoder() { return graph_encoder_; }
 
@@ -67,6 +73,11 @@ class MarsPolicyImpl : public PlacementPolicyImpl {
   // `embedded`, continuing from *state.
   Segment EncodeSegment(const torch::Tensor& embedded, int64_t first,
                         int64_t length, State* state);
+  // Every segment of `embedded`, in order, from the zero state.
+  std::vector<Segment> EncodeSegments(const torch::Tensor& embedded);
+  // LogProbs [k, G, D] of `actions` [k, G] given the segments' encodings.
+  torch::Tensor Decode(const std::vector<Segment>& segments,
+                       const torch::Tensor& actions);
   // Decoder inputs [n, k, Dv + H] for decoder steps at segment positions
   // [begin, begin + n) given the previous devices `previous` [k, n].
   torch::Tensor DecoderInput(const Segment& segment,

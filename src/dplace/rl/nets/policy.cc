@@ -102,6 +102,12 @@ torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng) {
   return DrawTensorRows(probs, [rng] { return Uniform(rng); });
 }
 
+std::vector<double> DrawUniforms(int64_t n, std::mt19937_64* rng) {
+  std::vector<double> uniforms(static_cast<size_t>(n));
+  for (double& u : uniforms) u = Uniform(rng);
+  return uniforms;
+}
+
 torch::Tensor SampleRows(const torch::Tensor& probs, const double* uniforms) {
   return DrawTensorRows(probs, [&uniforms] { return *uniforms++; });
 }
@@ -227,6 +233,17 @@ GroupFeatures MakeGroupFeatures(const Graph& graph, const Grouping& grouping,
   }
   f.order.assign(groups.order.begin(), groups.order.end());
   return f;
+}
+
+PlacementPolicyImpl::RowsLoss RowShare(PlacementPolicyImpl::RowsLoss mean_loss,
+                                       int64_t k) {
+  return [mean_loss = std::move(mean_loss), k](const torch::Tensor& log_probs,
+                                               const torch::Tensor& rows) {
+    const torch::Tensor loss = mean_loss(log_probs, rows);
+    return rows.size(0) == k ? loss
+                             : loss * (static_cast<double>(rows.size(0)) /
+                                       static_cast<double>(k));
+  };
 }
 
 std::vector<torch::Tensor> SumBlockGradients(
@@ -362,8 +379,7 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
       torch::linear(device_embedding_->weight, w.w_ih, w.bias);
   // Every draw's uniform, in the order of one thread's loop (step by step,
   // row by row): any split of the rows draws the same placements.
-  std::vector<double> uniforms(static_cast<size_t>(length * k));
-  for (double& u : uniforms) u = Uniform(rng);
+  const std::vector<double> uniforms = DrawUniforms(length * k, rng);
   torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
   RunRowBlocks(k, workers(), [&](int, int64_t begin, int64_t end) {
     const int64_t n = end - begin;

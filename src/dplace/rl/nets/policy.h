@@ -83,6 +83,12 @@ class PlacementPolicyImpl : public torch::nn::Module {
   torch::Tensor mask_bias_;
 };
 
+// `mean_loss` (a loss averaged over the rows it is given) weighted by its
+// rows' share of the batch's k, so that the blocks' losses sum to the
+// batch's mean; unweighted for the whole batch.
+PlacementPolicyImpl::RowsLoss RowShare(PlacementPolicyImpl::RowsLoss mean_loss,
+                                       int64_t k);
+
 // Runs block(index, begin, end) on min(workers, k) contiguous blocks of
 // [0, k), the first on the calling thread and each other on its own
 // thread with the caller's LibTorch thread count, grad mode and inference
@@ -107,6 +113,9 @@ void AddToGradients(const std::vector<torch::Tensor>& inputs,
 torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng);
 // The same with row i's uniform given as uniforms[i] (in [0, 1)).
 torch::Tensor SampleRows(const torch::Tensor& probs, const double* uniforms);
+// The next `n` uniforms of `rng`, as SampleRows(probs, rng) draws them
+// (one per row, in order).
+std::vector<double> DrawUniforms(int64_t n, std::mt19937_64* rng);
 
 class SoftmaxPolicyImpl : public PlacementPolicyImpl {
  public:

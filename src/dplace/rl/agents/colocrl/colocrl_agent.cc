@@ -148,20 +148,12 @@ class ColocRlAgent : public PolicyAgent {
 
  private:
   // A gradient step on the batch mean of `mean_loss` (a loss averaged over
-  // the placements it is given), which the policy may compute in blocks
-  // of rows: each block's mean counts by its share of the rows.
+  // the placements it is given), which the policy may compute in blocks.
   void StepRows(const torch::Tensor& actions,
                 const PlacementPolicyImpl::RowsLoss& mean_loss) {
-    const double k = static_cast<double>(actions.size(0));
-    GradientStepRows(
-        policy_.get(), actions,
-        [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
-          const torch::Tensor loss = mean_loss(log_probs, rows);
-          return rows.size(0) == actions.size(0)
-                     ? loss
-                     : loss * (static_cast<double>(rows.size(0)) / k);
-        },
-        optimizer_.get(), settings_.grad_clip, gradient_averaging());
+    GradientStepRows(policy_.get(), actions,
+                     RowShare(mean_loss, actions.size(0)), optimizer_.get(),
+                     settings_.grad_clip, gradient_averaging());
   }
 
   ColocRlSettings settings_;

@@ -218,11 +218,16 @@ class MarsAgent : public PolicyAgent {
       torch::NoGradGuard no_grad;
       old_log_probs = policy_->LogProbs(actions);
     }
+    const PlacementPolicyImpl::RowsLoss loss = RowShare(
+        [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
+          return PpoLoss(log_probs, old_log_probs.index_select(0, rows),
+                         actions.index_select(0, rows),
+                         advantage.index_select(0, rows), ppo);
+        },
+        actions.size(0));
     for (int step = 0; step < settings_.ppo_steps; ++step) {
-      GradientStep(PpoLoss(policy_->LogProbs(actions), old_log_probs, actions,
-                           advantage, ppo),
-                   policy_.get(), optimizer_.get(), settings_.grad_clip,
-                   gradient_averaging());
+      GradientStepRows(policy_.get(), actions, loss, optimizer_.get(),
+                       settings_.grad_clip, gradient_averaging());
     }
     return 1;
   }

@@ -427,13 +427,7 @@ class PlannerAgent : public Agent {
       const PlacementPolicyImpl::RowsLoss& placer_term,
       const std::function<torch::Tensor(const torch::Tensor&)>& grouper_term) {
     const int64_t k = actions.size(0);
-    const auto share = [&](const torch::Tensor& log_probs,
-                           const torch::Tensor& rows) {
-      const torch::Tensor loss = placer_term(log_probs, rows);
-      return rows.size(0) == k ? loss
-                               : loss * (static_cast<double>(rows.size(0)) /
-                                         static_cast<double>(k));
-    };
+    const PlacementPolicyImpl::RowsLoss share = RowShare(placer_term, k);
     if (simple_) {
       Step(
           share(LogProbs(pending_grouping_, actions).placer, torch::arange(k)));

@@ -677,6 +677,8 @@ TEST_F(CliTest, PlaceWithAnAgentBadInput) {
 #endif
   EXPECT_THAT(BadInput(with({"--option", "ce_evry=6"})),
               HasSubstr("method post: unknown option \"ce_evry\""));
+  EXPECT_THAT(BadInput(with({"--option", "workers=0"})),
+              HasSubstr("method post: option workers must be in [1, 64]"));
   EXPECT_THAT(
       BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
                        "--method", "single-gpu", "--budget-samples", "5"})),

@@ -195,46 +195,22 @@ void MarsPolicyImpl::BackwardRows(const torch::Tensor& actions,
     return;
   }
   const std::vector<Segment> segments = EncodeSegments(Embed());
-  std::vector<torch::Tensor> outputs;
-  std::vector<Segment> leaves;
+  std::vector<torch::Tensor> encoding;
   for (const Segment& segment : segments) {
-    Segment leaf = segment;
-    leaf.states = segment.states.detach().requires_grad_();
-    leaf.keys = segment.keys.detach().requires_grad_();
-    outputs.push_back(segment.states);
-    outputs.push_back(segment.keys);
-    leaves.push_back(leaf);
+    encoding.push_back(segment.states);
+    encoding.push_back(segment.keys);
   }
-  std::vector<torch::Tensor> inputs = parameters();
-  const size_t num_parameters = inputs.size();
-  for (const Segment& leaf : leaves) {
-    inputs.push_back(leaf.states);
-    inputs.push_back(leaf.keys);
-  }
-  std::vector<torch::autograd::variable_list> grads(
-      static_cast<size_t>(std::min<int64_t>(workers(), k)));
-  RunRowBlocks(k, workers(), [&](int index, int64_t begin, int64_t end) {
-    const torch::Tensor block_loss =
-        loss(Decode(leaves, actions.slice(0, begin, end)),
-             torch::arange(begin, end));
-    grads[index] = torch::autograd::grad({block_loss}, inputs, {},
-                                         /*retain_graph=*/false,
-                                         /*create_graph=*/false,
-                                         /*allow_unused=*/true);
-  });
-  const std::vector<torch::Tensor> sums = SumBlockGradients(grads);
-  AddToGradients(inputs, sums, num_parameters);
-  // The segment and graph encoders' backward pass, once, from the blocks'
-  // summed gradients.
-  std::vector<torch::Tensor> roots, root_grads;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const torch::Tensor& g = sums[num_parameters + i];
-    if (g.defined() && outputs[i].requires_grad()) {
-      roots.push_back(outputs[i]);
-      root_grads.push_back(g);
-    }
-  }
-  if (!roots.empty()) torch::autograd::backward(roots, root_grads);
+  BackwardInBlocks(*this, encoding, k, workers(),
+                   [&](const std::vector<torch::Tensor>& leaves, int64_t begin,
+                       int64_t end) {
+                     std::vector<Segment> leaf = segments;
+                     for (size_t i = 0; i < leaf.size(); ++i) {
+                       leaf[i].states = leaves[2 * i];
+                       leaf[i].keys = leaves[2 * i + 1];
+                     }
+                     return loss(Decode(leaf, actions.slice(0, begin, end)),
+                                 torch::arange(begin, end));
+                   });
 }
 
 }  // namespace dplace

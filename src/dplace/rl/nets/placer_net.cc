@@ -231,43 +231,15 @@ void Seq2SeqPlacerImpl::BackwardRows(const PlacerInput& input,
     return;
   }
   const Encoded e = Encode(input);
-  const std::vector<torch::Tensor> outputs = {e.states, e.keys, e.h, e.c};
-  std::vector<torch::Tensor> leaves;
-  for (const torch::Tensor& t : outputs) {
-    leaves.push_back(t.detach().requires_grad_());
-  }
-  const Encoded leaf{leaves[0], leaves[1], leaves[2], leaves[3]};
-  std::vector<torch::Tensor> inputs = parameters();
-  const size_t num_parameters = inputs.size();
-  inputs.insert(inputs.end(), leaves.begin(), leaves.end());
-  std::vector<torch::autograd::variable_list> grads(
-      static_cast<size_t>(std::min<int64_t>(workers, k)));
-  RunRowBlocks(k, workers, [&](int index, int64_t begin, int64_t end) {
-    const torch::Tensor block_loss =
-        loss(Decode(leaf, input, actions.slice(0, begin, end), shaping),
-             torch::arange(begin, end));
-    grads[index] = torch::autograd::grad({block_loss}, inputs, {},
-                                         /*retain_graph=*/false,
-                                         /*create_graph=*/false,
-                                         /*allow_unused=*/true);
-  });
-  const std::vector<torch::Tensor> sums = SumBlockGradients(grads);
-  AddToGradients(inputs, sums, num_parameters);
-  // The encoder's backward pass (and through `input`, the grouper's),
-  // once, from the blocks' summed gradients, with `extra`.
-  std::vector<torch::Tensor> roots, root_grads;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const torch::Tensor& g = sums[num_parameters + i];
-    if (g.defined() && outputs[i].requires_grad()) {
-      roots.push_back(outputs[i]);
-      root_grads.push_back(g);
-    }
-  }
-  if (extra.defined()) {
-    roots.push_back(extra);
-    root_grads.push_back(torch::ones_like(extra));
-  }
-  if (!roots.empty()) torch::autograd::backward(roots, root_grads);
+  BackwardInBlocks(
+      *this, {e.states, e.keys, e.h, e.c}, k, workers,
+      [&](const std::vector<torch::Tensor>& leaves, int64_t begin,
+          int64_t end) {
+        const Encoded leaf{leaves[0], leaves[1], leaves[2], leaves[3]};
+        return loss(Decode(leaf, input, actions.slice(0, begin, end), shaping),
+                    torch::arange(begin, end));
+      },
+      extra);
 }
 
 torch::Tensor Seq2SeqPlacerImpl::Decode(const Encoded& e,

@@ -246,28 +246,58 @@ PlacementPolicyImpl::RowsLoss RowShare(PlacementPolicyImpl::RowsLoss mean_loss,
   };
 }
 
-std::vector<torch::Tensor> SumBlockGradients(
-    const std::vector<torch::autograd::variable_list>& blocks) {
-  std::vector<torch::Tensor> sums(blocks.empty() ? 0 : blocks[0].size());
-  // In block order, whichever thread finished first.
-  for (const torch::autograd::variable_list& block : blocks) {
-    for (size_t i = 0; i < sums.size(); ++i) {
+void BackwardInBlocks(
+    torch::nn::Module& module, const std::vector<torch::Tensor>& encoding,
+    int64_t k, int workers,
+    const std::function<torch::Tensor(const std::vector<torch::Tensor>& leaves,
+                                      int64_t begin, int64_t end)>& block_loss,
+    const torch::Tensor& extra) {
+  std::vector<torch::Tensor> leaves;
+  for (const torch::Tensor& t : encoding) {
+    leaves.push_back(t.detach().requires_grad_());
+  }
+  std::vector<torch::Tensor> inputs = module.parameters();
+  const size_t num_parameters = inputs.size();
+  inputs.insert(inputs.end(), leaves.begin(), leaves.end());
+  std::vector<torch::autograd::variable_list> grads(static_cast<size_t>(
+      std::max<int64_t>(1, std::min<int64_t>(std::max(1, workers), k))));
+  RunRowBlocks(k, workers, [&](int index, int64_t begin, int64_t end) {
+    grads[index] = torch::autograd::grad({block_loss(leaves, begin, end)},
+                                         inputs, {}, /*retain_graph=*/false,
+                                         /*create_graph=*/false,
+                                         /*allow_unused=*/true);
+  });
+  // Summed in block order, whichever thread finished first.
+  std::vector<torch::Tensor> sums(inputs.size());
+  for (const torch::autograd::variable_list& block : grads) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
       if (!block[i].defined()) continue;
       sums[i] = sums[i].defined() ? sums[i] + block[i] : block[i];
     }
   }
-  return sums;
-}
-
-void AddToGradients(const std::vector<torch::Tensor>& inputs,
-                    const std::vector<torch::Tensor>& sums, size_t count) {
-  torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < count; ++i) {
-    if (!sums[i].defined()) continue;
-    torch::Tensor input = inputs[i];
-    torch::Tensor& g = input.mutable_grad();
-    g = g.defined() ? g + sums[i] : sums[i];
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < num_parameters; ++i) {
+      if (!sums[i].defined()) continue;
+      torch::Tensor& g = inputs[i].mutable_grad();
+      g = g.defined() ? g + sums[i] : sums[i];
+    }
   }
+  // The encoder's backward pass, once (it adds to the parameters'
+  // gradients as backward() does).
+  std::vector<torch::Tensor> roots, root_grads;
+  for (size_t i = 0; i < encoding.size(); ++i) {
+    const torch::Tensor& g = sums[num_parameters + i];
+    if (g.defined() && encoding[i].requires_grad()) {
+      roots.push_back(encoding[i]);
+      root_grads.push_back(g);
+    }
+  }
+  if (extra.defined()) {
+    roots.push_back(extra);
+    root_grads.push_back(torch::ones_like(extra));
+  }
+  if (!roots.empty()) torch::autograd::backward(roots, root_grads);
 }
 
 Seq2SeqPolicyImpl::Seq2SeqPolicyImpl(GroupFeatures features, int num_devices,
@@ -439,40 +469,15 @@ void Seq2SeqPolicyImpl::BackwardRows(const torch::Tensor& actions,
     PlacementPolicyImpl::BackwardRows(actions, loss);
     return;
   }
-  const Encoded encoded = TakeEncoding();
-  const std::vector<torch::Tensor> outputs = {encoded.states, encoded.keys,
-                                              encoded.h, encoded.c};
-  std::vector<torch::Tensor> leaves;
-  for (const torch::Tensor& t : outputs) {
-    leaves.push_back(t.detach().requires_grad_());
-  }
-  const Encoded leaf{leaves[0], leaves[1], leaves[2], leaves[3]};
-  std::vector<torch::Tensor> inputs = parameters();
-  const size_t num_parameters = inputs.size();
-  inputs.insert(inputs.end(), leaves.begin(), leaves.end());
-  std::vector<torch::autograd::variable_list> grads(
-      static_cast<size_t>(std::min<int64_t>(workers(), k)));
-  RunRowBlocks(k, workers(), [&](int index, int64_t begin, int64_t end) {
-    const torch::Tensor block_loss = loss(
-        Decode(leaf, actions.slice(0, begin, end)), torch::arange(begin, end));
-    grads[index] = torch::autograd::grad({block_loss}, inputs, {},
-                                         /*retain_graph=*/false,
-                                         /*create_graph=*/false,
-                                         /*allow_unused=*/true);
-  });
-  const std::vector<torch::Tensor> sums = SumBlockGradients(grads);
-  AddToGradients(inputs, sums, num_parameters);
-  // The encoder's backward pass, once, from the blocks' summed gradients
-  // (it adds to the parameters' gradients as backward() does).
-  std::vector<torch::Tensor> roots, root_grads;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const torch::Tensor& g = sums[num_parameters + i];
-    if (g.defined() && outputs[i].requires_grad()) {
-      roots.push_back(outputs[i]);
-      root_grads.push_back(g);
-    }
-  }
-  if (!roots.empty()) torch::autograd::backward(roots, root_grads);
+  const Encoded e = TakeEncoding();
+  BackwardInBlocks(
+      *this, {e.states, e.keys, e.h, e.c}, k, workers(),
+      [&](const std::vector<torch::Tensor>& leaves, int64_t begin,
+          int64_t end) {
+        const Encoded leaf{leaves[0], leaves[1], leaves[2], leaves[3]};
+        return loss(Decode(leaf, actions.slice(0, begin, end)),
+                    torch::arange(begin, end));
+      });
 }
 
 }  // namespace dplace

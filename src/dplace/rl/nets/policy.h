@@ -97,16 +97,21 @@ void RunRowBlocks(
     int64_t k, int workers,
     const std::function<void(int index, int64_t begin, int64_t end)>& block);
 
-// The blocks' gradients (torch::autograd::grad of each block, the same
-// inputs in the same order) summed input by input, in block order;
-// undefined where no block has one.
-std::vector<torch::Tensor> SumBlockGradients(
-    const std::vector<torch::autograd::variable_list>& blocks);
-
-// Adds sums[i] to the gradient of inputs[i] for i < count (the
-// parameters), as backward() would; skips undefined sums.
-void AddToGradients(const std::vector<torch::Tensor>& inputs,
-                    const std::vector<torch::Tensor>& sums, size_t count);
+// The split backward pass of a policy whose decoders read an encoding
+// (`encoding`: its tensors, with the graph of the encoder): each block of
+// rows [begin, end) of a batch of k runs block_loss(leaves, begin, end)
+// and its backward pass on its own thread (RunRowBlocks), where `leaves`
+// are the encoding's tensors detached; the blocks' gradients are summed in
+// block order, added to the parameters of `module`, and passed back
+// through the encoding, with `extra` (a scalar loss, or undefined), in
+// one backward pass. The gradients are those of (extra + the blocks'
+// losses).backward(), to rounding.
+void BackwardInBlocks(
+    torch::nn::Module& module, const std::vector<torch::Tensor>& encoding,
+    int64_t k, int workers,
+    const std::function<torch::Tensor(const std::vector<torch::Tensor>& leaves,
+                                      int64_t begin, int64_t end)>& block_loss,
+    const torch::Tensor& extra = {});
 
 // One draw per row of `probs` [n, D] (rows sum to 1) by the inverse CDF of
 // a uniform from `rng`; a device of probability 0 is never drawn. [n] int64.

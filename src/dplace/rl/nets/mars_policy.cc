@@ -125,8 +125,8 @@ torch::Tensor MarsPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   // row by row): any split of the rows draws the same placements.
   const std::vector<double> uniforms = DrawUniforms(length * k, rng);
   torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
-  std::vector<torch::Tensor> block_log_probs(static_cast<size_t>(
-      std::max<int64_t>(1, std::min<int64_t>(workers(), k))));
+  std::vector<torch::Tensor> block_log_probs(
+      static_cast<size_t>(RowBlocks(k, workers())));
   RunRowBlocks(k, workers(), [&](int index, int64_t begin, int64_t end) {
     const int64_t n = end - begin;
     torch::Tensor h = torch::zeros({n, hidden}), c = torch::zeros({n, hidden});

@@ -117,11 +117,15 @@ void PlacementPolicyImpl::BackwardRows(const torch::Tensor& actions,
   loss(LogProbs(actions), torch::arange(actions.size(0))).backward();
 }
 
+int RowBlocks(int64_t k, int workers) {
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(std::max(1, workers), k)));
+}
+
 void RunRowBlocks(
     int64_t k, int workers,
     const std::function<void(int index, int64_t begin, int64_t end)>& block) {
-  const int n = static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>(std::max(1, workers), k)));
+  const int n = RowBlocks(k, workers);
   const auto bound = [k, n](int i) { return k * i / n; };
   if (n == 1) {
     block(0, 0, k);
@@ -259,8 +263,8 @@ void BackwardInBlocks(
   std::vector<torch::Tensor> inputs = module.parameters();
   const size_t num_parameters = inputs.size();
   inputs.insert(inputs.end(), leaves.begin(), leaves.end());
-  std::vector<torch::autograd::variable_list> grads(static_cast<size_t>(
-      std::max<int64_t>(1, std::min<int64_t>(std::max(1, workers), k))));
+  std::vector<torch::autograd::variable_list> grads(
+      static_cast<size_t>(RowBlocks(k, workers)));
   RunRowBlocks(k, workers, [&](int index, int64_t begin, int64_t end) {
     grads[index] = torch::autograd::grad({block_loss(leaves, begin, end)},
                                          inputs, {}, /*retain_graph=*/false,

@@ -89,6 +89,10 @@ class PlacementPolicyImpl : public torch::nn::Module {
 PlacementPolicyImpl::RowsLoss RowShare(PlacementPolicyImpl::RowsLoss mean_loss,
                                        int64_t k);
 
+// How many blocks RunRowBlocks splits k rows into: min(workers, k), at
+// least 1.
+int RowBlocks(int64_t k, int workers);
+
 // Runs block(index, begin, end) on min(workers, k) contiguous blocks of
 // [0, k), the first on the calling thread and each other on its own
 // thread with the caller's LibTorch thread count, grad mode and inference

@@ -200,19 +200,27 @@ inline void AverageGradients(torch::nn::Module* module,
   }
 }
 
-// One optimizer step on `loss`: zero the gradients, backpropagate, average
-// them with `average` when given, clip the gradient norm of `module`'s
+// The end of an optimizer step whose gradients are in place: average them
+// with `average` when given, clip the gradient norm of `module`'s
 // parameters to `grad_clip` (0: no clipping), step.
-inline void GradientStep(const torch::Tensor& loss, torch::nn::Module* module,
-                         torch::optim::Optimizer* optimizer, double grad_clip,
-                         const GradientAveraging& average = {}) {
-  optimizer->zero_grad();
-  loss.backward();
+inline void ApplyGradients(torch::nn::Module* module,
+                           torch::optim::Optimizer* optimizer, double grad_clip,
+                           const GradientAveraging& average = {}) {
   AverageGradients(module, average);
   if (grad_clip > 0) {
     torch::nn::utils::clip_grad_norm_(module->parameters(), grad_clip);
   }
   optimizer->step();
+}
+
+// One optimizer step on `loss`: zero the gradients, backpropagate, then
+// ApplyGradients.
+inline void GradientStep(const torch::Tensor& loss, torch::nn::Module* module,
+                         torch::optim::Optimizer* optimizer, double grad_clip,
+                         const GradientAveraging& average = {}) {
+  optimizer->zero_grad();
+  loss.backward();
+  ApplyGradients(module, optimizer, grad_clip, average);
 }
 
 // GradientStep on the loss `loss` gives the rows of `actions` (the
@@ -225,11 +233,7 @@ inline void GradientStepRows(PlacementPolicyImpl* policy,
                              const GradientAveraging& average = {}) {
   optimizer->zero_grad();
   policy->BackwardRows(actions, loss);
-  AverageGradients(policy, average);
-  if (grad_clip > 0) {
-    torch::nn::utils::clip_grad_norm_(policy->parameters(), grad_clip);
-  }
-  optimizer->step();
+  ApplyGradients(policy, optimizer, grad_clip, average);
 }
 
 // A policy and its optimizer in a checkpoint, under "policy" and

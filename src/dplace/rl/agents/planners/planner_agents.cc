@@ -445,12 +445,8 @@ class PlannerAgent : public Agent {
     }
     placer_->BackwardRows(input, actions, PlacerShaping(/*sampling=*/false),
                           settings_.search.workers, share, extra);
-    AverageGradients(modules_.get(), gradient_averaging());
-    if (settings_.grad_clip > 0) {
-      torch::nn::utils::clip_grad_norm_(modules_->parameters(),
-                                        settings_.grad_clip);
-    }
-    optimizer_->step();
+    ApplyGradients(modules_.get(), optimizer_.get(), settings_.grad_clip,
+                   gradient_averaging());
   }
 
   // Maximum likelihood of the best `elites` placements (with their

@@ -131,6 +131,16 @@ TEST(ExecutorTest, TwoBranchesOnTwoCpuDevicesRunFasterThanOnOne) {
     one = std::min(one, a->step_time);
     two = std::min(two, b->step_time);
   }
+  // Other work that started during the measurements takes the second core
+  // as well: a comparison the machine did not allow, not a failure.
+  if (two >= 0.8 * one) {
+    const double after = ParallelRatio();
+    if (after > 0.7) {
+      GTEST_SKIP() << "one device " << one << " s, two " << two
+                   << " s, while two plain threads took " << after
+                   << " of one thread's time: the second core was taken";
+    }
+  }
   // Two cores work at once: ideally half; well under the one-device time.
   EXPECT_LT(two, 0.8 * one)
       << "one device " << one << " s, two " << two << " s";

@@ -374,6 +374,12 @@ class PlannerAgent : public Agent {
   }
   static LogitShaping GrouperShaping() { return LogitShaping(); }
 
+  // The learned grouper's log-probabilities [U, K] given its hidden states.
+  torch::Tensor GrouperLogProbs(const torch::Tensor& hidden) {
+    return PolicyLogProbs(grouper_->UnitLogits(features_, hidden),
+                          torch::zeros({}), GrouperShaping());
+  }
+
   PlacerInput LearnedInput(const torch::Tensor& grouping,
                            const torch::Tensor& hidden) {
     PlacerInput input = MakeGroupEmbeddings(features_, grouping, num_groups_);
@@ -397,8 +403,7 @@ class PlannerAgent : public Agent {
     }
     if (learned_) {
       const torch::Tensor hidden = grouper_->Hidden(features_);
-      j.grouper = PolicyLogProbs(grouper_->UnitLogits(features_, hidden),
-                                 torch::zeros({}), GrouperShaping());
+      j.grouper = GrouperLogProbs(hidden);
       j.placer =
           placer_->LogProbs(LearnedInput(grouping, hidden), actions, shaping);
     } else {
@@ -438,9 +443,7 @@ class PlannerAgent : public Agent {
     torch::Tensor extra;
     if (learned_) {
       const torch::Tensor hidden = grouper_->Hidden(features_);
-      extra =
-          grouper_term(PolicyLogProbs(grouper_->UnitLogits(features_, hidden),
-                                      torch::zeros({}), GrouperShaping()));
+      extra = grouper_term(GrouperLogProbs(hidden));
       input = LearnedInput(pending_grouping_, hidden);
     }
     placer_->BackwardRows(input, actions, PlacerShaping(/*sampling=*/false),

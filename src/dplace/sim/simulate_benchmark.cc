@@ -77,9 +77,11 @@ void Run(benchmark::State& state, bool random_placement, bool bounds) {
   SimOptions options;
   options.compute_bounds = bounds;
   double step_time = 0;
+  int64_t events = 0;
   for (auto _ : state) {
     StatusOr<SimResult> r = sim.Simulate(placement, options);
     step_time = r->step_time;
+    events = r->events;
   }
   // Seconds of CPU per op: shown as e.g. "180n" (180 ns).
   state.counters["per_op"] = benchmark::Counter(
@@ -87,6 +89,7 @@ void Run(benchmark::State& state, bool random_placement, bool bounds) {
                                    benchmark::Counter::kInvert);
   state.counters["edges"] = problem.graph.num_edges();
   state.counters["step_s"] = step_time;
+  state.counters["events"] = static_cast<double>(events);
 }
 
 void BM_SimulateRandomPlacement(benchmark::State& state) {

@@ -209,6 +209,8 @@ struct Simulator::Topology {
   std::vector<int64_t> start_bytes;  // Outputs plus scratch, at op start.
   std::vector<int64_t> temporary_bytes;
   std::vector<int64_t> persistent_bytes;
+  std::vector<OpId> sources;     // Ops without inputs, in id order.
+  std::vector<OpId> persistent;  // Ops with persistent bytes, in id order.
   // Per (from, to) device pair: the route's summed latency (hand-offs
   // included) and seconds per byte, for control edges and the placed
   // critical path.
@@ -249,6 +251,8 @@ struct Simulator::Topology {
       start_bytes.push_back(bytes);
       temporary_bytes.push_back(g.temporary_bytes(op));
       persistent_bytes.push_back(g.persistent_bytes(op));
+      if (in_begin[op] == in_begin[op + 1]) sources.push_back(op);
+      if (g.persistent_bytes(op) > 0) persistent.push_back(op);
     }
     consumer_begin.push_back(0);
     for (OpId op = 0; op < n; ++op) {
@@ -277,12 +281,14 @@ struct Simulator::Topology {
 };
 
 struct Simulator::Scratch {
-  std::vector<double> op_time;        // Per op: time on its device.
-  std::vector<double> op_scale;       // Per device: its shared-host factor.
-  std::vector<uint8_t> device_used;   // Per device: has ops.
-  std::vector<int32_t> pending;       // Per op: inputs not yet there.
-  std::vector<int32_t> slot_of_op;    // Per op: compute slot it ran on.
-  std::vector<int32_t> tensor_refs;   // Per tensor: holders of the source.
+  std::vector<double> op_time;       // Per op: time on its device.
+  std::vector<double> op_scale;      // Per device: its shared-host factor.
+  std::vector<uint8_t> device_used;  // Per device: has ops.
+  std::vector<int32_t> pending;      // Per op: inputs not yet there.
+  std::vector<int32_t> slot_of_op;   // Per op: compute slot it ran on.
+  // Per tensor: holders of the source copy (local consumers and first hops),
+  // counted when its producer finishes.
+  std::vector<int32_t> tensor_refs;
   std::vector<int32_t> arc_transfer;  // Per in arc: its Transfer, if remote.
   std::vector<Transfer> transfers;
   std::vector<Fifo> link_queues;
@@ -294,7 +300,9 @@ struct Simulator::Scratch {
   std::vector<int64_t> memory;  // Per device, current bytes.
   std::vector<std::pair<TensorId, DeviceId>> sends;  // Of one finishing op.
   std::vector<int32_t> sends_transfer;
-  std::vector<double> path_finish;  // For the placed critical path.
+  // Per finished op: its finish on the placed critical path (see
+  // Run::paths_).
+  std::vector<double> path_finish;
   std::vector<double> device_load;  // Per device: op and copy seconds.
   EventQueue heap;
 
@@ -312,8 +320,7 @@ struct Simulator::Scratch {
   // saves less than that, so positions below kWorthSaving are skipped.
   std::vector<double> reach;
   std::vector<int64_t> finish_event;
-  std::vector<OpId> changed;        // Ops placed differently from `base`.
-  std::vector<uint8_t> is_changed;  // Per op.
+  std::vector<OpId> changed;  // Ops placed differently from `base`.
 };
 
 // What changes during the event loop, copied at an event boundary.
@@ -321,6 +328,7 @@ struct Simulator::Checkpoint {
   int64_t event = 0;  // Taken before this event was popped.
   uint64_t seq = 0;
   int finished = 0;
+  bool paths = false;  // Every op finished so far has its path_finish.
   std::vector<int32_t> pending, slot_of_op, tensor_refs, arc_transfer;
   std::vector<Transfer> transfers;
   std::vector<Fifo> link_queues, ready;
@@ -368,24 +376,26 @@ class Simulator::Run {
         device_(placement),
         options_(options),
         s_(*s),
-        r_(*result) {}
+        r_(*result),
+        paths_(options.compute_bounds),
+        prefix_paths_(paths_) {}
 
   // A full run: from the initial state.
   void Start() {
     Reset();
-    const int n = static_cast<int>(device_.size());
-    for (OpId op = 0; op < n; ++op) {
-      if (s_.pending[op] == 0) s_.ready[device_[op]].Push(op);
-    }
+    for (OpId op : t_.sources) s_.ready[device_[op]].Push(op);
     for (DeviceId d = 0; d < c_.num_devices(); ++d) StartReady(d, 0.0);
   }
 
   // An incremental run: from snapshot `c` of a run of `s_.base`, taken
   // before any event read the device of an op in `s_.changed`. What depends
-  // on those devices is patched: their op times, the persistent bytes of
-  // the devices they left and joined, and the count of local holders of
-  // the tensors they consume and produce. The snapshots up to `c` are
-  // patched alike and kept; the later ones are replaced as the run goes.
+  // on those devices is patched: their op times, and the persistent bytes
+  // of the devices they left and joined. (The holders of a tensor are
+  // counted when its producer finishes, and no producer of a changed op
+  // has.) The snapshots up to `c` are patched alike and kept;
+  // the later ones are replaced as the run goes. The placed critical path
+  // of the ops finished before `c` is the one the run that finished them
+  // computed (when `c` says they have one).
   void Resume(int checkpoint) {
     for (int i = 0; i <= checkpoint; ++i) Patch(&s_.checkpoints[i]);
     s_.num_checkpoints = checkpoint + 1;
@@ -399,6 +409,7 @@ class Simulator::Run {
     for (OpId op : s_.changed) {
       s_.op_time[op] = cost_.OpTime(op, device_[op]) * s_.op_scale[device_[op]];
     }
+    prefix_paths_ = paths_ && c.paths;
     next_checkpoint_ = c.event + s_.checkpoint_every;
   }
 
@@ -450,7 +461,7 @@ class Simulator::Run {
   // the accounting. Returns the first device that breaks this, or -1.
   DeviceId FirstLeakingDevice() const {
     std::vector<int64_t> persistent(c_.num_devices(), 0);
-    for (size_t op = 0; op < device_.size(); ++op) {
+    for (OpId op : t_.persistent) {
       persistent[device_[op]] += t_.persistent_bytes[op];
     }
     for (DeviceId d = 0; d < c_.num_devices(); ++d) {
@@ -459,8 +470,9 @@ class Simulator::Run {
     return -1;
   }
 
-  // Placement-dependent bounds; needs the run's link times.
-  void ComputeBounds(const std::vector<OpId>& topological_order) {
+  // Placement-dependent bounds; needs the run's link times (the placed
+  // critical path is computed as ops finish).
+  void ComputeBounds() {
     LowerBounds& b = r_.bounds;
     // Copies made by a destination load its slots, not a serial channel.
     std::vector<double>& load = s_.device_load;
@@ -476,28 +488,6 @@ class Simulator::Run {
       b.device_load =
           std::max(b.device_load, load[d] / c_.device(d).compute_slots);
     }
-    s_.path_finish.assign(device_.size(), 0.0);
-    for (OpId op : topological_order) {
-      const DeviceId d = device_[op];
-      double start = 0;
-      for (int32_t a = t_.in_begin[op]; a < t_.in_begin[op + 1]; ++a) {
-        const Topology::Arc& arc = t_.in_arcs[a];
-        double arrival = s_.path_finish[arc.op];
-        const DeviceId from = device_[arc.op];
-        if (from != d) {
-          const size_t pair = static_cast<size_t>(from) * t_.num_devices + d;
-          arrival += t_.route_latency[pair];
-          if (arc.tensor != kControlEdge) {
-            arrival +=
-                t_.tensor_bytes[arc.tensor] * t_.route_seconds_per_byte[pair];
-          }
-        }
-        start = std::max(start, arrival);
-      }
-      s_.path_finish[op] = start + s_.op_time[op];
-      b.placed_critical_path =
-          std::max(b.placed_critical_path, s_.path_finish[op]);
-    }
   }
 
  private:
@@ -509,15 +499,16 @@ class Simulator::Run {
     c.event = events_;
     c.seq = seq_;
     c.finished = finished_;
+    c.paths = prefix_paths_ || finished_ == 0;
     CopyLoopState(s_, &c);
     c.result = r_;
   }
 
   // Makes snapshot `c` of a run of s_.base one of a run of device_ (see
-  // Resume). Before `c`, no changed op has started and none of their input
-  // and output tensors has been released, so their holder counts are still
-  // the initial ones, and the persistent bytes are the only memory that
-  // moved: peak and current bytes shift by the same amount.
+  // Resume). Before `c`, no changed op and none of their producers has
+  // finished, so no holder of their tensors is counted yet, and the
+  // persistent bytes are the only memory that moved: peak and current bytes
+  // shift by the same amount.
   void Patch(Checkpoint* c) const {
     const Placement& old = s_.base;
     for (OpId op : s_.changed) {
@@ -526,19 +517,6 @@ class Simulator::Run {
       c->result.device_peak_bytes[old[op]] -= bytes;
       c->memory[device_[op]] += bytes;
       c->result.device_peak_bytes[device_[op]] += bytes;
-      for (int32_t a = t_.in_begin[op]; a < t_.in_begin[op + 1]; ++a) {
-        const Topology::Arc& arc = t_.in_arcs[a];
-        if (arc.tensor == kControlEdge) continue;
-        c->tensor_refs[arc.tensor] +=
-            (device_[arc.op] == device_[op]) - (old[arc.op] == old[op]);
-      }
-      for (int32_t a = t_.out_begin[op]; a < t_.out_begin[op + 1]; ++a) {
-        const Topology::Arc& arc = t_.out_arcs[a];
-        // An arc between two changed ops was counted as the consumer's.
-        if (arc.tensor == kControlEdge || s_.is_changed[arc.op]) continue;
-        c->tensor_refs[arc.tensor] +=
-            (device_[arc.op] == device_[op]) - (old[arc.op] == old[op]);
-      }
     }
   }
 
@@ -546,25 +524,21 @@ class Simulator::Run {
     const int n = static_cast<int>(device_.size());
     const int num_devices = c_.num_devices();
     s_.pending.resize(n);
+    for (OpId op = 0; op < n; ++op) {
+      s_.pending[op] = t_.in_begin[op + 1] - t_.in_begin[op];
+    }
     s_.slot_of_op.resize(n);
     s_.op_time.resize(n);
+    s_.path_finish.resize(n);
     HostScales(c_, device_, &s_.device_used, &s_.op_scale);
-    // One pass over the ops: times, inputs to wait for, local holders of
-    // each tensor, persistent bytes.
     s_.tensor_refs.assign(t_.tensor_bytes.size(), 0);
     s_.memory.assign(num_devices, 0);
     for (OpId op = 0; op < n; ++op) {
       const DeviceId d = device_[op];
       s_.op_time[op] = cost_.OpTime(op, d) * s_.op_scale[d];
-      s_.memory[d] += t_.persistent_bytes[op];
-      const int32_t begin = t_.in_begin[op], end = t_.in_begin[op + 1];
-      s_.pending[op] = end - begin;
-      for (int32_t a = begin; a < end; ++a) {
-        const Topology::Arc& arc = t_.in_arcs[a];
-        if (arc.tensor != kControlEdge && device_[arc.op] == d) {
-          ++s_.tensor_refs[arc.tensor];
-        }
-      }
+    }
+    for (OpId op : t_.persistent) {
+      s_.memory[device_[op]] += t_.persistent_bytes[op];
     }
     s_.arc_transfer.assign(t_.in_arcs.size(), -1);
     s_.transfers.clear();
@@ -668,8 +642,11 @@ class Simulator::Run {
     s_.slot_busy[s_.slot_of_op[op]] = 0;
 
     // Inputs: this op no longer holds them.
+    double path_start = 0;
     for (int32_t a = t_.in_begin[op]; a < t_.in_begin[op + 1]; ++a) {
-      const TensorId t = t_.in_arcs[a].tensor;
+      const Topology::Arc& arc = t_.in_arcs[a];
+      if (paths_) path_start = std::max(path_start, PathArrival(arc, d));
+      const TensorId t = arc.tensor;
       if (t == kControlEdge) continue;
       const int32_t tr = s_.arc_transfer[a];
       if (tr < 0) {
@@ -678,8 +655,15 @@ class Simulator::Run {
         Free(d, t_.tensor_bytes[t]);
       }
     }
+    if (paths_) {
+      const double finish = path_start + s_.op_time[op];
+      s_.path_finish[op] = finish;
+      r_.bounds.placed_critical_path =
+          std::max(r_.bounds.placed_critical_path, finish);
+    }
 
-    // Outputs: wake local consumers, send once per remote device.
+    // Outputs: wake local consumers (they hold the tensor), send once per
+    // remote device.
     s_.sends.clear();
     s_.sends_transfer.clear();
     for (int32_t a = t_.out_begin[op]; a < t_.out_begin[op + 1]; ++a) {
@@ -687,6 +671,7 @@ class Simulator::Run {
       const DeviceId to = device_[arc.op];
       if (to == d) {
         Satisfy(arc.op);
+        if (arc.tensor != kControlEdge) ++s_.tensor_refs[arc.tensor];
       } else if (arc.tensor == kControlEdge) {
         Push(now +
                  t_.route_latency[static_cast<size_t>(d) * t_.num_devices + to],
@@ -701,6 +686,23 @@ class Simulator::Run {
       if (s_.tensor_refs[t] == 0) Free(d, t_.tensor_bytes[t]);
     }
     StartReady(d, now);
+  }
+
+  // When an input along `arc` reaches `d` on the placed critical path: its
+  // producer's finish, plus the route's latency and bytes when the producer
+  // is elsewhere (transfers uncontended).
+  double PathArrival(const Topology::Arc& arc, DeviceId d) const {
+    double arrival = s_.path_finish[arc.op];
+    const DeviceId from = device_[arc.op];
+    if (from != d) {
+      const size_t pair = static_cast<size_t>(from) * t_.num_devices + d;
+      arrival += t_.route_latency[pair];
+      if (arc.tensor != kControlEdge) {
+        arrival +=
+            t_.tensor_bytes[arc.tensor] * t_.route_seconds_per_byte[pair];
+      }
+    }
+    return arrival;
   }
 
   // The transfer of `t` to `to`, started on the first request.
@@ -810,6 +812,11 @@ class Simulator::Run {
   const SimOptions& options_;
   Scratch& s_;
   SimResult& r_;
+  // Compute the placed critical path as ops finish (for the bounds).
+  const bool paths_;
+  // Every finished op has its path_finish: a full run that computes paths,
+  // or one resumed from a snapshot that had them.
+  bool prefix_paths_;
   uint64_t seq_ = 0;
   int finished_ = 0;
   int64_t events_ = 0;  // Index of the event being processed.
@@ -841,12 +848,11 @@ Simulator::Simulator(Simulator&&) noexcept = default;
 double Simulator::critical_path_bound() const { return critical_path_; }
 double Simulator::total_work_bound() const { return total_work_; }
 
-int Simulator::ResumePoint(const Placement& placement) {
+int Simulator::ResumePoint(const Placement& placement, bool paths) {
   Scratch& s = *scratch_;
   if (!s.have_base) return -1;
   const Topology& t = *topology_;
   const int n = static_cast<int>(placement.size());
-  for (OpId op : s.changed) s.is_changed[op] = 0;
   s.changed.clear();
   // The first event that reads a changed op's device: its first producer's
   // completion (or the start, for an op without inputs).
@@ -856,7 +862,6 @@ int Simulator::ResumePoint(const Placement& placement) {
   for (OpId op = 0; op < n; ++op) {
     if (placement[op] == s.base[op]) continue;
     s.changed.push_back(op);
-    s.is_changed[op] = 1;
     if (t.in_begin[op] == t.in_begin[op + 1]) source = true;
     for (int32_t a = t.in_begin[op]; a < t.in_begin[op + 1]; ++a) {
       first = std::min(first, s.finish_event[t.in_arcs[a].op]);
@@ -873,9 +878,13 @@ int Simulator::ResumePoint(const Placement& placement) {
   std::vector<double> scale;
   HostScales(cost_->cluster(), placement, &used, &scale);
   if (scale != s.op_scale) return -1;
-  // The last snapshot taken no later than `first`.
+  // The last snapshot taken no later than `first` (with the placed critical
+  // path of its finished ops, when the bounds are asked for).
   int i = s.num_checkpoints - 1;
-  while (i >= 0 && s.checkpoints[i].event > first) --i;
+  while (i >= 0 && (s.checkpoints[i].event > first ||
+                    (paths && !s.checkpoints[i].paths))) {
+    --i;
+  }
   return i;
 }
 
@@ -890,7 +899,8 @@ StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
   Scratch& s = *scratch_;
   const bool incremental = options.incremental && !options.record_timeline;
   Run run(*cost_, *topology_, placement, options, &s, &result);
-  const int checkpoint = incremental ? ResumePoint(placement) : -1;
+  const int checkpoint =
+      incremental ? ResumePoint(placement, options.compute_bounds) : -1;
   if (checkpoint >= 0) {
     run.Resume(checkpoint);
   } else {
@@ -901,7 +911,6 @@ StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
           8, (graph.num_ops() + graph.num_edges()) / kSnapshotPositions);
       if (s.reach.empty()) s.reach.assign(kSnapshotPositions, 1.0);
       s.finish_event.resize(graph.num_ops());
-      s.is_changed.assign(graph.num_ops(), 0);
       s.changed.clear();
     }
     run.Start();
@@ -924,7 +933,11 @@ StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
   }
   result.bounds.critical_path = critical_path_;
   result.bounds.total_work = total_work_;
-  if (options.compute_bounds) run.ComputeBounds(graph.topological_order());
+  if (options.compute_bounds) {
+    run.ComputeBounds();
+  } else {
+    result.bounds.placed_critical_path = 0;
+  }
   return result;
 }
 

@@ -131,7 +131,9 @@ class Simulator {
   struct Scratch;     // Per-run state, reused between runs.
   struct Checkpoint;  // A snapshot of a run's state (incremental runs).
   // The snapshot an incremental run of `placement` can resume from, or -1.
-  int ResumePoint(const Placement& placement);
+  // `paths`: the run computes the bounds, so the snapshot must hold the
+  // placed critical path of the ops finished before it.
+  int ResumePoint(const Placement& placement, bool paths);
   const CostModel* cost_;
   double critical_path_ = 0;
   double total_work_ = 0;

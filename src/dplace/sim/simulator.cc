@@ -100,6 +100,10 @@ struct Transfer {
   int16_t num_hops;
   int32_t consumer_refs;  // Consumer edges on the destination not yet done.
   int32_t slot;  // The compute slot making the current hop's copy, or -1.
+  // The out arcs to the consumers waiting for it, in arc order: a list
+  // through Scratch::next_waiter, -1 for none.
+  int32_t first_waiter;
+  int32_t last_waiter;
 };
 
 // A FIFO of ids: a link channel's queue (transfers) or a device's ready
@@ -200,10 +204,6 @@ struct Simulator::Topology {
   std::vector<int32_t> out_begin, in_begin;  // num_ops + 1 each.
   std::vector<Arc> out_arcs, in_arcs;
   std::vector<int32_t> output_begin;  // num_ops + 1: tensors of each op.
-  // Per tensor: its consumers, consumer_ops[consumer_begin[t],
-  // consumer_begin[t + 1]), in the order of the producer's out arcs.
-  std::vector<int32_t> consumer_begin;
-  std::vector<OpId> consumer_ops;
   std::vector<int64_t> tensor_bytes;
   std::vector<OpId> producer;
   std::vector<int64_t> start_bytes;  // Outputs plus scratch, at op start.
@@ -254,15 +254,6 @@ struct Simulator::Topology {
       if (in_begin[op] == in_begin[op + 1]) sources.push_back(op);
       if (g.persistent_bytes(op) > 0) persistent.push_back(op);
     }
-    consumer_begin.push_back(0);
-    for (OpId op = 0; op < n; ++op) {
-      for (TensorId t = output_begin[op]; t < output_begin[op + 1]; ++t) {
-        for (int32_t a = out_begin[op]; a < out_begin[op + 1]; ++a) {
-          if (out_arcs[a].tensor == t) consumer_ops.push_back(out_arcs[a].op);
-        }
-        consumer_begin.push_back(static_cast<int32_t>(consumer_ops.size()));
-      }
-    }
     for (DeviceId a = 0; a < num_devices; ++a) {
       for (DeviceId b = 0; b < num_devices; ++b) {
         double latency = 0, seconds_per_byte = 0;
@@ -290,6 +281,7 @@ struct Simulator::Scratch {
   // counted when its producer finishes.
   std::vector<int32_t> tensor_refs;
   std::vector<int32_t> arc_transfer;  // Per in arc: its Transfer, if remote.
+  std::vector<int32_t> next_waiter;   // Per out arc (see Transfer).
   std::vector<Transfer> transfers;
   std::vector<Fifo> link_queues;
   std::vector<char> link_busy;
@@ -329,7 +321,8 @@ struct Simulator::Checkpoint {
   uint64_t seq = 0;
   int finished = 0;
   bool paths = false;  // Every op finished so far has its path_finish.
-  std::vector<int32_t> pending, slot_of_op, tensor_refs, arc_transfer;
+  std::vector<int32_t> pending, slot_of_op, tensor_refs, arc_transfer,
+      next_waiter;
   std::vector<Transfer> transfers;
   std::vector<Fifo> link_queues, ready;
   std::vector<char> link_busy, slot_busy;
@@ -348,6 +341,7 @@ void CopyLoopState(const From& from, To* to) {
   to->slot_of_op = from.slot_of_op;
   to->tensor_refs = from.tensor_refs;
   to->arc_transfer = from.arc_transfer;
+  to->next_waiter = from.next_waiter;
   to->transfers = from.transfers;
   to->link_queues.resize(from.link_queues.size());
   for (size_t i = 0; i < from.link_queues.size(); ++i) {
@@ -541,6 +535,7 @@ class Simulator::Run {
       s_.memory[device_[op]] += t_.persistent_bytes[op];
     }
     s_.arc_transfer.assign(t_.in_arcs.size(), -1);
+    s_.next_waiter.resize(t_.out_arcs.size());
     s_.transfers.clear();
     s_.link_queues.resize(c_.num_links());
     for (Fifo& f : s_.link_queues) f.Clear();
@@ -677,9 +672,17 @@ class Simulator::Run {
                  t_.route_latency[static_cast<size_t>(d) * t_.num_devices + to],
              arc.op, kControlArrival);
       } else {
-        const int32_t tr = SendOnce(arc.tensor, d, to, now);
-        s_.arc_transfer[arc.in_arc] = tr;
-        ++s_.transfers[tr].consumer_refs;
+        const int32_t index = SendOnce(arc.tensor, d, to, now);
+        s_.arc_transfer[arc.in_arc] = index;
+        Transfer& tr = s_.transfers[index];
+        ++tr.consumer_refs;
+        s_.next_waiter[a] = -1;
+        if (tr.last_waiter < 0) {
+          tr.first_waiter = a;
+        } else {
+          s_.next_waiter[tr.last_waiter] = a;
+        }
+        tr.last_waiter = a;
       }
     }
     for (TensorId t = t_.output_begin[op]; t < t_.output_begin[op + 1]; ++t) {
@@ -716,7 +719,8 @@ class Simulator::Run {
     const int32_t route = t_.route_begin[pair];
     s_.transfers.push_back(
         {t, route, to, 0,
-         static_cast<int16_t>(t_.route_begin[pair + 1] - route), 0, -1});
+         static_cast<int16_t>(t_.route_begin[pair + 1] - route), 0, -1, -1,
+         -1});
     s_.sends.push_back(key);
     s_.sends_transfer.push_back(tr);
     ++s_.tensor_refs[t];  // The first hop reads the source copy.
@@ -755,8 +759,10 @@ class Simulator::Run {
   // -1) or on a compute slot of the link's destination.
   void BeginHop(int32_t index, LinkId link, int32_t slot, double now) {
     Transfer& tr = s_.transfers[index];
-    // The arrival reads the tensor's consumers.
-    __builtin_prefetch(t_.consumer_ops.data() + t_.consumer_begin[tr.tensor]);
+    // The arrival reads its waiters.
+    if (tr.first_waiter >= 0) {
+      __builtin_prefetch(t_.out_arcs.data() + tr.first_waiter);
+    }
     const int64_t bytes = t_.tensor_bytes[tr.tensor];
     // CostModel::LinkTime, inline.
     const Link& l = c_.link(link);
@@ -797,10 +803,8 @@ class Simulator::Run {
       return;
     }
     // Arrived: every consumer of the tensor on the destination has it.
-    for (int32_t i = t_.consumer_begin[tr.tensor];
-         i < t_.consumer_begin[tr.tensor + 1]; ++i) {
-      const OpId consumer = t_.consumer_ops[i];
-      if (device_[consumer] == tr.destination) Satisfy(consumer);
+    for (int32_t a = tr.first_waiter; a >= 0; a = s_.next_waiter[a]) {
+      Satisfy(t_.out_arcs[a].op);
     }
     StartReady(tr.destination, now);
   }

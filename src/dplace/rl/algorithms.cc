@@ -13,9 +13,15 @@ torch::Tensor ActionLogProbs(const torch::Tensor& log_probs,
 
 torch::Tensor ReinforceLoss(const torch::Tensor& log_probs,
                             const torch::Tensor& actions,
-                            const torch::Tensor& advantages) {
+                            const torch::Tensor& advantages,
+                            double entropy_bonus) {
   const torch::Tensor per_sample = ActionLogProbs(log_probs, actions).sum(1);
-  return -(advantages.to(per_sample.dtype()) * per_sample).mean();
+  torch::Tensor loss = -(advantages.to(per_sample.dtype()) * per_sample).mean();
+  if (entropy_bonus != 0) {
+    const torch::Tensor entropy = -(log_probs.exp() * log_probs).sum({1, 2});
+    loss = loss - entropy_bonus * entropy.mean();
+  }
+  return loss;
 }
 
 torch::Tensor PpoLoss(const torch::Tensor& log_probs,

@@ -17,10 +17,12 @@ torch::Tensor ActionLogProbs(const torch::Tensor& log_probs,
                              const torch::Tensor& actions);
 
 // REINFORCE (Williams 1992; ColocRL eq. 2): -(1/k) sum_i A_i log f(a_i),
-// with `advantages` [k] (reward minus baseline).
+// with `advantages` [k] (reward minus baseline), minus `entropy_bonus`
+// times the mean over placements of the summed per-group entropies.
 torch::Tensor ReinforceLoss(const torch::Tensor& log_probs,
                             const torch::Tensor& actions,
-                            const torch::Tensor& advantages);
+                            const torch::Tensor& advantages,
+                            double entropy_bonus = 0);
 
 struct PpoSettings {
   // Clipped surrogate (Schulman et al. 2017) when > 0: the ratio is clipped

@@ -155,6 +155,40 @@ TEST(PpoLossTest, KlPenaltyIsTheExactDivergence) {
   EXPECT_NEAR(loss, 2 * kl, 1e-6);
 }
 
+TEST(ReinforceLossTest, EntropyBonusIsTheMeanSummedEntropy) {
+  // Two placements of two groups; the second group's last device is masked
+  // (probability 0), which must add nothing (not NaN) to the entropy.
+  const torch::Tensor p = torch::tensor({{{0.5, 0.5, 0.0}, {0.8, 0.2, 0.0}},
+                                         {{0.25, 0.25, 0.5}, {1.0, 0.0, 0.0}}},
+                                        torch::kDouble);
+  const torch::Tensor log_probs = torch::log(p).clamp_min(-1e9);
+  const torch::Tensor actions = torch::tensor({{0, 1}, {2, 0}}, torch::kLong);
+  const torch::Tensor advantages = torch::tensor({0.5, -1.0}, torch::kDouble);
+  const double plain =
+      ReinforceLoss(log_probs, actions, advantages).item<double>();
+  const double with =
+      ReinforceLoss(log_probs, actions, advantages, 0.1).item<double>();
+  auto h = [](std::vector<double> q) {
+    double sum = 0;
+    for (double x : q) sum -= x > 0 ? x * std::log(x) : 0;
+    return sum;
+  };
+  const double entropy = 0.5 * (h({0.5, 0.5}) + h({0.8, 0.2}) +
+                                h({0.25, 0.25, 0.5}) + h({1.0}));
+  EXPECT_NEAR(with, plain - 0.1 * entropy, 1e-12);
+}
+
+TEST(ReinforceLossTest, EntropyBonusAloneStepsTowardUniform) {
+  const torch::Tensor u = torch::tensor({{2.0, 0.0, -1.0}}).requires_grad_();
+  const torch::Tensor actions = torch::tensor({{0}}, torch::kLong);
+  ReinforceLoss(torch::log_softmax(u, 1).unsqueeze(0), actions,
+                torch::tensor({0.0}), 0.5)
+      .backward();
+  // Descending the loss lowers the favourite's logit, raises the others'.
+  EXPECT_GT(u.grad()[0][0].item<float>(), 0);
+  EXPECT_LT(u.grad()[0][2].item<float>(), 0);
+}
+
 TEST(SoftmaxPolicyTest, StartsUniformOverAllowedDevicesAndNeverSamplesOthers) {
   std::vector<uint8_t> allowed = AllAllowed(2, 3);
   allowed[1 * 3 + 0] = 0;  // Group 1 may not go to device 0.

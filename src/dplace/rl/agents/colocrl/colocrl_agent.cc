@@ -48,6 +48,9 @@ struct ColocRlSettings {
   double learning_rate = 3e-4;
   // Gradient-norm clipping; 0: none. Default: 1.
   double grad_clip = 1;
+  // Weight of the policy's entropy (summed over groups), added to the
+  // objective of reinforce and ppo. Default: 0 (ColocRL has none).
+  double entropy_bonus = 0;
   // "reinforce" (ColocRL) or "ppo" (clipped, per-group ratios).
   // Default: reinforce.
   ColocRlAlgorithm algorithm = ColocRlAlgorithm::kReinforce;
@@ -96,6 +99,7 @@ class ColocRlAgent : public PolicyAgent {
       const torch::Tensor advantage = UsedAdvantages(batch);
       if (settings_.algorithm == ColocRlAlgorithm::kPpo) {
         PpoSettings ppo;
+        ppo.entropy_bonus = settings_.entropy_bonus;
         torch::Tensor old;
         {
           torch::NoGradGuard no_grad;
@@ -113,7 +117,8 @@ class ColocRlAgent : public PolicyAgent {
         StepRows(actions, [&](const torch::Tensor& log_probs,
                               const torch::Tensor& rows) {
           return ReinforceLoss(log_probs, actions.index_select(0, rows),
-                               advantage.index_select(0, rows));
+                               advantage.index_select(0, rows),
+                               settings_.entropy_bonus);
         });
       }
       ++updates;
@@ -171,6 +176,7 @@ void ReadColocRlSettings(OptionReader* reader, ColocRlSettings* s) {
   reader->Int("embedding", &s->embedding);
   reader->Double("learning_rate", &s->learning_rate);
   reader->Double("grad_clip", &s->grad_clip);
+  reader->Double("entropy_bonus", &s->entropy_bonus);
   reader->Enum("algorithm", ColocRlAlgorithmNames(), &s->algorithm);
   reader->Int("ppo_steps", &s->ppo_steps);
   reader->Int("ce_every", &s->ce_every);
@@ -189,6 +195,7 @@ Status ValidateColocRlSettings(const ColocRlSettings& s) {
   }
   if (!(s.learning_rate > 0)) return bad("learning_rate must be > 0");
   if (s.grad_clip < 0) return bad("grad_clip must be >= 0");
+  if (s.entropy_bonus < 0) return bad("entropy_bonus must be >= 0");
   if (s.ppo_steps < 1 || s.elite_steps < 1) {
     return bad("ppo_steps and elite_steps must be >= 1");
   }

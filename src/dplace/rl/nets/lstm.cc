@@ -164,6 +164,14 @@ class LstmRecurrenceFunction
   static torch::autograd::variable_list backward(
       torch::autograd::AutogradContext* ctx,
       torch::autograd::variable_list grads) {
+    return Backward(ctx, grads);
+  }
+
+  // The gradients of x_gates, h0, c0 and w_hh, from what the forward pass
+  // saved: {gates, cells, tanh_c, outputs, h0, w_hh}.
+  static torch::autograd::variable_list Backward(
+      torch::autograd::AutogradContext* ctx,
+      const torch::autograd::variable_list& grads) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &gates = saved[0], &cells = saved[1],
                         &tanh_c = saved[2], &outputs = saved[3], &h0 = saved[4],
@@ -194,6 +202,50 @@ class LstmRecurrenceFunction
             .t()
             .mm(h_before.view({steps * batch, hidden}));
     return {d_gates, dh, dc, d_w_hh};
+  }
+};
+
+// LstmRecurrenceFunction with its forward pass already run: the trace's
+// buffers are its results and what its backward pass reads.
+class TracedLstmFunction
+    : public torch::autograd::Function<TracedLstmFunction> {
+ public:
+  static torch::autograd::variable_list forward(
+      torch::autograd::AutogradContext* ctx, torch::Tensor x_gates,
+      torch::Tensor h0, torch::Tensor c0, torch::Tensor w_hh,
+      torch::Tensor gates, torch::Tensor cells, torch::Tensor tanh_c,
+      torch::Tensor outputs) {
+    const int64_t steps = x_gates.size(0), batch = x_gates.size(1),
+                  hidden = w_hh.size(1);
+    if (gates.sizes() != x_gates.sizes() ||
+        cells.sizes() != torch::IntArrayRef({steps + 1, batch, hidden}) ||
+        tanh_c.sizes() != outputs.sizes() ||
+        outputs.sizes() != torch::IntArrayRef({steps, batch, hidden}) ||
+        h0.sizes() != torch::IntArrayRef({batch, hidden})) {
+      throw std::invalid_argument("LstmRecurrence: trace of other shapes");
+    }
+    (void)c0;
+    // The backward pass reads each step's [B, width] rows as one block: a
+    // block of rows of a larger trace (Narrow) will do as it is.
+    auto rows_contiguous = [](torch::Tensor& t) {
+      if (t.stride(2) != 1 || t.stride(1) != t.size(2)) t = t.contiguous();
+    };
+    rows_contiguous(gates);
+    rows_contiguous(cells);
+    rows_contiguous(tanh_c);
+    rows_contiguous(outputs);
+    ctx->save_for_backward(
+        {gates, cells, tanh_c, outputs, h0.contiguous(), w_hh});
+    return {outputs, outputs[steps - 1].clone(), cells[steps].clone()};
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grads) {
+    torch::autograd::variable_list d =
+        LstmRecurrenceFunction::Backward(ctx, grads);
+    d.resize(8);  // No gradient for the trace.
+    return d;
   }
 };
 
@@ -261,10 +313,30 @@ torch::Tensor RecurrentProducts::operator()(int64_t t, const torch::Tensor& x) {
 
 LstmSequence LstmRecurrence(const torch::Tensor& x_gates,
                             const torch::Tensor& h0, const torch::Tensor& c0,
-                            const torch::Tensor& w_hh) {
+                            const torch::Tensor& w_hh, const LstmTrace* trace) {
   const torch::autograd::variable_list out =
-      LstmRecurrenceFunction::apply(x_gates, h0, c0, w_hh);
+      trace == nullptr ? LstmRecurrenceFunction::apply(x_gates, h0, c0, w_hh)
+                       : TracedLstmFunction::apply(
+                             x_gates, h0, c0, w_hh, trace->gates, trace->cells,
+                             trace->tanh_c, trace->outputs);
   return {out[0], out[1], out[2]};
+}
+
+LstmTrace LstmTrace::Empty(int64_t steps, int64_t batch, int64_t hidden) {
+  return {torch::empty({steps, batch, 4 * hidden}),
+          torch::empty({steps + 1, batch, hidden}),
+          torch::empty({steps, batch, hidden}),
+          torch::empty({steps, batch, hidden})};
+}
+
+LstmTrace LstmTrace::Rows(const torch::Tensor& rows) const {
+  return {gates.index_select(1, rows), cells.index_select(1, rows),
+          tanh_c.index_select(1, rows), outputs.index_select(1, rows)};
+}
+
+LstmTrace LstmTrace::Narrow(int64_t begin, int64_t n) const {
+  return {gates.narrow(1, begin, n), cells.narrow(1, begin, n),
+          tanh_c.narrow(1, begin, n), outputs.narrow(1, begin, n)};
 }
 
 LstmWeights LayerWeights(torch::nn::LSTM& lstm, bool reverse) {
@@ -285,14 +357,18 @@ LstmWeights CellWeights(torch::nn::LSTMCell& cell) {
 }
 
 LstmSequence RunLstm(torch::nn::LSTM& lstm, const torch::Tensor& input,
-                     torch::Tensor h0, torch::Tensor c0, bool reverse) {
+                     torch::Tensor h0, torch::Tensor c0, bool reverse,
+                     const LstmTrace* trace) {
   const LstmWeights w = LayerWeights(lstm, reverse);
   const int64_t batch = input.size(1), hidden = w.w_hh.size(1);
   if (!h0.defined()) h0 = torch::zeros({batch, hidden});
   if (!c0.defined()) c0 = torch::zeros({batch, hidden});
   const torch::Tensor ordered = reverse ? input.flip(0) : input;
-  LstmSequence s =
-      LstmRecurrence(torch::linear(ordered, w.w_ih, w.bias), h0, c0, w.w_hh);
+  if (reverse && trace != nullptr) {
+    throw std::invalid_argument("RunLstm: a trace runs forward only");
+  }
+  LstmSequence s = LstmRecurrence(torch::linear(ordered, w.w_ih, w.bias), h0,
+                                  c0, w.w_hh, trace);
   if (reverse) s.outputs = s.outputs.flip(0);
   return s;
 }
@@ -328,6 +404,23 @@ void LstmStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
   PointwiseForward(gates, c_prev, c_next, tanh_c, h_next);
   *h = h_next;
   *c = c_next;
+}
+
+void LstmTraceStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
+                   const torch::Tensor& h0, int64_t t, int64_t begin,
+                   int64_t end, LstmTrace* trace) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = end - begin;
+  torch::Tensor gates = trace->gates[t].narrow(0, begin, n);
+  gates.copy_(x_gates);
+  const torch::Tensor h =
+      t == 0 ? h0.contiguous() : trace->outputs[t - 1].narrow(0, begin, n);
+  AddProducts(h, w_hh, /*transposed_w=*/false, /*accumulate=*/true, gates);
+  torch::Tensor c = trace->cells[t + 1].narrow(0, begin, n);
+  torch::Tensor tanh_c = trace->tanh_c[t].narrow(0, begin, n);
+  torch::Tensor h_next = trace->outputs[t].narrow(0, begin, n);
+  PointwiseForward(gates, trace->cells[t].narrow(0, begin, n), c, tanh_c,
+                   h_next);
 }
 
 }  // namespace dplace

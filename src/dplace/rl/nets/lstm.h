@@ -24,21 +24,43 @@ struct LstmSequence {
   torch::Tensor h, c;     // [B, H]: the final state.
 };
 
+// What a recurrence computes on its way and its backward pass reads: for T
+// steps of B rows, the gates' activations (i, f, g, o) [T, B, 4H], the
+// cells c_0 .. c_T [T + 1, B, H], tanh(c_t) [T, B, H] and h_1 .. h_T
+// [T, B, H]. A sampling loop that steps the recurrence itself
+// (LstmTraceStep) fills one, so that the update can take the recurrence's
+// backward pass without running it forward again.
+struct LstmTrace {
+  torch::Tensor gates, cells, tanh_c, outputs;
+
+  // Uninitialised buffers (float32) for `steps` x `batch` x `hidden`.
+  static LstmTrace Empty(int64_t steps, int64_t batch, int64_t hidden);
+  // Rows `rows` ([n] int64) of every buffer, as a new trace.
+  LstmTrace Rows(const torch::Tensor& rows) const;
+  // Rows [begin, begin + n) of every buffer, as views.
+  LstmTrace Narrow(int64_t begin, int64_t n) const;
+};
+
 // The recurrence of an LSTM layer given its gates' input part `x_gates`
 // [T, B, 4H] (x_t W_ih^T + b_ih + b_hh), the initial state `h0`, `c0`
 // [B, H] and the recurrent weights `w_hh` [4H, H]. Differentiable in all
-// four (float32, CPU).
+// four (float32, CPU). With `trace`, the forward pass is not run: its
+// results are taken from the trace, which REQUIRES it to hold the
+// recurrence of these same values (to rounding: e.g. LstmTraceStep's over
+// a table of the same gate inputs).
 LstmSequence LstmRecurrence(const torch::Tensor& x_gates,
                             const torch::Tensor& h0, const torch::Tensor& c0,
-                            const torch::Tensor& w_hh);
+                            const torch::Tensor& w_hh,
+                            const LstmTrace* trace = nullptr);
 
 // Layer 0 of `lstm` (one direction; `reverse`: the backward direction of a
 // bidirectional one, which reads the sequence from its end) over `input`
 // [T, B, I] from (`h0`, `c0`) [B, H]; undefined h0/c0 start at zero.
 // outputs[t] is the state after reading input[t] in either direction.
+// `trace`: as LstmRecurrence's (forward direction only).
 LstmSequence RunLstm(torch::nn::LSTM& lstm, const torch::Tensor& input,
                      torch::Tensor h0 = {}, torch::Tensor c0 = {},
-                     bool reverse = false);
+                     bool reverse = false, const LstmTrace* trace = nullptr);
 
 // x [B, K] W^T + bias, for `w` [N, K] and `bias` [N] (or undefined), without
 // gradient: torch::linear for the few rows of a recurrence step. Up to 8
@@ -56,6 +78,15 @@ torch::Tensor RowMm(const torch::Tensor& x, const torch::Tensor& w);
 // [B, 4H] + h W_hh^T; updates `h` and `c` [B, H] (new tensors).
 void LstmStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
               torch::Tensor* h, torch::Tensor* c);
+
+// The same step written into rows [begin, end) of step t of `trace`: it
+// reads h_{t-1} from trace->outputs[t - 1] (`h0` [end - begin, H] at
+// t = 0) and c_{t-1} from trace->cells[t] (the caller fills cells[0]), and
+// writes gates[t], cells[t + 1], tanh_c[t] and outputs[t] (h_t). Rows of
+// different [begin, end) may be stepped on different threads.
+void LstmTraceStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
+                   const torch::Tensor& h0, int64_t t, int64_t begin,
+                   int64_t end, LstmTrace* trace);
 
 // The products x_t W^T of the `steps` steps of one recurrence that reads
 // its own output (a decoder with input feeding), with W's gradient summed

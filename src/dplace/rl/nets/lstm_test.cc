@@ -254,6 +254,60 @@ TEST(Seq2SeqWorkersTest, TwoWorkersGiveTheGradientsOfOne) {
 // its update split between two workers: the gradients of one thread, for
 // the placer's parameters and for what its input depends on (the grouper,
 // here the features and the link), with an extra term added once.
+// The update after a Sample decodes the placements it drew from the
+// sampling's trace of the decoder (LstmTrace) instead of running the
+// recurrence again: the same log-probabilities and gradients as a decode
+// from scratch, for all rows in order (the trace itself) and for a subset
+// in another order (the update drops infeasible ones), with one worker or
+// two.
+TEST(Seq2SeqTraceTest, UpdateFromTheSamplingTraceEqualsAFreshDecode) {
+  Seq2SeqPolicy policy = SmallSeq2Seq(12, 3);
+  const torch::Tensor row_sets[] = {torch::tensor({3, 0, 4}, torch::kInt64),
+                                    torch::arange(5)};
+  for (int case_index = 0; case_index < 4; ++case_index) {
+    const int workers = 1 + case_index % 2;
+    const torch::Tensor& rows = row_sets[case_index / 2];
+    SCOPED_TRACE("workers " + std::to_string(workers) + ", " +
+                 std::to_string(rows.size(0)) + " rows");
+    policy->set_workers(workers);
+    torch::Tensor log_probs[2];
+    std::vector<torch::Tensor> grads[2];
+    for (bool traced : {true, false}) {
+      std::mt19937_64 rng(7);
+      torch::Tensor drawn;
+      if (traced) {
+        drawn = policy->Sample(5, &rng);
+      } else {
+        {
+          c10::InferenceMode no_trace;  // Sample keeps nothing.
+          drawn = policy->Sample(5, &rng);
+        }
+        drawn = drawn.clone();  // A normal tensor again.
+      }
+      const torch::Tensor actions = drawn.index_select(0, rows);
+      log_probs[traced] = policy->LogProbs(actions).detach();
+      for (torch::Tensor& p : policy->parameters()) {
+        p.mutable_grad() = torch::Tensor();
+      }
+      policy->BackwardRows(actions, [&](const torch::Tensor& lp,
+                                        const torch::Tensor& r) {
+        return -lp.gather(2, actions.index_select(0, r).unsqueeze(2)).sum() /
+               static_cast<double>(rows.size(0));
+      });
+      for (const torch::Tensor& p : policy->parameters()) {
+        grads[traced].push_back(p.grad().clone());
+      }
+    }
+    EXPECT_TRUE(torch::allclose(log_probs[0], log_probs[1], 1e-5, 1e-5))
+        << (log_probs[0] - log_probs[1]).abs().max().item<double>();
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 1e-4, 1e-6))
+          << "parameter " << i << " differs by "
+          << (grads[0][i] - grads[1][i]).abs().max().item<double>();
+    }
+  }
+}
+
 TEST(Seq2SeqWorkersTest, PlacerTwoWorkersGiveTheGradientsOfOne) {
   const int64_t groups = 10, devices = 3, features = 6;
   for (bool before : {false, true}) {

@@ -392,15 +392,17 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   // The encoding is computed with its graph and kept for the LogProbs that
   // follows with the same weights (REINFORCE's update), so the encoder runs
   // once per batch, not once to sample and once to learn.
+  // Inference tensors (a caller's c10::InferenceMode) cannot join a graph:
+  // then nothing is kept.
+  const bool keep = !c10::InferenceMode::is_enabled();
   Encoded encoded;
   {
-    torch::AutoGradMode with_graph(true);
+    torch::AutoGradMode with_graph(keep);
     encoded = Encode();
   }
-  // Inference tensors (a caller's c10::InferenceMode) cannot join a graph.
-  if (c10::InferenceMode::is_enabled()) {
-    sampled_encoding_.reset();
-  } else {
+  sampled_encoding_.reset();
+  sampled_trace_.reset();
+  if (keep) {
     sampled_encoding_ = encoded;
     sampled_encoding_version_ = ParameterVersion();
   }
@@ -415,14 +417,23 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   // row by row): any split of the rows draws the same placements.
   const std::vector<double> uniforms = DrawUniforms(length * k, rng);
   torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
+  // The decoder's recurrence is kept (LstmTrace): REINFORCE's update
+  // decodes these placements with these weights, and takes its backward
+  // pass from the trace instead of running the recurrence again.
+  LstmTrace trace = LstmTrace::Empty(length, k, hidden);
+  trace.cells[0].copy_(encoded.c.expand({k, hidden}));
   RunRowBlocks(k, workers(), [&](int, int64_t begin, int64_t end) {
+    // The step's own tensors need no autograd bookkeeping; the trace's
+    // buffers stay normal tensors (written in place), as the update needs.
+    c10::InferenceMode cheap_steps;
     const int64_t n = end - begin;
-    torch::Tensor h = encoded.h.expand({n, hidden}).contiguous();
-    torch::Tensor c = encoded.c.expand({n, hidden}).contiguous();
+    const torch::Tensor h0 = encoded.h.expand({n, hidden}).contiguous();
     torch::Tensor previous = torch::full({n}, num_devices(), torch::kInt64);
     torch::Tensor steps = torch::empty({length, n}, torch::kInt64);
     for (int64_t t = 0; t < length; ++t) {
-      LstmStep(device_gates.index_select(0, previous), w.w_hh, &h, &c);
+      LstmTraceStep(device_gates.index_select(0, previous), w.w_hh, h0, t,
+                    begin, end, &trace);
+      const torch::Tensor h = trace.outputs[t].narrow(0, begin, n);
       const torch::Tensor logits =
           AttentionStepLogits(h, encoded.keys, encoded.states, combine_,
                               output_, seq_mask_bias_[t]);
@@ -432,7 +443,30 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
     }
     sequence.slice(0, begin, end).copy_(steps.t());
   });
+  if (keep) {
+    sampled_trace_ =
+        SampledTrace{std::move(trace), sequence, sampled_encoding_version_};
+  }
   return sequence.index_select(1, inverse_order_);
+}
+
+std::optional<LstmTrace> Seq2SeqPolicyImpl::TraceOf(
+    const torch::Tensor& sequence) {
+  if (!sampled_trace_.has_value() ||
+      sampled_trace_->version != ParameterVersion()) {
+    return std::nullopt;
+  }
+  const torch::Tensor& sampled = sampled_trace_->sequence;
+  // [n, k]: row i of `sequence` equals sampled row j.
+  const torch::Tensor equal =
+      (sequence.unsqueeze(1) == sampled.unsqueeze(0)).all(2);
+  if (!equal.any(1).all().item<bool>()) return std::nullopt;
+  const torch::Tensor rows = equal.to(torch::kInt8).argmax(1);
+  if (rows.size(0) == sampled.size(0) &&
+      torch::equal(rows, torch::arange(rows.size(0)))) {
+    return sampled_trace_->trace;  // All of them, in order: no copy.
+  }
+  return sampled_trace_->trace.Rows(rows);
 }
 
 Seq2SeqPolicyImpl::Encoded Seq2SeqPolicyImpl::TakeEncoding() {
@@ -445,11 +479,14 @@ Seq2SeqPolicyImpl::Encoded Seq2SeqPolicyImpl::TakeEncoding() {
 }
 
 torch::Tensor Seq2SeqPolicyImpl::LogProbs(const torch::Tensor& actions) {
-  return Decode(TakeEncoding(), actions);
+  const std::optional<LstmTrace> trace =
+      TraceOf(actions.index_select(1, order_));
+  return Decode(TakeEncoding(), actions, trace ? &*trace : nullptr);
 }
 
 torch::Tensor Seq2SeqPolicyImpl::Decode(const Encoded& encoded,
-                                        const torch::Tensor& actions) {
+                                        const torch::Tensor& actions,
+                                        const LstmTrace* trace) {
   const int64_t k = actions.size(0), hidden = encoded.h.size(1);
   const torch::Tensor sequence = actions.index_select(1, order_);
   // Teacher forcing: the decoder reads the start token, then the device of
@@ -460,7 +497,8 @@ torch::Tensor Seq2SeqPolicyImpl::Decode(const Encoded& encoded,
                  1);
   const LstmSequence decoded =
       RunLstm(decoder_, device_embedding_(inputs).transpose(0, 1),
-              encoded.h.expand({k, hidden}), encoded.c.expand({k, hidden}));
+              encoded.h.expand({k, hidden}), encoded.c.expand({k, hidden}),
+              /*reverse=*/false, trace);
   const torch::Tensor log_probs = torch::log_softmax(
       Logits(encoded, decoded.outputs.transpose(0, 1), 0), -1);
   return log_probs.index_select(1, inverse_order_);
@@ -473,14 +511,19 @@ void Seq2SeqPolicyImpl::BackwardRows(const torch::Tensor& actions,
     PlacementPolicyImpl::BackwardRows(actions, loss);
     return;
   }
+  const std::optional<LstmTrace> trace =
+      TraceOf(actions.index_select(1, order_));
   const Encoded e = TakeEncoding();
   BackwardInBlocks(
       *this, {e.states, e.keys, e.h, e.c}, k, workers(),
       [&](const std::vector<torch::Tensor>& leaves, int64_t begin,
           int64_t end) {
         const Encoded leaf{leaves[0], leaves[1], leaves[2], leaves[3]};
-        return loss(Decode(leaf, actions.slice(0, begin, end)),
-                    torch::arange(begin, end));
+        std::optional<LstmTrace> rows;
+        if (trace) rows = trace->Narrow(begin, end - begin);
+        return loss(
+            Decode(leaf, actions.slice(0, begin, end), rows ? &*rows : nullptr),
+            torch::arange(begin, end));
       });
 }
 

@@ -27,6 +27,7 @@
 
 #include "dplace/graph/graph.h"
 #include "dplace/grouping/grouping.h"
+#include "dplace/rl/nets/lstm.h"
 
 namespace dplace {
 
@@ -209,8 +210,14 @@ class Seq2SeqPolicyImpl : public PlacementPolicyImpl {
   // The sample's encoding when no parameter changed since and grad mode
   // is on (used once: a graph serves one backward pass), else Encode().
   Encoded TakeEncoding();
-  // LogProbs [k, G, D] of `actions` [k, G] given their encoding.
-  torch::Tensor Decode(const Encoded& encoded, const torch::Tensor& actions);
+  // LogProbs [k, G, D] of `actions` [k, G] given their encoding; with
+  // `trace`, the decoder's recurrence of these placements (TraceOf).
+  torch::Tensor Decode(const Encoded& encoded, const torch::Tensor& actions,
+                       const LstmTrace* trace = nullptr);
+  // The decoder's recurrence of `sequence` [n, G] (placements in reading
+  // order) from the last Sample, when no parameter changed since and every
+  // row is one it drew; else nullopt.
+  std::optional<LstmTrace> TraceOf(const torch::Tensor& sequence);
   // Logits [k, n, D] of decoder outputs `decoded` [k, n, H] at reading
   // positions [first, first + n).
   torch::Tensor Logits(const Encoded& encoded, const torch::Tensor& decoded,
@@ -223,6 +230,14 @@ class Seq2SeqPolicyImpl : public PlacementPolicyImpl {
   // The last Sample's encoding with its graph, and ParameterVersion() then.
   std::optional<Encoded> sampled_encoding_;
   int64_t sampled_encoding_version_ = 0;
+  // The last Sample's decoder recurrence, of its placements `sequence`
+  // [k, G] in reading order, at ParameterVersion() `version`.
+  struct SampledTrace {
+    LstmTrace trace;
+    torch::Tensor sequence;
+    int64_t version = 0;
+  };
+  std::optional<SampledTrace> sampled_trace_;
   GroupFeatures features_;
   torch::Tensor order_;          // [G] int64: reading position -> group.
   torch::Tensor inverse_order_;  // [G] int64: group -> reading position.

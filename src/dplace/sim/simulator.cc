@@ -386,10 +386,10 @@ class Simulator::Run {
   // on those devices is patched: their op times, and the persistent bytes
   // of the devices they left and joined. (The holders of a tensor are
   // counted when its producer finishes, and no producer of a changed op
-  // has.) The snapshots up to `c` are patched alike and kept;
-  // the later ones are replaced as the run goes. The placed critical path
-  // of the ops finished before `c` is the one the run that finished them
-  // computed (when `c` says they have one).
+  // has.) The snapshots up to `c` are patched alike and kept; the later
+  // ones are replaced as the run goes. The placed critical path of the ops
+  // finished before `c` is the one the run that finished them computed
+  // (when `c` says they have one).
   void Resume(int checkpoint) {
     for (int i = 0; i <= checkpoint; ++i) Patch(&s_.checkpoints[i]);
     s_.num_checkpoints = checkpoint + 1;

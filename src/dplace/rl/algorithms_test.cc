@@ -173,8 +173,8 @@ TEST(ReinforceLossTest, EntropyBonusIsTheMeanSummedEntropy) {
     for (double x : q) sum -= x > 0 ? x * std::log(x) : 0;
     return sum;
   };
-  const double entropy = 0.5 * (h({0.5, 0.5}) + h({0.8, 0.2}) +
-                                h({0.25, 0.25, 0.5}) + h({1.0}));
+  const double entropy =
+      0.5 * (h({0.5, 0.5}) + h({0.8, 0.2}) + h({0.25, 0.25, 0.5}) + h({1.0}));
   EXPECT_NEAR(with, plain - 0.1 * entropy, 1e-12);
 }
 

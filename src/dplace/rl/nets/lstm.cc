@@ -395,15 +395,11 @@ void LstmStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
               torch::Tensor* h, torch::Tensor* c) {
   torch::NoGradGuard no_grad;
   const int64_t batch = x_gates.size(0), hidden = w_hh.size(1);
-  torch::Tensor gates = x_gates.contiguous().clone();
-  AddProducts(*h, w_hh, /*transposed_w=*/false, /*accumulate=*/true, gates);
-  const torch::Tensor c_prev = c->contiguous();
-  torch::Tensor c_next = torch::empty({batch, hidden});
-  torch::Tensor tanh_c = torch::empty({batch, hidden});
-  torch::Tensor h_next = torch::empty({batch, hidden});
-  PointwiseForward(gates, c_prev, c_next, tanh_c, h_next);
-  *h = h_next;
-  *c = c_next;
+  LstmTrace step = LstmTrace::Empty(1, batch, hidden);
+  step.cells[0].copy_(*c);
+  LstmTraceStep(x_gates, w_hh, *h, 0, 0, batch, &step);
+  *h = step.outputs[0];
+  *c = step.cells[1];
 }
 
 void LstmTraceStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,

@@ -15,6 +15,7 @@
 #include "dplace/io/file.h"
 #include "dplace/method/search_log.h"
 #include "dplace/placers/placer_util.h"
+#include "dplace/placers/start_placements.h"
 
 namespace dplace {
 namespace {
@@ -557,38 +558,6 @@ class Walk {
   int64_t batches_at_checkpoint_ = 0;
 };
 
-// The placements of `start`: one method's, or for "auto" those of the fast
-// classical placers that can place this problem.
-StatusOr<std::vector<Placement>> StartCandidates(
-    const PlacementProblem& problem, const std::string& start) {
-  std::vector<Placement> candidates;
-  if (start != "auto") {
-    DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Method> method, MakeMethod(start));
-    StatusOr<PlaceResult> placed = method->Place(problem);
-    if (!placed.ok()) return placed.status().WithPrefix("start");
-    candidates.push_back(std::move(placed->placement));
-    return candidates;
-  }
-  std::vector<std::string> names = {"m-etf", "round-robin", "single-gpu"};
-  if (problem.expert) names.insert(names.begin(), "expert");
-  std::string why;
-  for (const std::string& name : names) {
-    StatusOr<std::unique_ptr<Method>> method = MakeMethod(name);
-    if (!method.ok()) return method.status().WithPrefix("start auto");
-    StatusOr<PlaceResult> placed = (*method)->Place(problem);
-    // A placer that cannot place this problem is not a candidate.
-    if (!placed.ok()) {
-      why += (why.empty() ? "" : "; ") + placed.status().message();
-      continue;
-    }
-    candidates.push_back(std::move(placed->placement));
-  }
-  if (candidates.empty()) {
-    return InfeasibleError("start auto: no placer could place: " + why);
-  }
-  return candidates;
-}
-
 StatusOr<PlaceResult> RunWalk(const PlacementProblem& problem,
                               const McmcSettings& settings,
                               const std::string& start_name,
@@ -660,18 +629,8 @@ StatusOr<McmcSettings> ReadMcmcSettings(const MethodOptions& options) {
         "most 1");
   }
   if (s.max_shift < 0) return bad("max_shift must be >= 0");
-  if (s.start != "auto") {
-    const MethodEntry* entry = FindMethod(s.start);
-    if (entry == nullptr) {
-      return bad("start=" + s.start +
-                 ": unknown method (auto or one of: " + MethodNames() + ")");
-    }
-    if (TraitsOf(*entry).searches) {
-      return bad("start=" + s.start +
-                 ": a search cannot start the walk; name a method that "
-                 "places once, or auto");
-    }
-  }
+  const Status start = CheckStartMethod(s.start);
+  if (!start.ok()) return bad("start=" + s.start + ": " + start.message());
   return s;
 }
 

@@ -32,8 +32,8 @@ struct McmcSettings {
   // seconds, as the learned placers' failing signal. Default: 100.
   double failing_step_time = 100;
   // The method whose placement the walk starts from (one that places
-  // once), or "auto": the best of expert (when the model has one), m-etf,
-  // round-robin and single-gpu. Default: "auto".
+  // once), or "auto": the best of AutoStartMethods (start_placements.h).
+  // Default: "auto".
   std::string start = "auto";
   // Probabilities of the proposals: move one group, swap two groups' devices;
   // the rest shift a contiguous run of groups (in topological order) to one

@@ -138,15 +138,16 @@ TEST(McmcTest, NeverEndsWorseThanItsStart) {
 TEST(McmcTest, AutoStartsFromTheBestClassicalPlacement) {
   ZooProblem z(kSmallRnnlm, "k40x2");
   double best_classical = 0;
-  for (const char* name : {"expert", "round-robin", "m-etf", "single-gpu"}) {
+  for (const char* name :
+       {"expert", "mincut", "round-robin", "m-etf", "single-gpu"}) {
     const double t = Simulate(z.p.problem, Place(name, z.p.problem)).step_time;
     if (best_classical == 0 || t < best_classical) best_classical = t;
   }
   StatusOr<PlaceResult> r = Search(z.p.problem, {"batch=4"}, Samples(12));
   ASSERT_TRUE(r.ok()) << r.status().message();
-  // The four candidates are the first samples.
-  ASSERT_GE(r->search.history.size(), 4u);
-  EXPECT_EQ(r->search.history[3].best_step_time, best_classical);
+  // The five candidates are the first samples.
+  ASSERT_GE(r->search.history.size(), 5u);
+  EXPECT_EQ(r->search.history[4].best_step_time, best_classical);
   EXPECT_LE(r->search.best_step_time, best_classical);
 }
 
@@ -238,8 +239,9 @@ TEST(McmcTest, ResumedAfterAKillEndsWhereAnUninterruptedSearchEnds) {
   resumed.resume_path = killed.checkpoint_path;
   StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  // Four start candidates and four batches of four before the checkpoint.
-  EXPECT_EQ(r->search.first_sample_of_this_run, 4 + 4 * 4);
+  // Five start candidates (expert, mincut, m-etf, round-robin, single-gpu)
+  // and four batches of four before the checkpoint.
+  EXPECT_EQ(r->search.first_sample_of_this_run, 5 + 4 * 4);
   EXPECT_EQ(r->placement, uninterrupted->placement);
   EXPECT_EQ(r->search.best_step_time, uninterrupted->search.best_step_time);
   EXPECT_EQ(r->search.samples, 60);

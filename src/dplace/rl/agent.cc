@@ -11,6 +11,7 @@
 
 #include "dplace/method/search_log.h"
 #include "dplace/placers/placer_util.h"
+#include "dplace/placers/start_placements.h"
 #include "dplace/rl/agent_parts.h"
 #include "dplace/rl/checkpoint.h"
 
@@ -190,6 +191,8 @@ void ReadSearchSettings(OptionReader* reader, SearchSettings* s) {
   reader->String("scope_marker", &s->scope_marker);
   reader->Int("threads", &s->threads);
   reader->Int("workers", &s->workers);
+  reader->String("warm_start", &s->warm_start);
+  reader->Double("warm_start_confidence", &s->warm_start_confidence);
 }
 
 Status ValidateSearchSettings(const std::string& method,
@@ -206,6 +209,15 @@ Status ValidateSearchSettings(const std::string& method,
   if (s.num_groups < 1) return bad("groups must be >= 1");
   if (s.threads < 0) return bad("threads must be >= 0");
   if (s.workers < 1 || s.workers > 64) return bad("workers must be in [1, 64]");
+  if (!s.warm_start.empty()) {
+    const Status start = CheckStartMethod(s.warm_start);
+    if (!start.ok()) {
+      return bad("warm_start=" + s.warm_start + ": " + start.message());
+    }
+  }
+  if (!(s.warm_start_confidence > 0 && s.warm_start_confidence < 1)) {
+    return bad("warm_start_confidence must be in (0, 1)");
+  }
   return Status::Ok();
 }
 
@@ -217,6 +229,12 @@ Status Agent::InitPolicy(const PlacementProblem& problem,
   } catch (const std::exception& e) {
     return InternalError("building the policy failed: " + FirstLine(e.what()));
   }
+}
+
+StatusOr<int> Agent::DoWarmStart(const std::vector<DeviceId>&, double) {
+  return InvalidArgumentError(
+      "option warm_start: this agent's policy chooses its own groups, so it "
+      "cannot be started from a placement");
 }
 
 MethodTraits Agent::traits() const {
@@ -293,6 +311,9 @@ class SearchLoop {
       s_.baseline_set = true;
     }
     updates_at_checkpoint_ = s_.updates;
+    if (!settings_.warm_start.empty() && options_.resume_path.empty()) {
+      DPLACE_RETURN_IF_ERROR(WarmStart());
+    }
     return Status::Ok();
   }
 
@@ -397,7 +418,8 @@ class SearchLoop {
                 const std::vector<std::pair<std::string, double>>& stats,
                 EvaluatedBatch* batch) {
     const bool drop_infeasible = settings_.feasible_only_after >= 0 &&
-                                 s_.samples >= settings_.feasible_only_after;
+                                 s_.samples >= settings_.feasible_only_after &&
+                                 settings_.warm_start.empty();
     for (size_t i = 0; i < batch->group_devices.size(); ++i) {
       const Measurement& m = measured[i];
       const double reward =
@@ -424,6 +446,69 @@ class SearchLoop {
       trace_.history.push_back(r);
     }
     return log_.Flush();
+  }
+
+  // Option warm_start: evaluates the start's placements (snapped to the
+  // groups) as the first samples and has the agent learn the fastest. The
+  // baseline is left alone: it estimates the mean reward of the policy's
+  // samples, and the start is their mode (at the start's reward, nearly
+  // every sample has a negative advantage and the policy unlearns it).
+  Status WarmStart() {
+    StatusOr<std::vector<Placement>> starts =
+        StartCandidates(problem_, settings_.warm_start);
+    if (!starts.ok()) {
+      return starts.status().WithPrefix("option warm_start=" +
+                                        settings_.warm_start);
+    }
+    EvaluatedBatch batch;
+    batch.first_index = s_.samples;
+    for (const Placement& p : *starts) {
+      batch.group_devices.push_back(SnapToGroups(p));
+    }
+    DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
+                            Evaluate(batch.group_devices));
+    DPLACE_RETURN_IF_ERROR(Record(measured, {}, &batch));
+    s_.samples += static_cast<int64_t>(measured.size());
+    size_t best = 0;
+    for (size_t i = 1; i < measured.size(); ++i) {
+      const bool faster = measured[i].step_time < measured[best].step_time;
+      if (measured[i].feasible != measured[best].feasible ? measured[i].feasible
+                                                          : faster) {
+        best = i;
+      }
+    }
+    try {
+      return agent_
+          .DoWarmStart(batch.group_devices[best],
+                       settings_.warm_start_confidence)
+          .status();
+    } catch (const std::exception& e) {
+      return InternalError("the warm start failed: " + FirstLine(e.what()));
+    }
+  }
+
+  // Each group on the device most of its ops have in `placement` among
+  // those the group allows (ties: the lower id).
+  std::vector<DeviceId> SnapToGroups(const Placement& placement) const {
+    const int num_devices = setup_.num_devices;
+    const int num_groups = setup_.groups.num_groups;
+    std::vector<int64_t> count(static_cast<size_t>(num_groups) * num_devices);
+    for (size_t op = 0; op < placement.size(); ++op) {
+      const size_t g = static_cast<size_t>(setup_.grouping.group[op]);
+      ++count[g * num_devices + placement[op]];
+    }
+    std::vector<DeviceId> groups(num_groups, 0);
+    for (int g = 0; g < num_groups; ++g) {
+      int64_t most = -1;
+      for (DeviceId d = 0; d < num_devices; ++d) {
+        const size_t i = static_cast<size_t>(g) * num_devices + d;
+        if (setup_.allowed[i] && count[i] > most) {
+          most = count[i];
+          groups[g] = d;
+        }
+      }
+    }
+    return groups;
   }
 
   // The baseline before this batch gives the advantages; then every used

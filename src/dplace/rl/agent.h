@@ -112,12 +112,30 @@ struct SearchSettings {
   // colocrl or mars then runs 1.57x faster on a 2-core machine
   // (docs/performance.md). Default: 2.
   int workers = 2;
+  // Start from a classical placement: the placements of this method (one
+  // that places once) or of "auto" (the best of expert, mincut, m-etf,
+  // round-robin and single-gpu; start_placements.h) are evaluated as the
+  // search's first samples, each group on the device most of its ops have;
+  // the policy then learns the fastest by maximum likelihood, with an
+  // optimizer of its own, until its mean probability per group of that
+  // device reaches `warm_start_confidence`. The search explores around the
+  // placement from its first batch, and its best is never slower.
+  // Infeasible samples keep teaching throughout (feasible_only_after does
+  // not apply): the warm-up rule is for a random start, where most samples
+  // do not fit; from a placement that fits, dropping them lets the policy
+  // drift out of memory with nothing to bring it back (docs/agents.md). Empty:
+  // off, the policy starts from its random initialisation as in the papers.
+  // Agents whose policy chooses the groups (hierarchical, simple, eagle)
+  // cannot. Default: "".
+  std::string warm_start;
+  double warm_start_confidence = 0.97;  // Default: 0.97.
 };
 
 // Reads the SearchSettings keys: failing_step_time, baseline_decay,
 // baseline_starts_failing, feasible_only_after, grouping, groups,
-// scope_marker, threads, workers. A malformed value is the reader's error
-// (Finish); values out of range are reported by ValidateSearchSettings.
+// scope_marker, threads, workers, warm_start, warm_start_confidence. A
+// malformed value is the reader's error (Finish); values out of range are
+// reported by ValidateSearchSettings.
 void ReadSearchSettings(OptionReader* reader, SearchSettings* settings);
 Status ValidateSearchSettings(const std::string& method,
                               const SearchSettings& settings);
@@ -208,6 +226,12 @@ class Agent : public Method {
   // Learns from an evaluated batch; returns how many updates it made
   // (0 when it only buffered the batch).
   virtual int DoUpdate(const EvaluatedBatch& batch) = 0;
+  // Option warm_start: trains the policy to give each group the device of
+  // `group_devices` with a mean probability per group of `confidence`.
+  // Returns the gradient steps taken. Default: an error, for policies that
+  // cannot be given a placement.
+  virtual StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
+                                    double confidence);
   // The agent's state (policy, optimizer, buffers) in or out of a
   // checkpoint.
   virtual void DoSave(torch::serialize::OutputArchive* archive) const = 0;

@@ -184,4 +184,33 @@ void LoadPolicy(torch::nn::Module* policy, torch::optim::Optimizer* optimizer,
   CheckOptimizerState(optimizer);
 }
 
+StatusOr<int> PolicyAgent::DoWarmStart(
+    const std::vector<DeviceId>& group_devices, double confidence) {
+  constexpr int kMaxSteps = 1000;
+  PlacementPolicyImpl& p = policy();
+  const torch::Tensor target =
+      torch::tensor(
+          std::vector<int64_t>(group_devices.begin(), group_devices.end()),
+          torch::kInt64)
+          .view({1, -1});
+  torch::optim::Adam adam(p.parameters(), torch::optim::AdamOptions(1e-3));
+  for (int step = 0; step < kMaxSteps; ++step) {
+    double reached = 0;
+    adam.zero_grad();
+    p.BackwardRows(
+        target, [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
+          const torch::Tensor chosen = target.index_select(0, rows);
+          reached = log_probs.detach()
+                        .gather(2, chosen.unsqueeze(2))
+                        .exp()
+                        .mean()
+                        .item<double>();
+          return EliteLikelihoodLoss(log_probs, chosen);
+        });
+    if (reached >= confidence) return step;
+    adam.step();
+  }
+  return kMaxSteps;
+}
+
 }  // namespace dplace

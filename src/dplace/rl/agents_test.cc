@@ -311,6 +311,72 @@ TEST_F(SearchLoopTest, BadInputIsAClearError) {
               HasSubstr("unknown method \"nope\" (methods: single-cpu"));
 }
 
+// Option warm_start: the start placement is the search's first sample and
+// the policy then samples it: all on gpu:0 (single-gpu) for most samples of
+// the first batches, which a policy from its random initialisation draws
+// with probability 1/729 (6 ops, 3 devices).
+TEST_F(SearchLoopTest, WarmStartSamplesAroundTheStartPlacement) {
+  const Problem problem = TwoChains();
+  Simulator sim(*problem.cost);
+  const double single_gpu =
+      sim.Simulate(Placement(problem.graph->num_ops(), 1))->step_time;
+  ASSERT_GT(single_gpu, problem.optimum * 1.5);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> agents = {
+      {"post", {}},
+      {"colocrl", {"hidden=16", "embedding=4"}},
+      {"mars",
+       {"hidden=16", "encoder_hidden=8", "segment=3", "pretrain_steps=20"}}};
+  for (const auto& [agent, agent_options] : agents) {
+    SCOPED_TRACE(agent);
+    std::vector<std::string> options = agent_options;
+    options.insert(options.end(), {"grouping=ops", "warm_start=single-gpu",
+                                   "warm_start_confidence=0.95"});
+    SearchOptions search;
+    search.budget.samples = 17;
+    StatusOr<PlaceResult> r = RunSearch(problem, agent, options, search);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const std::vector<SampleRecord>& h = r->search.history;
+    ASSERT_EQ(h.size(), 17u);
+    EXPECT_DOUBLE_EQ(h[0].step_time, single_gpu);
+    EXPECT_LE(r->search.best_step_time, single_gpu);
+    int at_start = 0;
+    for (size_t i = 1; i < h.size(); ++i)
+      at_start += h[i].step_time == single_gpu;
+    EXPECT_GE(at_start, 8) << "of 16 samples after the warm start";
+  }
+}
+
+TEST_F(SearchLoopTest, WarmStartedSearchResumesToTheSameEnd) {
+  ExpectKilledSearchResumesToTheSameEnd(
+      TwoChains(), "colocrl",
+      {"grouping=ops", "hidden=16", "embedding=4", "warm_start=auto"}, 24, 13,
+      dir_ + "/warm.ckpt", 1);
+}
+
+TEST_F(SearchLoopTest, WarmStartErrorsNameTheOption) {
+  auto error = [](const std::string& agent,
+                  const std::vector<std::string>& options) {
+    return MakeMethod(agent, *MethodOptions::Parse(options)).status().message();
+  };
+  EXPECT_THAT(error("colocrl", {"warm_start=m-etff"}),
+              HasSubstr("method colocrl: option warm_start=m-etff: unknown "
+                        "method (auto or one of:"));
+  EXPECT_THAT(error("post", {"warm_start=mcmc"}),
+              HasSubstr("method post: option warm_start=mcmc: a search "
+                        "cannot be a start"));
+  EXPECT_THAT(error("mars", {"warm_start_confidence=1"}),
+              HasSubstr("warm_start_confidence must be in (0, 1)"));
+  SearchOptions search;
+  search.budget.samples = 8;
+  StatusOr<PlaceResult> r =
+      RunSearch(TwoChains(), "hierarchical",
+                {"grouping=ops", "groups=2", "warm_start=single-gpu"}, search);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("method hierarchical: option warm_start: this "
+                        "agent's policy chooses its own groups"));
+}
+
 TEST(AgentRegistryTest, ListsThePapersAgents) {
   std::vector<std::string> names;
   for (const MethodEntry* e : Methods()) {

@@ -126,6 +126,20 @@ class PostAgent : public PolicyAgent {
     return 1;
   }
 
+  // Post's own cross-entropy solution with the one placement as the elite
+  // and ε = 1 - confidence: each group's device gets at least `confidence`.
+  StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
+                            double confidence) override {
+    const torch::Tensor elite =
+        torch::tensor(
+            std::vector<int64_t>(group_devices.begin(), group_devices.end()),
+            torch::kInt64)
+            .view({1, -1});
+    policy_->SetProbabilities(
+        CrossEntropySolution(elite, allowed_, 1 - confidence));
+    return 0;
+  }
+
   void DoSave(torch::serialize::OutputArchive* archive) const override {
     SavePolicy(*policy_, *optimizer_, archive);
     archive->write("samples", torch::tensor({samples_}, torch::kInt64));

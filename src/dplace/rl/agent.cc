@@ -193,6 +193,7 @@ void ReadSearchSettings(OptionReader* reader, SearchSettings* s) {
   reader->Int("workers", &s->workers);
   reader->String("warm_start", &s->warm_start);
   reader->Double("warm_start_confidence", &s->warm_start_confidence);
+  reader->Int("imitate_best", &s->imitate_best);
 }
 
 Status ValidateSearchSettings(const std::string& method,
@@ -218,6 +219,7 @@ Status ValidateSearchSettings(const std::string& method,
   if (!(s.warm_start_confidence > 0 && s.warm_start_confidence < 1)) {
     return bad("warm_start_confidence must be in (0, 1)");
   }
+  if (s.imitate_best < 0) return bad("imitate_best must be >= 0");
   return Status::Ok();
 }
 
@@ -232,9 +234,11 @@ Status Agent::InitPolicy(const PlacementProblem& problem,
 }
 
 StatusOr<int> Agent::DoWarmStart(const std::vector<DeviceId>&, double) {
-  return InvalidArgumentError(
-      "option warm_start: this agent's policy chooses its own groups, so it "
-      "cannot be started from a placement");
+  return InvalidArgumentError("option warm_start: not supported");
+}
+
+Status Agent::DoImitate(const std::vector<DeviceId>&) {
+  return InvalidArgumentError("option imitate_best: not supported");
 }
 
 MethodTraits Agent::traits() const {
@@ -289,6 +293,17 @@ class SearchLoop {
   // checkpoint and opens the log.
   Status Start() {
     DPLACE_RETURN_IF_ERROR(CheckRequest());
+    if (!agent_.TakesPlacements()) {
+      const char* option = !settings_.warm_start.empty() ? "warm_start"
+                           : settings_.imitate_best > 0  ? "imitate_best"
+                                                         : nullptr;
+      if (option != nullptr) {
+        return InvalidArgumentError(
+            std::string("option ") + option +
+            ": this agent's policy chooses its own groups, so it cannot "
+            "learn a placement");
+      }
+    }
     DPLACE_ASSIGN_OR_RETURN(setup_,
                             MakeSetup(problem_, settings_, options_.budget));
     setup_.resuming = !options_.resume_path.empty();
@@ -348,6 +363,12 @@ class SearchLoop {
     if (!LastBatchWithoutCheckpoint()) {
       try {
         s_.updates += agent_.DoUpdate(batch);
+        const int64_t every = settings_.imitate_best;
+        if (every > 0 && s_.has_best &&
+            s_.samples / every > batch.first_index / every) {
+          DPLACE_RETURN_IF_ERROR(agent_.DoImitate(s_.best_groups));
+          ++s_.updates;
+        }
       } catch (const std::exception& e) {
         return InternalError("the policy update failed: " +
                              FirstLine(e.what()));

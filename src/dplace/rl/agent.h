@@ -129,11 +129,19 @@ struct SearchSettings {
   // cannot. Default: "".
   std::string warm_start;
   double warm_start_confidence = 0.97;  // Default: 0.97.
+  // Every this many samples, one step of maximum likelihood on the best
+  // placement so far, with the agent's own optimizer: self-imitation (Oh
+  // et al., ICML 2018) in its simplest form. It holds the policy at the best
+  // it has seen, so that its samples stay around it (from a warm start,
+  // REINFORCE and PPO otherwise wander off the start to worse placements;
+  // docs/agents.md). 0: never, as the papers. Default: 0.
+  int64_t imitate_best = 0;
 };
 
 // Reads the SearchSettings keys: failing_step_time, baseline_decay,
 // baseline_starts_failing, feasible_only_after, grouping, groups,
-// scope_marker, threads, workers, warm_start, warm_start_confidence. A
+// scope_marker, threads, workers, warm_start, warm_start_confidence,
+// imitate_best. A
 // malformed value is the reader's error (Finish); values out of range are
 // reported by ValidateSearchSettings.
 void ReadSearchSettings(OptionReader* reader, SearchSettings* settings);
@@ -226,12 +234,18 @@ class Agent : public Method {
   // Learns from an evaluated batch; returns how many updates it made
   // (0 when it only buffered the batch).
   virtual int DoUpdate(const EvaluatedBatch& batch) = 0;
+  // Whether the policy places the search's groups (not groups of its own),
+  // so that it can learn a given placement: options warm_start and
+  // imitate_best. Default: false (the search refuses those options).
+  virtual bool TakesPlacements() const { return false; }
   // Option warm_start: trains the policy to give each group the device of
   // `group_devices` with a mean probability per group of `confidence`.
-  // Returns the gradient steps taken. Default: an error, for policies that
-  // cannot be given a placement.
+  // Returns the gradient steps taken. Called only when TakesPlacements.
   virtual StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
                                     double confidence);
+  // Option imitate_best: one step of maximum likelihood on `group_devices`
+  // with the agent's optimizer. Called only when TakesPlacements.
+  virtual Status DoImitate(const std::vector<DeviceId>& group_devices);
   // The agent's state (policy, optimizer, buffers) in or out of a
   // checkpoint.
   virtual void DoSave(torch::serialize::OutputArchive* archive) const = 0;

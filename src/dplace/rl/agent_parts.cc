@@ -213,4 +213,19 @@ StatusOr<int> PolicyAgent::DoWarmStart(
   return kMaxSteps;
 }
 
+Status PolicyAgent::DoImitate(const std::vector<DeviceId>& group_devices) {
+  const torch::Tensor target =
+      torch::tensor(
+          std::vector<int64_t>(group_devices.begin(), group_devices.end()),
+          torch::kInt64)
+          .view({1, -1});
+  GradientStepRows(
+      &policy(), target,
+      [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
+        return EliteLikelihoodLoss(log_probs, target.index_select(0, rows));
+      },
+      &optimizer(), grad_clip(), gradient_averaging());
+  return Status::Ok();
+}
+
 }  // namespace dplace

@@ -119,6 +119,16 @@ class PolicyAgent : public Agent {
   // off near 0.985-0.99).
   StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
                             double confidence) override;
+
+  bool TakesPlacements() const override { return true; }
+  // A GradientStepRows of maximum likelihood on `group_devices` with
+  // optimizer() and the gradient clipping of grad_clip().
+  Status DoImitate(const std::vector<DeviceId>& group_devices) override;
+
+  // The optimizer of the agent's updates, and the norm its gradients are
+  // clipped to (0: none).
+  virtual torch::optim::Optimizer& optimizer() = 0;
+  virtual double grad_clip() const { return 0; }
 };
 
 // Samples (actions and step times) since the last cross-entropy update.

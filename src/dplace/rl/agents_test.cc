@@ -353,6 +353,33 @@ TEST_F(SearchLoopTest, WarmStartedSearchResumesToTheSameEnd) {
       dir_ + "/warm.ckpt", 1);
 }
 
+// Option imitate_best: a step of maximum likelihood on the best placement
+// every batch holds the policy there; without it, REINFORCE's samples
+// spread around.
+TEST_F(SearchLoopTest, ImitatingTheBestHoldsTheSamplesAtIt) {
+  const Problem problem = TwoChains();
+  auto at_best = [&](const std::string& imitate) {
+    SearchOptions search;
+    search.budget.samples = 200;
+    StatusOr<PlaceResult> r =
+        RunSearch(problem, "colocrl",
+                  {"grouping=ops", "hidden=16", "embedding=4",
+                   "learning_rate=0.01", "imitate_best=" + imitate},
+                  search);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return -1;
+    const std::vector<SampleRecord>& h = r->search.history;
+    int n = 0;
+    for (size_t i = h.size() - 40; i < h.size(); ++i) {
+      n += h[i].feasible && h[i].step_time == r->search.best_step_time;
+    }
+    return n;
+  };
+  const int with = at_best("4"), without = at_best("0");
+  EXPECT_GE(with, 30) << "of the last 40 samples";
+  EXPECT_LT(without, with);
+}
+
 TEST_F(SearchLoopTest, WarmStartErrorsNameTheOption) {
   auto error = [](const std::string& agent,
                   const std::vector<std::string>& options) {
@@ -366,6 +393,8 @@ TEST_F(SearchLoopTest, WarmStartErrorsNameTheOption) {
                         "cannot be a start"));
   EXPECT_THAT(error("mars", {"warm_start_confidence=1"}),
               HasSubstr("warm_start_confidence must be in (0, 1)"));
+  EXPECT_THAT(error("colocrl", {"imitate_best=-4"}),
+              HasSubstr("imitate_best must be >= 0"));
   SearchOptions search;
   search.budget.samples = 8;
   StatusOr<PlaceResult> r =
@@ -375,6 +404,12 @@ TEST_F(SearchLoopTest, WarmStartErrorsNameTheOption) {
   EXPECT_THAT(r.status().message(),
               HasSubstr("method hierarchical: option warm_start: this "
                         "agent's policy chooses its own groups"));
+  r = RunSearch(TwoChains(), "eagle",
+                {"grouping=ops", "groups=2", "imitate_best=4"}, search);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("method eagle: option imitate_best: this agent's "
+                        "policy chooses its own groups"));
 }
 
 TEST(AgentRegistryTest, ListsThePapersAgents) {

@@ -90,6 +90,8 @@ class ColocRlAgent : public PolicyAgent {
   int BatchSize() const override { return settings_.batch; }
 
   PlacementPolicyImpl& policy() override { return *policy_; }
+  torch::optim::Optimizer& optimizer() override { return *optimizer_; }
+  double grad_clip() const override { return settings_.grad_clip; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     int updates = 0;

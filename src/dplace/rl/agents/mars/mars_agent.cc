@@ -201,6 +201,8 @@ class MarsAgent : public PolicyAgent {
   int BatchSize() const override { return settings_.batch; }
 
   PlacementPolicyImpl& policy() override { return *policy_; }
+  torch::optim::Optimizer& optimizer() override { return *optimizer_; }
+  double grad_clip() const override { return settings_.grad_clip; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     const torch::Tensor actions =

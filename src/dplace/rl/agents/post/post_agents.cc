@@ -80,6 +80,7 @@ class PostAgent : public PolicyAgent {
   int BatchSize() const override { return settings_.batch; }
 
   PlacementPolicyImpl& policy() override { return *policy_; }
+  torch::optim::Optimizer& optimizer() override { return *optimizer_; }
 
   int DoUpdate(const EvaluatedBatch& batch) override {
     const int k = static_cast<int>(batch.group_devices.size());

@@ -188,11 +188,7 @@ StatusOr<int> PolicyAgent::DoWarmStart(
     const std::vector<DeviceId>& group_devices, double confidence) {
   constexpr int kMaxSteps = 1000;
   PlacementPolicyImpl& p = policy();
-  const torch::Tensor target =
-      torch::tensor(
-          std::vector<int64_t>(group_devices.begin(), group_devices.end()),
-          torch::kInt64)
-          .view({1, -1});
+  const torch::Tensor target = PlacementRow(group_devices);
   torch::optim::Adam adam(p.parameters(), torch::optim::AdamOptions(1e-3));
   for (int step = 0; step < kMaxSteps; ++step) {
     double reached = 0;
@@ -214,11 +210,7 @@ StatusOr<int> PolicyAgent::DoWarmStart(
 }
 
 Status PolicyAgent::DoImitate(const std::vector<DeviceId>& group_devices) {
-  const torch::Tensor target =
-      torch::tensor(
-          std::vector<int64_t>(group_devices.begin(), group_devices.end()),
-          torch::kInt64)
-          .view({1, -1});
+  const torch::Tensor target = PlacementRow(group_devices);
   GradientStepRows(
       &policy(), target,
       [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {

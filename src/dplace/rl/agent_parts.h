@@ -98,6 +98,14 @@ inline torch::Tensor UsedAdvantages(const EvaluatedBatch& batch) {
 // its baselines, ColocRL, Mars): its DoSample draws from the policy's
 // distribution under the search's generator. The planners, which sample a
 // grouping before the placements, are agents of their own.
+// One group placement as an action row, [1, G] int64.
+inline torch::Tensor PlacementRow(const std::vector<DeviceId>& group_devices) {
+  return torch::tensor(
+             std::vector<int64_t>(group_devices.begin(), group_devices.end()),
+             torch::kInt64)
+      .view({1, -1});
+}
+
 class PolicyAgent : public Agent {
  public:
   using Agent::Agent;

@@ -131,13 +131,8 @@ class PostAgent : public PolicyAgent {
   // and ε = 1 - confidence: each group's device gets at least `confidence`.
   StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
                             double confidence) override {
-    const torch::Tensor elite =
-        torch::tensor(
-            std::vector<int64_t>(group_devices.begin(), group_devices.end()),
-            torch::kInt64)
-            .view({1, -1});
-    policy_->SetProbabilities(
-        CrossEntropySolution(elite, allowed_, 1 - confidence));
+    policy_->SetProbabilities(CrossEntropySolution(PlacementRow(group_devices),
+                                                   allowed_, 1 - confidence));
     return 0;
   }
 

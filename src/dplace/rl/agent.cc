@@ -233,14 +233,6 @@ Status Agent::InitPolicy(const PlacementProblem& problem,
   }
 }
 
-StatusOr<int> Agent::DoWarmStart(const std::vector<DeviceId>&, double) {
-  return InvalidArgumentError("option warm_start: not supported");
-}
-
-Status Agent::DoImitate(const std::vector<DeviceId>&) {
-  return InvalidArgumentError("option imitate_best: not supported");
-}
-
 MethodTraits Agent::traits() const {
   MethodTraits traits;
   traits.searches = true;
@@ -282,6 +274,7 @@ class SearchLoop {
   SearchLoop(Agent* agent, const PlacementProblem& problem,
              Environment* environment, const SearchOptions& options)
       : agent_(*agent),
+        policy_agent_(dynamic_cast<PolicyAgent*>(agent)),
         settings_(agent->settings_),
         problem_(problem),
         environment_(environment),
@@ -293,7 +286,7 @@ class SearchLoop {
   // checkpoint and opens the log.
   Status Start() {
     DPLACE_RETURN_IF_ERROR(CheckRequest());
-    if (!agent_.TakesPlacements()) {
+    if (policy_agent_ == nullptr) {
       const char* option = !settings_.warm_start.empty() ? "warm_start"
                            : settings_.imitate_best > 0  ? "imitate_best"
                                                          : nullptr;
@@ -366,7 +359,7 @@ class SearchLoop {
         const int64_t every = settings_.imitate_best;
         if (every > 0 && s_.has_best &&
             s_.samples / every > batch.first_index / every) {
-          DPLACE_RETURN_IF_ERROR(agent_.DoImitate(s_.best_groups));
+          DPLACE_RETURN_IF_ERROR(policy_agent_->DoImitate(s_.best_groups));
           ++s_.updates;
         }
       } catch (const std::exception& e) {
@@ -499,9 +492,9 @@ class SearchLoop {
       }
     }
     try {
-      return agent_
-          .DoWarmStart(batch.group_devices[best],
-                       settings_.warm_start_confidence)
+      return policy_agent_
+          ->DoWarmStart(batch.group_devices[best],
+                        settings_.warm_start_confidence)
           .status();
     } catch (const std::exception& e) {
       return InternalError("the warm start failed: " + FirstLine(e.what()));
@@ -599,6 +592,10 @@ class SearchLoop {
   }
 
   Agent& agent_;
+  // The agent when its policy places the search's groups (not groups of
+  // its own), so that it can learn a given placement (options warm_start
+  // and imitate_best); null otherwise.
+  PolicyAgent* const policy_agent_;
   const SearchSettings& settings_;
   const PlacementProblem& problem_;
   Environment* environment_;

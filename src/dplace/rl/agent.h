@@ -234,18 +234,6 @@ class Agent : public Method {
   // Learns from an evaluated batch; returns how many updates it made
   // (0 when it only buffered the batch).
   virtual int DoUpdate(const EvaluatedBatch& batch) = 0;
-  // Whether the policy places the search's groups (not groups of its own),
-  // so that it can learn a given placement: options warm_start and
-  // imitate_best. Default: false (the search refuses those options).
-  virtual bool TakesPlacements() const { return false; }
-  // Option warm_start: trains the policy to give each group the device of
-  // `group_devices` with a mean probability per group of `confidence`.
-  // Returns the gradient steps taken. Called only when TakesPlacements.
-  virtual StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
-                                    double confidence);
-  // Option imitate_best: one step of maximum likelihood on `group_devices`
-  // with the agent's optimizer. Called only when TakesPlacements.
-  virtual Status DoImitate(const std::vector<DeviceId>& group_devices);
   // The agent's state (policy, optimizer, buffers) in or out of a
   // checkpoint.
   virtual void DoSave(torch::serialize::OutputArchive* archive) const = 0;

@@ -125,18 +125,22 @@ class PolicyAgent : public Agent {
   // the mean probability per group reaches `confidence` or 1,000 steps
   // (ColocRL's seq2seq on nmt@k40x2: 0.97 after about 120 steps; it levels
   // off near 0.985-0.99).
-  StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
-                            double confidence) override;
+  // Option warm_start (the search loop calls it). Returns the steps taken.
+  virtual StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
+                                    double confidence);
 
-  bool TakesPlacements() const override { return true; }
-  // A GradientStepRows of maximum likelihood on `group_devices` with
-  // optimizer() and the gradient clipping of grad_clip().
-  Status DoImitate(const std::vector<DeviceId>& group_devices) override;
+  // Option imitate_best (the search loop calls it): a GradientStepRows of
+  // maximum likelihood on `group_devices` with optimizer() and the gradient
+  // clipping of grad_clip().
+  Status DoImitate(const std::vector<DeviceId>& group_devices);
 
   // The optimizer of the agent's updates, and the norm its gradients are
   // clipped to (0: none).
   virtual torch::optim::Optimizer& optimizer() = 0;
   virtual double grad_clip() const { return 0; }
+
+ private:
+  friend class SearchLoop;  // Calls DoWarmStart and DoImitate (agent.cc).
 };
 
 // Samples (actions and step times) since the last cross-entropy update.

@@ -119,14 +119,16 @@ struct SearchSettings {
   // the policy then learns the fastest by maximum likelihood, with an
   // optimizer of its own, until its mean probability per group of that
   // device reaches `warm_start_confidence`. The search explores around the
-  // placement from its first batch, and its best is never slower.
+  // placement from its first batch, and its best is never slower than the
+  // placement as snapped (which can be slower than the placer's own when
+  // the placer splits the agent's groups).
   // Infeasible samples keep teaching throughout (feasible_only_after does
   // not apply): the warm-up rule is for a random start, where most samples
   // do not fit; from a placement that fits, dropping them lets the policy
-  // drift out of memory with nothing to bring it back (docs/agents.md). Empty:
-  // off, the policy starts from its random initialisation as in the papers.
-  // Agents whose policy chooses the groups (hierarchical, simple, eagle)
-  // cannot. Default: "".
+  // drift out of memory with nothing to bring it back (docs/agents.md).
+  // Empty: off, the policy starts from its random initialisation as in the
+  // papers. Agents whose policy chooses the groups (hierarchical, simple,
+  // eagle) cannot. Default: "".
   std::string warm_start;
   double warm_start_confidence = 0.97;  // Default: 0.97.
   // Every this many samples, one step of maximum likelihood on the best
@@ -141,9 +143,8 @@ struct SearchSettings {
 // Reads the SearchSettings keys: failing_step_time, baseline_decay,
 // baseline_starts_failing, feasible_only_after, grouping, groups,
 // scope_marker, threads, workers, warm_start, warm_start_confidence,
-// imitate_best. A
-// malformed value is the reader's error (Finish); values out of range are
-// reported by ValidateSearchSettings.
+// imitate_best. A malformed value is the reader's error (Finish); values
+// out of range are reported by ValidateSearchSettings.
 void ReadSearchSettings(OptionReader* reader, SearchSettings* settings);
 Status ValidateSearchSettings(const std::string& method,
                               const SearchSettings& settings);

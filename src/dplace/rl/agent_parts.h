@@ -94,10 +94,6 @@ inline torch::Tensor UsedAdvantages(const EvaluatedBatch& batch) {
   return torch::tensor(advantages, torch::kFloat64).to(torch::kFloat32);
 }
 
-// An agent whose placements are drawn from one placement policy (Post and
-// its baselines, ColocRL, Mars): its DoSample draws from the policy's
-// distribution under the search's generator. The planners, which sample a
-// grouping before the placements, are agents of their own.
 // One group placement as an action row, [1, G] int64.
 inline torch::Tensor PlacementRow(const std::vector<DeviceId>& group_devices) {
   return torch::tensor(
@@ -106,6 +102,10 @@ inline torch::Tensor PlacementRow(const std::vector<DeviceId>& group_devices) {
       .view({1, -1});
 }
 
+// An agent whose placements are drawn from one placement policy (Post and
+// its baselines, ColocRL, Mars): its DoSample draws from the policy's
+// distribution under the search's generator. The planners, which sample a
+// grouping before the placements, are agents of their own.
 class PolicyAgent : public Agent {
  public:
   using Agent::Agent;
@@ -120,12 +120,12 @@ class PolicyAgent : public Agent {
     return ActionRows(policy().Sample(k, rng));
   }
 
-  // Maximum likelihood of `group_devices` with Adam at 1e-3 of its own (the
-  // agent's optimizer keeps no trace of it), one step after another until
-  // the mean probability per group reaches `confidence` or 1,000 steps
-  // (ColocRL's seq2seq on nmt@k40x2: 0.97 after about 120 steps; it levels
-  // off near 0.985-0.99).
-  // Option warm_start (the search loop calls it). Returns the steps taken.
+  // Option warm_start (the search loop calls it): maximum likelihood of
+  // `group_devices` with Adam at 1e-3 of its own (the agent's optimizer
+  // keeps no trace of it), one step after another until the mean
+  // probability per group reaches `confidence` or 1,000 steps (ColocRL's
+  // seq2seq on nmt@k40x2: 0.97 after about 120 steps; it levels off near
+  // 0.985-0.99). Returns the steps taken.
   virtual StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
                                     double confidence);
 

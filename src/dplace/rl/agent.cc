@@ -481,20 +481,12 @@ class SearchLoop {
     }
     DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
                             Evaluate(batch.group_devices));
+    // A fresh search: Record made the fastest start the best so far.
     DPLACE_RETURN_IF_ERROR(Record(measured, {}, &batch));
     s_.samples += static_cast<int64_t>(measured.size());
-    size_t best = 0;
-    for (size_t i = 1; i < measured.size(); ++i) {
-      const bool faster = measured[i].step_time < measured[best].step_time;
-      if (measured[i].feasible != measured[best].feasible ? measured[i].feasible
-                                                          : faster) {
-        best = i;
-      }
-    }
     try {
       return policy_agent_
-          ->DoWarmStart(batch.group_devices[best],
-                        settings_.warm_start_confidence)
+          ->DoWarmStart(s_.best_groups, settings_.warm_start_confidence)
           .status();
     } catch (const std::exception& e) {
       return InternalError("the warm start failed: " + FirstLine(e.what()));

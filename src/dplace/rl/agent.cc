@@ -274,7 +274,6 @@ class SearchLoop {
   SearchLoop(Agent* agent, const PlacementProblem& problem,
              Environment* environment, const SearchOptions& options)
       : agent_(*agent),
-        policy_agent_(dynamic_cast<PolicyAgent*>(agent)),
         settings_(agent->settings_),
         problem_(problem),
         environment_(environment),
@@ -286,17 +285,6 @@ class SearchLoop {
   // checkpoint and opens the log.
   Status Start() {
     DPLACE_RETURN_IF_ERROR(CheckRequest());
-    if (policy_agent_ == nullptr) {
-      const char* option = !settings_.warm_start.empty() ? "warm_start"
-                           : settings_.imitate_best > 0  ? "imitate_best"
-                                                         : nullptr;
-      if (option != nullptr) {
-        return InvalidArgumentError(
-            std::string("option ") + option +
-            ": this agent's policy chooses its own groups, so it cannot "
-            "learn a placement");
-      }
-    }
     DPLACE_ASSIGN_OR_RETURN(setup_,
                             MakeSetup(problem_, settings_, options_.budget));
     setup_.resuming = !options_.resume_path.empty();
@@ -359,7 +347,7 @@ class SearchLoop {
         const int64_t every = settings_.imitate_best;
         if (every > 0 && s_.has_best &&
             s_.samples / every > batch.first_index / every) {
-          DPLACE_RETURN_IF_ERROR(policy_agent_->DoImitate(s_.best_groups));
+          DPLACE_RETURN_IF_ERROR(agent_.DoImitate(s_.best_groups));
           ++s_.updates;
         }
       } catch (const std::exception& e) {
@@ -485,8 +473,9 @@ class SearchLoop {
     DPLACE_RETURN_IF_ERROR(Record(measured, {}, &batch));
     s_.samples += static_cast<int64_t>(measured.size());
     try {
-      return policy_agent_
-          ->DoWarmStart(s_.best_groups, settings_.warm_start_confidence)
+      return agent_
+          .DoWarmStart(s_.best_groups, settings_.warm_start_confidence,
+                       [this] { return BudgetLeft(); })
           .status();
     } catch (const std::exception& e) {
       return InternalError("the warm start failed: " + FirstLine(e.what()));
@@ -584,10 +573,6 @@ class SearchLoop {
   }
 
   Agent& agent_;
-  // The agent when its policy places the search's groups (not groups of
-  // its own), so that it can learn a given placement (options warm_start
-  // and imitate_best); null otherwise.
-  PolicyAgent* const policy_agent_;
   const SearchSettings& settings_;
   const PlacementProblem& problem_;
   Environment* environment_;

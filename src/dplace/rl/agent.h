@@ -127,8 +127,9 @@ struct SearchSettings {
   // do not fit; from a placement that fits, dropping them lets the policy
   // drift out of memory with nothing to bring it back (docs/agents.md).
   // Empty: off, the policy starts from its random initialisation as in the
-  // papers. Agents whose policy chooses the groups (hierarchical, simple,
-  // eagle) cannot. Default: "".
+  // papers. The planners (hierarchical, simple, eagle), whose policy
+  // chooses the groups, read the placement as an input of their grouper
+  // (DoWarmStart in planner_agents.cc). Default: "".
   std::string warm_start;
   double warm_start_confidence = 0.97;  // Default: 0.97.
   // Every this many samples, one step of maximum likelihood on the best
@@ -235,6 +236,18 @@ class Agent : public Method {
   // Learns from an evaluated batch; returns how many updates it made
   // (0 when it only buffered the batch).
   virtual int DoUpdate(const EvaluatedBatch& batch) = 0;
+  // Option warm_start: the policy learns the placement `group_devices`
+  // (one device per group of the search's grouping) until it samples it
+  // with about `confidence` per group, with an optimizer of its own (the
+  // agent's keeps no trace of it), or until `budget_left` returns false (the
+  // search's budget is spent). Returns the steps taken.
+  virtual StatusOr<int> DoWarmStart(
+      const std::vector<DeviceId>& group_devices, double confidence,
+      const std::function<bool()>& budget_left) = 0;
+  // Option imitate_best: one gradient step of maximum likelihood of
+  // `group_devices` (the best placement so far) with the agent's optimizer
+  // and gradient clipping, counted as an update.
+  virtual Status DoImitate(const std::vector<DeviceId>& group_devices) = 0;
   // The agent's state (policy, optimizer, buffers) in or out of a
   // checkpoint.
   virtual void DoSave(torch::serialize::OutputArchive* archive) const = 0;

@@ -185,7 +185,8 @@ void LoadPolicy(torch::nn::Module* policy, torch::optim::Optimizer* optimizer,
 }
 
 StatusOr<int> PolicyAgent::DoWarmStart(
-    const std::vector<DeviceId>& group_devices, double confidence) {
+    const std::vector<DeviceId>& group_devices, double confidence,
+    const std::function<bool()>& budget_left) {
   constexpr int kMaxSteps = 1000;
   PlacementPolicyImpl& p = policy();
   const torch::Tensor target = PlacementRow(group_devices);
@@ -203,7 +204,7 @@ StatusOr<int> PolicyAgent::DoWarmStart(
                         .item<double>();
           return EliteLikelihoodLoss(log_probs, chosen);
         });
-    if (reached >= confidence) return step;
+    if (reached >= confidence || !budget_left()) return step;
     adam.step();
   }
   return kMaxSteps;

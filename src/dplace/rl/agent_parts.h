@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -120,27 +121,23 @@ class PolicyAgent : public Agent {
     return ActionRows(policy().Sample(k, rng));
   }
 
-  // Option warm_start (the search loop calls it): maximum likelihood of
-  // `group_devices` with Adam at 1e-3 of its own (the agent's optimizer
-  // keeps no trace of it), one step after another until the mean
-  // probability per group reaches `confidence` or 1,000 steps (ColocRL's
-  // seq2seq on nmt@k40x2: 0.97 after about 120 steps; it levels off near
-  // 0.985-0.99). Returns the steps taken.
-  virtual StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
-                                    double confidence);
+  // Maximum likelihood of `group_devices` with Adam at 1e-3, one step
+  // after another until the mean probability per group reaches
+  // `confidence`, 1,000 steps or the end of the budget (ColocRL's seq2seq
+  // on nmt@k40x2: 0.97 after about 120 steps; it levels off near
+  // 0.985-0.99).
+  StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
+                            double confidence,
+                            const std::function<bool()>& budget_left) override;
 
-  // Option imitate_best (the search loop calls it): a GradientStepRows of
-  // maximum likelihood on `group_devices` with optimizer() and the gradient
-  // clipping of grad_clip().
-  Status DoImitate(const std::vector<DeviceId>& group_devices);
+  // A GradientStepRows of maximum likelihood on `group_devices` with
+  // optimizer() and the gradient clipping of grad_clip().
+  Status DoImitate(const std::vector<DeviceId>& group_devices) override;
 
   // The optimizer of the agent's updates, and the norm its gradients are
   // clipped to (0: none).
   virtual torch::optim::Optimizer& optimizer() = 0;
   virtual double grad_clip() const { return 0; }
-
- private:
-  friend class SearchLoop;  // Calls DoWarmStart and DoImitate (agent.cc).
 };
 
 // Samples (actions and step times) since the last cross-entropy update.

@@ -196,7 +196,8 @@ GrouperNetImpl::GrouperNetImpl(int64_t vocabulary,
       register_module("type_embedding",
                       torch::nn::Embedding(vocabulary, config.type_embedding));
   layers_ = torch::nn::Sequential();
-  int64_t width = config.type_embedding + kShapeWidth + 2 * kEmbeddedNeighbours;
+  int64_t width = config.type_embedding + kShapeWidth +
+                  2 * kEmbeddedNeighbours + config.unit_inputs;
   for (int i = 0; i < config.layers; ++i) {
     layers_->push_back(torch::nn::Linear(width, config.hidden));
     layers_->push_back(torch::nn::ReLU());
@@ -206,9 +207,14 @@ GrouperNetImpl::GrouperNetImpl(int64_t vocabulary,
   output_ = register_module("output", torch::nn::Linear(width, config.outputs));
 }
 
-torch::Tensor GrouperNetImpl::Hidden(const OpFeatures& f) {
-  return layers_->forward(
-      torch::cat({type_embedding_(f.type_ids), f.shapes, f.adjacency}, 1));
+torch::Tensor GrouperNetImpl::Hidden(const OpFeatures& f,
+                                     const torch::Tensor& unit_inputs) {
+  std::vector<torch::Tensor> parts = {type_embedding_(f.type_ids), f.shapes,
+                                      f.adjacency};
+  if (unit_inputs.defined()) {
+    parts.push_back(unit_inputs.index_select(0, f.unit));
+  }
+  return layers_->forward(torch::cat(parts, 1));
 }
 
 torch::Tensor GrouperNetImpl::UnitLogits(const OpFeatures& f,

@@ -84,6 +84,10 @@ struct GrouperConfig {
   int hidden = 64;          // Default: 64 (HP, EAGLE).
   int layers = 1;           // Hidden layers. Default: 1.
   int outputs = 256;        // Groups (or devices, for the Simple Planner).
+  // Width of the per-unit inputs Hidden appends to every op's embedding
+  // (the planners' best placement so far, one-hot, for options warm_start
+  // and imitate_best). Default: 0.
+  int unit_inputs = 0;
 };
 
 // Feed-forward: op embedding (learned type embedding, shapes, adjacency)
@@ -92,8 +96,11 @@ class GrouperNetImpl : public torch::nn::Module {
  public:
   GrouperNetImpl(int64_t vocabulary, const GrouperConfig& config);
 
-  // The last hidden layer of every op, [N, hidden].
-  torch::Tensor Hidden(const OpFeatures& features);
+  // The last hidden layer of every op, [N, hidden]. `unit_inputs`
+  // [U, unit_inputs] is appended to the embedding of every op of a unit;
+  // undefined when the config has none.
+  torch::Tensor Hidden(const OpFeatures& features,
+                       const torch::Tensor& unit_inputs = {});
   // Logits of every unit, [U, outputs]: the mean over its ops of the
   // output layer applied to `hidden`.
   torch::Tensor UnitLogits(const OpFeatures& features,

@@ -130,7 +130,8 @@ class PostAgent : public PolicyAgent {
   // Post's own cross-entropy solution with the one placement as the elite
   // and ε = 1 - confidence: each group's device gets at least `confidence`.
   StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
-                            double confidence) override {
+                            double confidence,
+                            const std::function<bool()>&) override {
     policy_->SetProbabilities(CrossEntropySolution(PlacementRow(group_devices),
                                                    allowed_, 1 - confidence));
     return 0;

@@ -279,7 +279,10 @@ class SearchLoop {
         environment_(environment),
         options_(options),
         clock_(options.clock ? options.clock : SteadyClock()),
-        failing_reward_(-std::sqrt(settings_.failing_step_time)) {}
+        failing_reward_(-std::sqrt(settings_.failing_step_time)),
+        feasible_only_after_(
+            settings_.warm_start.empty() ? settings_.feasible_only_after : -1) {
+  }
 
   // Checks the request, builds the groups and the policy, resumes from the
   // checkpoint and opens the log.
@@ -419,9 +422,8 @@ class SearchLoop {
   Status Record(const std::vector<Measurement>& measured,
                 const std::vector<std::pair<std::string, double>>& stats,
                 EvaluatedBatch* batch) {
-    const bool drop_infeasible = settings_.feasible_only_after >= 0 &&
-                                 s_.samples >= settings_.feasible_only_after &&
-                                 settings_.warm_start.empty();
+    const bool drop_infeasible =
+        feasible_only_after_ >= 0 && s_.samples >= feasible_only_after_;
     for (size_t i = 0; i < batch->group_devices.size(); ++i) {
       const Measurement& m = measured[i];
       const double reward =
@@ -579,6 +581,9 @@ class SearchLoop {
   const SearchOptions& options_;
   const Clock clock_;
   const double failing_reward_;
+  // settings_.feasible_only_after, or -1 (never) with a warm start: from a
+  // placement that fits, infeasible samples keep teaching (SearchSettings).
+  const int64_t feasible_only_after_;
   AgentSetup setup_;
   LoopState s_;
   SearchLog log_;

@@ -118,7 +118,8 @@ struct SearchSettings {
   // search's first samples, each group on the device most of its ops have;
   // the policy then learns the fastest by maximum likelihood, with an
   // optimizer of its own, until its mean probability per group of that
-  // device reaches `warm_start_confidence`. The search explores around the
+  // device reaches `warm_start_confidence` (or the search's budget ends:
+  // EAGLE's can take minutes). The search explores around the
   // placement from its first batch, and its best is never slower than the
   // placement as snapped (which can be slower than the placer's own when
   // the placer splits the agent's groups).
@@ -129,7 +130,7 @@ struct SearchSettings {
   // Empty: off, the policy starts from its random initialisation as in the
   // papers. The planners (hierarchical, simple, eagle), whose policy
   // chooses the groups, read the placement as an input of their grouper
-  // (DoWarmStart in planner_agents.cc). Default: "".
+  // and placer (DoWarmStart in planner_agents.cc). Default: "".
   std::string warm_start;
   double warm_start_confidence = 0.97;  // Default: 0.97.
   // Every this many samples, one step of maximum likelihood on the best

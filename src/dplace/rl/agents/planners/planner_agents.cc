@@ -669,8 +669,8 @@ class PlannerAgent : public Agent {
   torch::Tensor fixed_;      // [U] int64: a fixed grouping's group per unit.
   PlacerInput fixed_input_;
   // [U, D] float: the placement last taught (DoWarmStart), one-hot per
-  // unit, which the grouper net reads; zeros before the first; undefined
-  // without options warm_start and imitate_best or a grouper net.
+  // unit, which the grouper net and the placer read; zeros before the
+  // first; undefined without options warm_start and imitate_best.
   torch::Tensor incumbent_;
   torch::Tensor taught_grouping_;  // [U] int64 (Teach); learned grouper.
   std::unique_ptr<torch::optim::Adam> optimizer_;

@@ -450,15 +450,20 @@ class PlannerAgent : public Agent {
     if (!incumbent_.defined()) return;
     incumbent_ = torch::one_hot(unit_devices, num_devices_).to(torch::kFloat32);
     if (!learned_) return;
-    const int64_t k = num_groups_, d = num_devices_, u = num_units_;
+    const int64_t u = num_units_;
     taught_grouping_ = torch::empty({u}, torch::kInt64);
     const int64_t* device = unit_devices.data_ptr<int64_t>();
     int64_t* group = taught_grouping_.data_ptr<int64_t>();
     for (int64_t i = 0; i < u; ++i) {
-      const int64_t first = (device[i] * k + d - 1) / d;  // ceil(d k / D).
-      const int64_t size = ((device[i] + 1) * k + d - 1) / d - first;
-      group[i] = first + i * size / u;
+      const int64_t first = FirstGroup(device[i]);
+      group[i] = first + i * (FirstGroup(device[i] + 1) - first) / u;
     }
+  }
+
+  // The first of the groups that stand for device d in the grouping Teach
+  // teaches, ceil(d K / D); d = D gives K.
+  int64_t FirstGroup(int64_t d) const {
+    return (d * num_groups_ + num_devices_ - 1) / num_devices_;
   }
 
   // Maximum likelihood of the units' devices `target` [U] in the form
@@ -514,10 +519,13 @@ class PlannerAgent : public Agent {
     if (reached != nullptr) {
       // A unit's device: the devices its taught group's set stands for,
       // then the placer's choice for the group it was drawn into.
-      const torch::Tensor first = torch::div(
-          target * num_groups_ + num_devices_ - 1, num_devices_, "floor");
-      const torch::Tensor next = torch::div(
-          (target + 1) * num_groups_ + num_devices_ - 1, num_devices_, "floor");
+      std::vector<int64_t> firsts;
+      for (int64_t d = 0; d <= num_devices_; ++d) {
+        firsts.push_back(FirstGroup(d));
+      }
+      const torch::Tensor first_of = torch::tensor(firsts);
+      const torch::Tensor first = first_of.index_select(0, target);
+      const torch::Tensor next = first_of.index_select(0, target + 1);
       const torch::Tensor group = torch::arange(num_groups_).unsqueeze(0);
       const torch::Tensor in_set =
           log_probs.detach()

@@ -184,16 +184,27 @@ void LoadPolicy(torch::nn::Module* policy, torch::optim::Optimizer* optimizer,
   CheckOptimizerState(optimizer);
 }
 
+int LearnPlacement(const std::vector<torch::Tensor>& parameters,
+                   double learning_rate, double confidence,
+                   const std::function<bool()>& budget_left,
+                   const std::function<double()>& backward) {
+  constexpr int kMaxSteps = 1000;
+  torch::optim::Adam adam(parameters, torch::optim::AdamOptions(learning_rate));
+  for (int step = 0; step < kMaxSteps; ++step) {
+    adam.zero_grad();
+    if (backward() >= confidence || !budget_left()) return step;
+    adam.step();
+  }
+  return kMaxSteps;
+}
+
 StatusOr<int> PolicyAgent::DoWarmStart(
     const std::vector<DeviceId>& group_devices, double confidence,
     const std::function<bool()>& budget_left) {
-  constexpr int kMaxSteps = 1000;
   PlacementPolicyImpl& p = policy();
   const torch::Tensor target = PlacementRow(group_devices);
-  torch::optim::Adam adam(p.parameters(), torch::optim::AdamOptions(1e-3));
-  for (int step = 0; step < kMaxSteps; ++step) {
+  return LearnPlacement(p.parameters(), 1e-3, confidence, budget_left, [&] {
     double reached = 0;
-    adam.zero_grad();
     p.BackwardRows(
         target, [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
           const torch::Tensor chosen = target.index_select(0, rows);
@@ -204,10 +215,8 @@ StatusOr<int> PolicyAgent::DoWarmStart(
                         .item<double>();
           return EliteLikelihoodLoss(log_probs, chosen);
         });
-    if (reached >= confidence || !budget_left()) return step;
-    adam.step();
-  }
-  return kMaxSteps;
+    return reached;
+  });
 }
 
 Status PolicyAgent::DoImitate(const std::vector<DeviceId>& group_devices) {

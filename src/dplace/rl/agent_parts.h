@@ -240,6 +240,16 @@ inline void ApplyGradients(torch::nn::Module* module,
   optimizer->step();
 }
 
+// The warm start's loop (Agent::DoWarmStart): Adam at `learning_rate` on
+// `parameters`, each step's gradients from `backward` (which returns the
+// mean probability of the taught placement it measured), until that
+// reaches `confidence`, 1,000 steps or the end of `budget_left`. Returns
+// the steps taken.
+int LearnPlacement(const std::vector<torch::Tensor>& parameters,
+                   double learning_rate, double confidence,
+                   const std::function<bool()>& budget_left,
+                   const std::function<double()>& backward);
+
 // One optimizer step on `loss`: zero the gradients, backpropagate, then
 // ApplyGradients.
 inline void GradientStep(const torch::Tensor& loss, torch::nn::Module* module,

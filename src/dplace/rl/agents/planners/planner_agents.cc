@@ -178,6 +178,11 @@ class PlannerAgent : public Agent {
     if (!s.search.warm_start.empty() || s.search.imitate_best > 0) {
       incumbent_ = torch::zeros({num_units_, num_devices_});
     }
+    // ceil(d K / D) for d = 0..D (Teach), with K the search's groups.
+    first_groups_ = torch::div(
+        torch::arange(num_devices_ + 1, torch::kInt64) * s.search.num_groups +
+            (num_devices_ - 1),
+        num_devices_, "floor");
     if (simple_ || learned_) {
       GrouperConfig g;
       g.type_embedding = s.type_embedding;
@@ -371,20 +376,15 @@ class PlannerAgent : public Agent {
   StatusOr<int> DoWarmStart(const std::vector<DeviceId>& unit_devices,
                             double confidence,
                             const std::function<bool()>& budget_left) override {
-    constexpr int kMaxSteps = 1000;
     const torch::Tensor target = PlacementRow(unit_devices)[0];
     Teach(target);
     std::mt19937_64 rng(seed_ ^ 0x243f6a8885a308d3ULL);
-    torch::optim::Adam adam(modules_->parameters(),
-                            torch::optim::AdamOptions(settings_.learning_rate));
-    for (int step = 0; step < kMaxSteps; ++step) {
-      adam.zero_grad();
-      double reached = 0;
-      TeachingLoss(target, &rng, &reached).backward();
-      if (reached >= confidence || !budget_left()) return step;
-      adam.step();
-    }
-    return kMaxSteps;
+    return LearnPlacement(modules_->parameters(), settings_.learning_rate,
+                          confidence, budget_left, [&] {
+                            double reached = 0;
+                            TeachingLoss(target, &rng, &reached).backward();
+                            return reached;
+                          });
   }
 
   Status DoImitate(const std::vector<DeviceId>& unit_devices) override {
@@ -453,17 +453,12 @@ class PlannerAgent : public Agent {
     const int64_t u = num_units_;
     taught_grouping_ = torch::empty({u}, torch::kInt64);
     const int64_t* device = unit_devices.data_ptr<int64_t>();
+    const int64_t* first = first_groups_.data_ptr<int64_t>();
     int64_t* group = taught_grouping_.data_ptr<int64_t>();
     for (int64_t i = 0; i < u; ++i) {
-      const int64_t first = FirstGroup(device[i]);
-      group[i] = first + i * (FirstGroup(device[i] + 1) - first) / u;
+      const int64_t d = device[i];
+      group[i] = first[d] + i * (first[d + 1] - first[d]) / u;
     }
-  }
-
-  // The first of the groups that stand for device d in the grouping Teach
-  // teaches, ceil(d K / D); d = D gives K.
-  int64_t FirstGroup(int64_t d) const {
-    return (d * num_groups_ + num_devices_ - 1) / num_devices_;
   }
 
   // Maximum likelihood of the units' devices `target` [U] in the form
@@ -507,11 +502,10 @@ class PlannerAgent : public Agent {
     const torch::Tensor log_probs = GrouperLogProbs(hidden);  // [U, K]
     const torch::Tensor grouping = SampleRows(log_probs.detach().exp(), rng);
     const PlacerInput input = Input(grouping, hidden);
-    // Each group on the device most of its ops have in `target`.
+    // Each group on the device most of its ops have in `target`: the shares
+    // Input appended last.
     const torch::Tensor groups =
-        (GroupMeans(features_, grouping, num_groups_,
-                    incumbent_.index_select(0, features_.unit)) +
-         input.mask_bias)
+        (input.features.slice(1, -num_devices_) + input.mask_bias)
             .argmax(1)
             .unsqueeze(0);
     const torch::Tensor placer_log_probs =
@@ -519,13 +513,8 @@ class PlannerAgent : public Agent {
     if (reached != nullptr) {
       // A unit's device: the devices its taught group's set stands for,
       // then the placer's choice for the group it was drawn into.
-      std::vector<int64_t> firsts;
-      for (int64_t d = 0; d <= num_devices_; ++d) {
-        firsts.push_back(FirstGroup(d));
-      }
-      const torch::Tensor first_of = torch::tensor(firsts);
-      const torch::Tensor first = first_of.index_select(0, target);
-      const torch::Tensor next = first_of.index_select(0, target + 1);
+      const torch::Tensor first = first_groups_.index_select(0, target);
+      const torch::Tensor next = first_groups_.index_select(0, target + 1);
       const torch::Tensor group = torch::arange(num_groups_).unsqueeze(0);
       const torch::Tensor in_set =
           log_probs.detach()
@@ -681,6 +670,9 @@ class PlannerAgent : public Agent {
   // first; undefined without options warm_start and imitate_best.
   torch::Tensor incumbent_;
   torch::Tensor taught_grouping_;  // [U] int64 (Teach); learned grouper.
+  // [D + 1] int64: the first of the groups that stand for device d in
+  // taught_grouping_ (K for d = D).
+  torch::Tensor first_groups_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
   int64_t updates_ = 0;  // Policy updates so far (the noise schedule).
   EliteBuffer buffer_;   // Samples since the last cross-entropy update.

@@ -46,6 +46,7 @@
 #include "dplace/model/load_model.h"
 #include "dplace/rl/algorithms.h"
 #include "dplace/rl/nets/policy.h"
+#include "dplace/util/blas_kernels.h"
 
 namespace dplace {
 namespace {
@@ -341,3 +342,14 @@ BENCHMARK(BM_SoftmaxSampleAndPpo)
 
 }  // namespace
 }  // namespace dplace
+
+// Google Benchmark's main, after OpenBLAS has its fast kernels (as in
+// dplace): the figures are what a search gets.
+int main(int argc, char** argv) {
+  dplace::UseFastBlasKernels(argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

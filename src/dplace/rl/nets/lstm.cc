@@ -3,6 +3,7 @@
 #include <ATen/record_function.h>
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -10,16 +11,27 @@
 namespace dplace {
 namespace {
 
-// A product of a few rows with a large weight matrix runs as one BLAS
-// matrix-vector product per row. OpenBLAS's sgemm packs the whole weight
-// matrix on every call, which at a recurrence step's rows costs more than
-// the arithmetic. Measured on the development machine (one thread, us per
-// product, sgemm / per-row sgemv):
+// A product of a few rows with a large weight matrix runs as BLAS
+// matrix-vector products. OpenBLAS's sgemm packs the whole weight matrix on
+// every call, which at a recurrence step's rows costs more than the
+// arithmetic. Measured on an AMD EPYC (one thread, us per product, sgemm /
+// per-row sgemv):
 //   4 rows x [1024, 256]^T: 65 / 33;  4 x [2048, 512]^T: 294 / 132;
 //   10 x [1024, 256]^T: 94 / 88;  4 x [256, 512]^T: 11 / 15;
 //   4 x [128, 256]^T: 3.4 / 6.6 (OpenBLAS's small-matrix kernels, no packing).
 constexpr int64_t kMaxVectorProductRows = 8;
 constexpr int64_t kMinVectorProductWeights = 1 << 18;
+// A weight of more than kMinBlockedWeights elements (more than a core's L2
+// holds beside the rest of a step) is read in blocks of its rows of about
+// kWeightBlockBytes, each block by every row of x in turn, so that it comes
+// from L3 or memory once and from L2 for the other rows. On an Intel Xeon
+// (model 207, 2 MB L2, OpenBLAS's SkylakeX kernels; us per product, sgemm /
+// per-row sgemv / in blocks of 128 KB): 5 x [2048, 1024]^T 1470 / 1556 /
+// 807; 4 x [2048, 512]^T 511 / 653 / 355; 2 x [2048, 1024]^T 1127 / 620 /
+// 491. Smaller weights stay in L2 anyway, and their blocks cost more calls:
+// the agents with 1 MB weights (colocrl, Mars) lost 10-15% with them.
+constexpr int64_t kMinBlockedWeights = 1 << 19;
+constexpr int64_t kWeightBlockBytes = 128 << 10;
 
 // A float32 CPU matrix whose rows are contiguous vectors (a slice of
 // columns of a contiguous matrix is one).
@@ -47,14 +59,31 @@ void AddProducts(const torch::Tensor& x, const torch::Tensor& w,
   // Named for profilers and rl_benchmark's FLOP count: 2 x rows x numel(w).
   RECORD_FUNCTION("dplace::row_products", std::vector<c10::IValue>({x, w}));
   const int n = static_cast<int>(w.size(0)), k = static_cast<int>(w.size(1));
+  const int lda = static_cast<int>(w.stride(0));
   const int out_size = transposed_w ? k : n;
+  const int block =
+      rows == 1 || w.numel() <= kMinBlockedWeights
+          ? n
+          : static_cast<int>(std::max<int64_t>(
+                1, kWeightBlockBytes / (static_cast<int64_t>(lda) * 4)));
   const float* a = w.data_ptr<float>();
   const float* in = x.data_ptr<float>();
   float* o = out.data_ptr<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    cblas_sgemv(CblasRowMajor, transposed_w ? CblasTrans : CblasNoTrans, n, k,
-                1.0f, a, static_cast<int>(w.stride(0)), in + r * x.stride(0), 1,
-                accumulate ? 1.0f : 0.0f, o + r * out_size, 1);
+  for (int first = 0; first < n; first += block) {
+    const int m = std::min(block, n - first);
+    const float* a_block = a + static_cast<int64_t>(first) * lda;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* x_row = in + r * x.stride(0);
+      float* out_row = o + r * out_size;
+      if (transposed_w) {  // out_row += x_row[first, first + m) a_block.
+        cblas_sgemv(CblasRowMajor, CblasTrans, m, k, 1.0f, a_block, lda,
+                    x_row + first, 1, accumulate || first > 0 ? 1.0f : 0.0f,
+                    out_row, 1);
+      } else {  // out_row[first, first + m) = a_block x_row (+ itself).
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1.0f, a_block, lda,
+                    x_row, 1, accumulate ? 1.0f : 0.0f, out_row + first, 1);
+      }
+    }
   }
 }
 
@@ -264,7 +293,10 @@ class RecurrentProductFunction
     ctx->saved_data["gradients"] = gradients;
     ctx->saved_data["count"] = count;
     ctx->saved_data["t"] = t;
-    return x.mm(weight.t());
+    torch::Tensor y = torch::empty({x.size(0), weight.size(0)});
+    AddProducts(x.contiguous(), weight, /*transposed_w=*/false,
+                /*accumulate=*/false, y);
+    return y;
   }
 
   static torch::autograd::variable_list backward(
@@ -289,8 +321,15 @@ class RecurrentProductFunction
                      .t()
                      .mm(inputs.view({rows, inputs.size(2)}));
     }
-    return {dy.mm(weight),   d_weight,        torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    torch::Tensor dx = torch::empty({dy.size(0), weight.size(1)});
+    AddProducts(dy.contiguous(), weight, /*transposed_w=*/true,
+                /*accumulate=*/false, dx);
+    return {dx,
+            d_weight,
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
   }
 };
 

@@ -120,7 +120,9 @@ TEST(RowProductsTest, MatchTorchLinearAndMmOnEveryPath) {
   // Rows contiguous but not the matrix: a slice of columns.
   const torch::Tensor sliced = torch::randn({1024, 300}).slice(1, 10, 266);
   const torch::Tensor small = torch::randn({16, 8});
-  for (const torch::Tensor& w : {large, sliced, small}) {
+  // Read in blocks of rows (more than 2^19 elements), the last one short.
+  const torch::Tensor blocked = torch::randn({2100, 300}).slice(1, 0, 260);
+  for (const torch::Tensor& w : {large, sliced, small, blocked}) {
     const torch::Tensor bias = torch::randn({w.size(0)});
     for (int64_t rows : {1, 4, 8, 9}) {
       SCOPED_TRACE("w " + std::to_string(w.size(0)) + "x" +

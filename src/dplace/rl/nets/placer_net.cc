@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "dplace/rl/nets/attention.h"
 #include "dplace/rl/nets/lstm.h"
 #include "dplace/rl/nets/policy.h"
 
@@ -150,8 +151,7 @@ torch::Tensor Seq2SeqPlacerImpl::AttendProjected(const Encoded& e,
                                                  const torch::Tensor& q) {
   // Additive attention: v . tanh(W_k s_j + W_q q), softmax over groups j.
   const torch::Tensor scores =
-      attention_score_(torch::tanh(e.keys + q.unsqueeze(-2)))
-          .squeeze(-1);  // [.., K].
+      AdditiveAttentionScores(e.keys, q, attention_score_->weight[0]);
   return torch::matmul(torch::softmax(scores, -1), e.states);
 }
 
@@ -159,8 +159,8 @@ torch::Tensor Seq2SeqPlacerImpl::AttendStep(const Encoded& e,
                                             const torch::Tensor& query) {
   torch::NoGradGuard no_grad;
   const torch::Tensor q = RowLinear(query, attention_query_->weight);
-  const torch::Tensor scores = torch::matmul(
-      torch::tanh(e.keys + q.unsqueeze(1)), attention_score_->weight[0]);
+  const torch::Tensor scores =
+      AdditiveAttentionScores(e.keys, q, attention_score_->weight[0]);
   return RowMm(torch::softmax(scores, -1), e.states);
 }
 

@@ -193,6 +193,7 @@ void ReadSearchSettings(OptionReader* reader, SearchSettings* s) {
   reader->Int("workers", &s->workers);
   reader->String("warm_start", &s->warm_start);
   reader->Double("warm_start_confidence", &s->warm_start_confidence);
+  reader->Double("warm_start_learning_rate", &s->warm_start_learning_rate);
   reader->Int("imitate_best", &s->imitate_best);
 }
 
@@ -218,6 +219,9 @@ Status ValidateSearchSettings(const std::string& method,
   }
   if (!(s.warm_start_confidence > 0 && s.warm_start_confidence < 1)) {
     return bad("warm_start_confidence must be in (0, 1)");
+  }
+  if (!(s.warm_start_learning_rate >= 0)) {
+    return bad("warm_start_learning_rate must be >= 0 (0: the agent's own)");
   }
   if (s.imitate_best < 0) return bad("imitate_best must be >= 0");
   return Status::Ok();

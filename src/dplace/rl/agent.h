@@ -133,6 +133,10 @@ struct SearchSettings {
   // and placer (DoWarmStart in planner_agents.cc). Default: "".
   std::string warm_start;
   double warm_start_confidence = 0.97;  // Default: 0.97.
+  // The warm start's Adam. 0: the agent's own, 0.001 for colocrl and Mars,
+  // the agent's learning rate for the planners (a faster warm start lets
+  // EAGLE learn after it at a lower rate: docs/agents.md). Default: 0.
+  double warm_start_learning_rate = 0;
   // Every this many samples, one step of maximum likelihood on the best
   // placement so far, with the agent's own optimizer: self-imitation (Oh
   // et al., ICML 2018) in its simplest form. It holds the policy at the best
@@ -145,8 +149,8 @@ struct SearchSettings {
 // Reads the SearchSettings keys: failing_step_time, baseline_decay,
 // baseline_starts_failing, feasible_only_after, grouping, groups,
 // scope_marker, threads, workers, warm_start, warm_start_confidence,
-// imitate_best. A malformed value is the reader's error (Finish); values
-// out of range are reported by ValidateSearchSettings.
+// warm_start_learning_rate, imitate_best. A malformed value is the reader's
+// error (Finish); values out of range are reported by ValidateSearchSettings.
 void ReadSearchSettings(OptionReader* reader, SearchSettings* settings);
 Status ValidateSearchSettings(const std::string& method,
                               const SearchSettings& settings);

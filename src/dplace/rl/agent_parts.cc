@@ -203,7 +203,10 @@ StatusOr<int> PolicyAgent::DoWarmStart(
     const std::function<bool()>& budget_left) {
   PlacementPolicyImpl& p = policy();
   const torch::Tensor target = PlacementRow(group_devices);
-  return LearnPlacement(p.parameters(), 1e-3, confidence, budget_left, [&] {
+  const double rate = settings().warm_start_learning_rate > 0
+                          ? settings().warm_start_learning_rate
+                          : 1e-3;
+  return LearnPlacement(p.parameters(), rate, confidence, budget_left, [&] {
     double reached = 0;
     p.BackwardRows(
         target, [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {

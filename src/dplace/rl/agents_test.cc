@@ -405,6 +405,8 @@ TEST_F(SearchLoopTest, WarmStartErrorsNameTheOption) {
                         "cannot be a start"));
   EXPECT_THAT(error("mars", {"warm_start_confidence=1"}),
               HasSubstr("warm_start_confidence must be in (0, 1)"));
+  EXPECT_THAT(error("eagle", {"warm_start_learning_rate=-0.01"}),
+              HasSubstr("warm_start_learning_rate must be >= 0"));
   EXPECT_THAT(error("hierarchical", {"imitate_best=-4"}),
               HasSubstr("imitate_best must be >= 0"));
 }

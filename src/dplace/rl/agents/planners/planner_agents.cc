@@ -371,16 +371,20 @@ class PlannerAgent : public Agent {
   // groups of their own; the placer, on groupings the grouper draws, to put
   // each group where most of its ops are. With a fixed grouping
   // (grouper=metis, random, ...) the placer learns the same. The warm start
-  // runs Adam at the agent's learning rate: EAGLE's steps take about a
-  // second each on nmt@k40x2, and at 0.001 it had not reached 0.4 after 60.
+  // runs Adam at the agent's learning rate (or warm_start_learning_rate):
+  // EAGLE's steps take about a second each on nmt@k40x2, and at 0.001 it
+  // had not reached 0.4 after 60.
   StatusOr<int> DoWarmStart(const std::vector<DeviceId>& unit_devices,
                             double confidence,
                             const std::function<bool()>& budget_left) override {
     const torch::Tensor target = PlacementRow(unit_devices)[0];
     Teach(target);
     std::mt19937_64 rng(seed_ ^ 0x243f6a8885a308d3ULL);
-    return LearnPlacement(modules_->parameters(), settings_.learning_rate,
-                          confidence, budget_left, [&] {
+    const double rate = settings_.search.warm_start_learning_rate > 0
+                            ? settings_.search.warm_start_learning_rate
+                            : settings_.learning_rate;
+    return LearnPlacement(modules_->parameters(), rate, confidence, budget_left,
+                          [&] {
                             double reached = 0;
                             TeachingLoss(target, &rng, &reached).backward();
                             return reached;

@@ -5,6 +5,9 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#ifdef __SSE2__
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -149,6 +152,37 @@ class KeepFreedMemory {
 
  private:
   static constexpr int kGlibcDefault = 128 * 1024;
+};
+
+// Denormal floats cost the CPU many times a normal operation each. A
+// policy taught towards certainty saturates its gates and softmaxes, and
+// values and gradients fall into the denormal range: EAGLE warm-started on
+// nmt@k40x2 (seed 1, learning_rate=0.001, warm_start_learning_rate=0.01)
+// took 428 s for its warm start and then made 0.53 samples/s; with
+// denormals flushed, 104 s and 2.09 samples/s. A search sets the SSE
+// control bits flush-to-zero and denormals-are-zero (the threads it starts
+// inherit them) and restores them after it.
+class FlushDenormals {
+ public:
+  FlushDenormals() {
+#ifdef __SSE2__
+    _mm_setcsr(csr_ | kFlushToZero | kDenormalsAreZero);
+#endif
+  }
+  ~FlushDenormals() {
+#ifdef __SSE2__
+    _mm_setcsr(csr_);
+#endif
+  }
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+
+ private:
+#ifdef __SSE2__
+  static constexpr unsigned kFlushToZero = 0x8000;
+  static constexpr unsigned kDenormalsAreZero = 0x0040;
+  const unsigned csr_ = _mm_getcsr();
+#endif
 };
 
 bool Better(bool feasible, double step_time, const LoopState& s) {
@@ -613,6 +647,7 @@ StatusOr<PlaceResult> Agent::DoPlace(const PlacementProblem& problem,
                                      const PlaceContext& context) {
   const ComputeThreads threads(settings_.threads);
   const KeepFreedMemory keep_memory;
+  const FlushDenormals flush_denormals;
   SearchLoop loop(this, problem, context.environment, context.search);
   DPLACE_RETURN_IF_ERROR(loop.Start());
   while (loop.BudgetLeft()) DPLACE_RETURN_IF_ERROR(loop.RunBatch());

@@ -3,27 +3,12 @@
 // its arguments and output when it does.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
+
+#include "dplace/testing/shell_run.h"
 
 namespace dplace {
 namespace {
-
-// Runs `command` through the shell and returns what it printed (stdout and
-// stderr).
-std::string Output(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
-    out.append(buffer.data(), n);
-  }
-  pclose(pipe);
-  return out;
-}
 
 // The kernels OpenBLAS reported last (OPENBLAS_VERBOSE=2 prints "Core: NAME"
 // as each copy of it loads).
@@ -38,7 +23,9 @@ const std::string kPlace = std::string(DPLACE_BINARY) +
                            "--method round-robin";
 
 TEST(BlasKernelsTest, PlaceRunsOnKernelsForThisCpu) {
-  const std::string output = Output("OPENBLAS_VERBOSE=2 " + kPlace);
+  const ShellRun run = Shell("OPENBLAS_VERBOSE=2 " + kPlace);
+  const std::string& output = run.out;
+  EXPECT_EQ(run.code, 0) << output;
   EXPECT_NE(output.find("step time:"), std::string::npos) << output;
   const std::string core = LastCore(output);
   if (core.empty()) GTEST_SKIP() << "OpenBLAS does not say its kernels";
@@ -49,8 +36,10 @@ TEST(BlasKernelsTest, PlaceRunsOnKernelsForThisCpu) {
 }
 
 TEST(BlasKernelsTest, AChoiceTheUserMadeStands) {
-  const std::string output =
-      Output("OPENBLAS_VERBOSE=2 OPENBLAS_CORETYPE=Prescott " + kPlace);
+  const ShellRun run =
+      Shell("OPENBLAS_VERBOSE=2 OPENBLAS_CORETYPE=Prescott " + kPlace);
+  const std::string& output = run.out;
+  EXPECT_EQ(run.code, 0) << output;
   EXPECT_NE(output.find("step time:"), std::string::npos) << output;
   const std::string core = LastCore(output);
   if (core.empty()) GTEST_SKIP() << "OpenBLAS does not say its kernels";

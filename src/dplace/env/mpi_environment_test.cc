@@ -3,10 +3,8 @@
 // worker, a rank that dies and --resume, several controllers.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "dplace/io/file.h"
+#include "dplace/testing/shell_run.h"
 
 namespace dplace {
 namespace {
@@ -23,25 +22,6 @@ using ::testing::Not;
 
 const std::string kGraph =
     std::string(DPLACE_SOURCE_DIR) + "/examples/mlp_training.json";
-
-struct ShellRun {
-  int code = -1;
-  std::string out;  // stdout and stderr.
-};
-
-ShellRun Shell(const std::string& command) {
-  ShellRun run;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
-    run.out.append(buffer, n);
-  }
-  const int status = pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
 
 // `dplace place` with post on the example MLP, seed 7, and `extra`.
 std::string Place(const std::string& extra) {

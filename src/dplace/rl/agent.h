@@ -137,6 +137,11 @@ struct SearchSettings {
   // the agent's learning rate for the planners (a faster warm start lets
   // EAGLE learn after it at a lower rate: docs/agents.md). Default: 0.
   double warm_start_learning_rate = 0;
+  // The warm start's rate for an agent whose own is `agent_default`.
+  double WarmStartRate(double agent_default) const {
+    return warm_start_learning_rate > 0 ? warm_start_learning_rate
+                                        : agent_default;
+  }
   // Every this many samples, one step of maximum likelihood on the best
   // placement so far, with the agent's own optimizer: self-imitation (Oh
   // et al., ICML 2018) in its simplest form. It holds the policy at the best

@@ -203,9 +203,7 @@ StatusOr<int> PolicyAgent::DoWarmStart(
     const std::function<bool()>& budget_left) {
   PlacementPolicyImpl& p = policy();
   const torch::Tensor target = PlacementRow(group_devices);
-  const double rate = settings().warm_start_learning_rate > 0
-                          ? settings().warm_start_learning_rate
-                          : 1e-3;
+  const double rate = settings().WarmStartRate(1e-3);
   return LearnPlacement(p.parameters(), rate, confidence, budget_left, [&] {
     double reached = 0;
     p.BackwardRows(

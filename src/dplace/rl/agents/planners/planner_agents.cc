@@ -379,9 +379,7 @@ class PlannerAgent : public Agent {
     const torch::Tensor target = PlacementRow(unit_devices)[0];
     Teach(target);
     std::mt19937_64 rng(seed_ ^ 0x243f6a8885a308d3ULL);
-    const double rate = settings_.search.warm_start_learning_rate > 0
-                            ? settings_.search.warm_start_learning_rate
-                            : settings_.learning_rate;
+    const double rate = settings_.search.WarmStartRate(settings_.learning_rate);
     return LearnPlacement(modules_->parameters(), rate, confidence, budget_left,
                           [&] {
                             double reached = 0;

@@ -219,14 +219,14 @@ torch::Tensor GrouperNetImpl::Hidden(const OpFeatures& f,
 
 torch::Tensor GrouperNetImpl::UnitLogits(const OpFeatures& f,
                                          const torch::Tensor& hidden) {
-  const torch::Tensor op_logits = output_(hidden);
-  if (f.num_units == f.num_ops) {
-    // Units are ops (no co-location): skip the averaging.
-    return torch::zeros_like(op_logits).index_add(0, f.unit, op_logits);
+  // The output layer is affine, so the mean of its outputs over a unit's
+  // ops is its output for their mean hidden state: U rows, not N.
+  torch::Tensor unit_hidden =
+      torch::zeros({f.num_units, hidden.size(1)}).index_add(0, f.unit, hidden);
+  if (f.num_units != f.num_ops) {
+    unit_hidden = unit_hidden / f.unit_ops.unsqueeze(1);
   }
-  return torch::zeros({f.num_units, op_logits.size(1)})
-             .index_add(0, f.unit, op_logits) /
-         f.unit_ops.unsqueeze(1);
+  return output_(unit_hidden);
 }
 
 }  // namespace dplace

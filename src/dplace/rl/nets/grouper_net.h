@@ -102,7 +102,8 @@ class GrouperNetImpl : public torch::nn::Module {
   torch::Tensor Hidden(const OpFeatures& features,
                        const torch::Tensor& unit_inputs = {});
   // Logits of every unit, [U, outputs]: the mean over its ops of the
-  // output layer applied to `hidden`.
+  // output layer applied to `hidden` (computed as the output layer of the
+  // unit's mean hidden state).
   torch::Tensor UnitLogits(const OpFeatures& features,
                            const torch::Tensor& hidden);
 

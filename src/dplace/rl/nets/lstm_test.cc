@@ -310,6 +310,46 @@ TEST(Seq2SeqTraceTest, UpdateFromTheSamplingTraceEqualsAFreshDecode) {
   }
 }
 
+// The placer's sampling split between workers draws what one thread draws,
+// with the exploration noise on; its kept log-probabilities are those of
+// the noiseless policy that LogProbs computes, and no draw takes a device
+// the mask forbids.
+TEST(Seq2SeqWorkersTest, PlacerTwoWorkersDrawTheSamePlacements) {
+  const int64_t groups = 10, devices = 3, features = 6;
+  for (bool before : {false, true}) {
+    torch::manual_seed(5);
+    Seq2SeqPlacerConfig c;
+    c.input_size = features + 2 * groups;
+    c.num_devices = devices;
+    c.hidden = 32;
+    c.attention_before = before;
+    Seq2SeqPlacer placer(c);
+    PlacerInput input;
+    input.features = torch::rand({groups, features});
+    input.adjacency = torch::zeros({groups, 2 * groups});
+    input.mask_bias = torch::zeros({groups, devices});
+    input.mask_bias[2][1] = -1e9;
+    input.active = torch::ones({groups});
+    LogitShaping shaping;
+    shaping.tanh_constant = 5;
+    shaping.temperature = 10;
+    shaping.noise = 0.5;
+    torch::Tensor drawn[2], kept[2];
+    for (int workers : {1, 2}) {
+      std::mt19937_64 rng(9);
+      drawn[workers - 1] = placer->Sample(input, 5, shaping, workers, &rng);
+      kept[workers - 1] = placer->SampledLogProbs();
+    }
+    EXPECT_TRUE(torch::equal(drawn[0], drawn[1])) << "attention " << before;
+    EXPECT_TRUE(torch::equal(kept[0], kept[1]));
+    EXPECT_FALSE((drawn[0].select(1, 2) == 1).any().item<bool>());
+    torch::NoGradGuard no_grad;
+    const torch::Tensor fresh = placer->LogProbs(input, drawn[0], shaping);
+    EXPECT_TRUE(torch::allclose(kept[0], fresh, 1e-4, 1e-5))
+        << "differs by " << (kept[0] - fresh).abs().max().item<double>();
+  }
+}
+
 TEST(Seq2SeqWorkersTest, PlacerTwoWorkersGiveTheGradientsOfOne) {
   const int64_t groups = 10, devices = 3, features = 6;
   for (bool before : {false, true}) {

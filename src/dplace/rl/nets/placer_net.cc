@@ -1,7 +1,10 @@
 #include "dplace/rl/nets/placer_net.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "dplace/rl/nets/attention.h"
@@ -11,31 +14,85 @@
 namespace dplace {
 namespace {
 
-double Uniform(std::mt19937_64* rng) {
-  return static_cast<double>((*rng)() >> 11) * 0x1.0p-53;  // [0, 1).
+// Standard normal draws determined by `rng` alone: LibTorch's vectorised
+// generator (its own Mersenne Twister, the same on every platform),
+// seeded by one draw of `rng`.
+torch::Tensor StandardNormal(at::IntArrayRef sizes, std::mt19937_64* rng) {
+  return torch::randn(sizes, at::detail::createCPUGenerator((*rng)()));
 }
 
-// Standard normal draws by Box-Muller, from `rng` only (std's
-// distributions differ between standard libraries): uniforms drawn in
-// pairs, transformed as tensors.
-torch::Tensor StandardNormal(at::IntArrayRef sizes, std::mt19937_64* rng) {
-  int64_t n = 1;
-  for (const int64_t size : sizes) n *= size;
-  const int64_t pairs = (n + 1) / 2;
-  torch::Tensor u = torch::empty({pairs, 2}, torch::kFloat64);
-  double* p = u.data_ptr<double>();
-  for (int64_t i = 0; i < pairs; ++i) {
-    p[2 * i] = 1.0 - Uniform(rng);  // (0, 1].
-    p[2 * i + 1] = Uniform(rng);
+// A decoding step's head for the rows of `logits` [n, D], in one pass of
+// scalar arithmetic instead of a dozen small tensor ops: writes the
+// noiseless policy's log-probabilities (PolicyLogProbs) to `log_probs`
+// [n, D] and draws each row's device into `devices` [n] from
+// SamplingProbabilities by the inverse CDF (as SampleRows) with the row's
+// uniform, its noise the draws `normals` [n, D] (undefined: none) scaled
+// by the root mean square of the row's own logits.
+void DrawStep(const torch::Tensor& logits, const torch::Tensor& mask_bias,
+              const LogitShaping& shaping, const torch::Tensor& normals,
+              const double* uniforms, torch::Tensor log_probs,
+              int64_t* devices) {
+  const torch::Tensor l = logits.contiguous();
+  const torch::Tensor mask = mask_bias.contiguous();
+  const int64_t n = l.size(0), num_devices = l.size(1);
+  const float* row = l.data_ptr<float>();
+  const float* bias = mask.data_ptr<float>();
+  const bool noisy = shaping.noise > 0 && normals.defined();
+  torch::Tensor z = noisy ? normals.contiguous() : torch::Tensor();
+  const float* normal = noisy ? z.data_ptr<float>() : nullptr;
+  auto out = log_probs.accessor<float, 2>();
+  const auto shape = [&shaping](float x) {
+    if (shaping.tanh_constant <= 0) return x;
+    return static_cast<float>(shaping.tanh_constant *
+                              std::tanh(x / shaping.temperature));
+  };
+  // Softmax of shape(x) + mask: the shifted values, their maximum and sum.
+  std::vector<float> shifted(static_cast<size_t>(num_devices));
+  const auto softmax = [&](const auto& value, float* top, double* sum) {
+    *top = -std::numeric_limits<float>::infinity();
+    for (int64_t d = 0; d < num_devices; ++d) {
+      shifted[d] = shape(value(d)) + bias[d];
+      *top = std::max(*top, shifted[d]);
+    }
+    *sum = 0;
+    for (int64_t d = 0; d < num_devices; ++d) {
+      *sum += std::exp(static_cast<double>(shifted[d] - *top));
+    }
+  };
+  for (int64_t i = 0; i < n; ++i, row += num_devices) {
+    float top;
+    double sum;
+    softmax([row](int64_t d) { return row[d]; }, &top, &sum);
+    const float log_sum = static_cast<float>(std::log(sum));
+    for (int64_t d = 0; d < num_devices; ++d) {
+      out[i][d] = shifted[d] - top - log_sum;
+    }
+    if (noisy) {
+      double squares = 0;
+      for (int64_t d = 0; d < num_devices; ++d) squares += row[d] * row[d];
+      const float scale =
+          static_cast<float>(shaping.noise * std::sqrt(squares / num_devices));
+      const float* z_row = normal + i * num_devices;
+      softmax(
+          [row, z_row, scale](int64_t d) { return row[d] + scale * z_row[d]; },
+          &top, &sum);
+    }
+    // Inverse CDF, as SampleRows.
+    const double u = uniforms[i];
+    double cumulative = 0;
+    int64_t choice = -1, last_positive = 0;
+    for (int64_t d = 0; d < num_devices; ++d) {
+      const double p = std::exp(static_cast<double>(shifted[d] - top)) / sum;
+      if (p <= 0) continue;
+      last_positive = d;
+      cumulative += p;
+      if (u < cumulative) {
+        choice = d;
+        break;
+      }
+    }
+    devices[i] = choice >= 0 ? choice : last_positive;
   }
-  const torch::Tensor radius = torch::sqrt(-2.0 * torch::log(u.select(1, 0)));
-  const torch::Tensor angle = (2 * M_PI) * u.select(1, 1);
-  return torch::stack({radius * torch::cos(angle), radius * torch::sin(angle)},
-                      1)
-      .view({-1})
-      .slice(0, 0, n)
-      .to(torch::kFloat32)
-      .view(sizes);
 }
 
 }  // namespace
@@ -166,40 +223,53 @@ torch::Tensor Seq2SeqPlacerImpl::AttendStep(const Encoded& e,
 
 torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
                                         const LogitShaping& shaping,
-                                        std::mt19937_64* rng) {
+                                        int workers, std::mt19937_64* rng) {
   torch::NoGradGuard no_grad;
   const Encoded e = Encode(input);
   const DecoderGates gates = Gates(e);
-  const int64_t length = e.states.size(0), hidden = e.states.size(1);
-  torch::Tensor previous = torch::full({k}, config_.num_devices, torch::kInt64);
-  torch::Tensor out = torch::empty({k, length}, torch::kInt64);
-  torch::Tensor h = e.h.expand({k, hidden}).contiguous();
-  torch::Tensor c = e.c.expand({k, hidden}).contiguous();
+  const int64_t length = e.states.size(0), hidden = e.states.size(1),
+                devices = config_.num_devices;
   const torch::Tensor w_hh =
       gates.recurrent.slice(1, gates.recurrent.size(1) - hidden);
-  std::vector<torch::Tensor> log_probs;
-  log_probs.reserve(length);
-  for (int64_t t = 0; t < length; ++t) {
-    torch::Tensor x = gates.device.index_select(0, previous) + gates.state[t];
-    torch::Tensor logits;
-    if (config_.attention_before) {
-      // The context of the previous state feeds this step.
-      x.add_(RowLinear(AttendStep(e, h), gates.recurrent.slice(1, 0, hidden)));
-      LstmStep(x, w_hh, &h, &c);
-      logits = RowLinear(h, output_->weight, output_->bias);
-    } else {
-      LstmStep(x, w_hh, &h, &c);
-      logits =
-          RowLinear(torch::tanh(RowLinear(torch::cat({h, AttendStep(e, h)}, 1),
-                                          combine_->weight, combine_->bias)),
-                    output_->weight, output_->bias);
+  // Every draw, in the order of one thread's loop (step by step, row by
+  // row): any split of the rows draws the same placements.
+  const std::vector<double> uniforms = DrawUniforms(length * k, rng);
+  torch::Tensor normals;
+  if (shaping.noise > 0) normals = StandardNormal({length, k, devices}, rng);
+  torch::Tensor out = torch::empty({k, length}, torch::kInt64);
+  torch::Tensor log_probs = torch::empty({k, length, devices});
+  RunRowBlocks(k, workers, [&](int, int64_t begin, int64_t end) {
+    const int64_t n = end - begin;
+    torch::Tensor previous = torch::full({n}, devices, torch::kInt64);
+    torch::Tensor h = e.h.expand({n, hidden}).contiguous();
+    torch::Tensor c = e.c.expand({n, hidden}).contiguous();
+    torch::Tensor steps = torch::empty({length, n}, torch::kInt64);
+    const torch::Tensor block_log_probs = log_probs.slice(0, begin, end);
+    for (int64_t t = 0; t < length; ++t) {
+      torch::Tensor x = gates.device.index_select(0, previous) + gates.state[t];
+      torch::Tensor logits;
+      if (config_.attention_before) {
+        // The context of the previous state feeds this step.
+        x.add_(
+            RowLinear(AttendStep(e, h), gates.recurrent.slice(1, 0, hidden)));
+        LstmStep(x, w_hh, &h, &c);
+        logits = RowLinear(h, output_->weight, output_->bias);
+      } else {
+        LstmStep(x, w_hh, &h, &c);
+        logits = RowLinear(
+            torch::tanh(RowLinear(torch::cat({h, AttendStep(e, h)}, 1),
+                                  combine_->weight, combine_->bias)),
+            output_->weight, output_->bias);
+      }
+      DrawStep(logits, input.mask_bias[t], shaping,
+               normals.defined() ? normals[t].slice(0, begin, end) : normals,
+               uniforms.data() + t * k + begin, block_log_probs.select(1, t),
+               steps[t].data_ptr<int64_t>());
+      previous = steps[t];
     }
-    log_probs.push_back(PolicyLogProbs(logits, input.mask_bias[t], shaping));
-    previous = SampleRows(
-        SamplingProbabilities(logits, input.mask_bias[t], shaping, rng), rng);
-    out.select(1, t).copy_(previous);
-  }
-  sampled_ = torch::stack(log_probs, 1) * input.active.view({1, -1, 1});
+    out.slice(0, begin, end).copy_(steps.t());
+  });
+  sampled_ = log_probs * input.active.view({1, -1, 1});
   return out;
 }
 
@@ -328,7 +398,7 @@ torch::Tensor GcnPlacerImpl::Logits(const PlacerInput& in) {
 
 torch::Tensor GcnPlacerImpl::Sample(const PlacerInput& input, int k,
                                     const LogitShaping& shaping,
-                                    std::mt19937_64* rng) {
+                                    int /*workers*/, std::mt19937_64* rng) {
   torch::NoGradGuard no_grad;
   const torch::Tensor logits = Logits(input);
   torch::Tensor out = torch::empty({k, logits.size(0)}, torch::kInt64);

@@ -70,9 +70,11 @@ torch::Tensor PolicyLogProbs(const torch::Tensor& logits,
 
 class PlacerNetImpl : public torch::nn::Module {
  public:
-  // k placements [k, K] int64, without gradient, drawing from `rng` only.
+  // k placements [k, K] int64, without gradient, drawing from `rng` only;
+  // a placer may split the rows between up to `workers` threads (the same
+  // placements for any number).
   virtual torch::Tensor Sample(const PlacerInput& input, int k,
-                               const LogitShaping& shaping,
+                               const LogitShaping& shaping, int workers,
                                std::mt19937_64* rng) = 0;
   // Log-probabilities [k, K, D] given placements `actions` [k, K] (an
   // autoregressive placer conditions group t on the devices before it);
@@ -109,8 +111,10 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
  public:
   explicit Seq2SeqPlacerImpl(const Seq2SeqPlacerConfig& config);
 
+  // The exploration noise of a placement's step is scaled by the root mean
+  // square of that placement's logits at the step.
   torch::Tensor Sample(const PlacerInput& input, int k,
-                       const LogitShaping& shaping,
+                       const LogitShaping& shaping, int workers,
                        std::mt19937_64* rng) override;
   torch::Tensor LogProbs(const PlacerInput& input, const torch::Tensor& actions,
                          const LogitShaping& shaping) override;
@@ -187,7 +191,7 @@ class GcnPlacerImpl : public PlacerNetImpl {
   explicit GcnPlacerImpl(const GcnPlacerConfig& config);
 
   torch::Tensor Sample(const PlacerInput& input, int k,
-                       const LogitShaping& shaping,
+                       const LogitShaping& shaping, int workers,
                        std::mt19937_64* rng) override;
   torch::Tensor LogProbs(const PlacerInput& input, const torch::Tensor& actions,
                          const LogitShaping& shaping) override;

@@ -286,7 +286,8 @@ class PlannerAgent : public Agent {
       pending_grouping_ = fixed_;
     }
     pending_placements_ =
-        placer_->Sample(Input(pending_grouping_, hidden), k, shaping, rng);
+        placer_->Sample(Input(pending_grouping_, hidden), k, shaping,
+                        settings_.search.workers, rng);
     return ActionRows(pending_placements_.index_select(1, pending_grouping_));
   }
 

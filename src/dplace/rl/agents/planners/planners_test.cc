@@ -83,9 +83,13 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // The paper's rate (0.1) makes this tiny net collapse everything
         // into one group on the CPU; its 500-update warm-up is longer than
-        // this whole search.
-        LearningCase{"hierarchical",
-                     {"groups=4", "learning_rate=0.01", "valid_only_after=10"}},
+        // this whole search. At 0.01 it settles on one GPU before finding
+        // the two chains' split for half the seeds (6 and 5 of seeds 1-12,
+        // with the placer's noise scaled over the batch or per row); at
+        // 0.001 it finds every problem's optimum for each of seeds 1-12.
+        LearningCase{
+            "hierarchical",
+            {"groups=4", "learning_rate=0.001", "valid_only_after=10"}},
         LearningCase{"eagle", {"groups=4", "learning_rate=0.003"}}),
     [](const ::testing::TestParamInfo<LearningCase>& info) {
       std::string name = info.param.agent;

@@ -378,6 +378,20 @@ LstmTrace LstmTrace::Narrow(int64_t begin, int64_t n) const {
           tanh_c.narrow(1, begin, n), outputs.narrow(1, begin, n)};
 }
 
+std::optional<LstmTrace> LstmTrace::RowsOf(
+    const torch::Tensor& drawn, const torch::Tensor& sequences) const {
+  // [n, k]: row i of `sequences` equals drawn row j.
+  const torch::Tensor equal =
+      (sequences.unsqueeze(1) == drawn.unsqueeze(0)).all(2);
+  if (!equal.any(1).all().item<bool>()) return std::nullopt;
+  const torch::Tensor rows = equal.to(torch::kInt8).argmax(1);
+  if (rows.size(0) == drawn.size(0) &&
+      torch::equal(rows, torch::arange(rows.size(0)))) {
+    return *this;  // All of them, in order: no copy.
+  }
+  return Rows(rows);
+}
+
 LstmWeights LayerWeights(torch::nn::LSTM& lstm, bool reverse) {
   const std::string suffix = reverse ? "_l0_reverse" : "_l0";
   const auto params = lstm->named_parameters(/*recurse=*/false);

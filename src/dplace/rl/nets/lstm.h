@@ -17,6 +17,8 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 namespace dplace {
 
 struct LstmSequence {
@@ -39,6 +41,12 @@ struct LstmTrace {
   LstmTrace Rows(const torch::Tensor& rows) const;
   // Rows [begin, begin + n) of every buffer, as views.
   LstmTrace Narrow(int64_t begin, int64_t n) const;
+  // For a trace whose rows drew the sequences `drawn` [k, T] (int64): the
+  // rows that drew `sequences` [n, T], matched by content in any order;
+  // nullopt when one of them is not among `drawn`. No copy when
+  // `sequences` is all of `drawn` in order.
+  std::optional<LstmTrace> RowsOf(const torch::Tensor& drawn,
+                                  const torch::Tensor& sequences) const;
 };
 
 // The recurrence of an LSTM layer given its gates' input part `x_gates`

@@ -382,9 +382,9 @@ torch::Tensor AttentionStepLogits(const torch::Tensor& h,
   return RowLinear(combined, output->weight, output->bias) + mask_bias;
 }
 
-int64_t Seq2SeqPolicyImpl::ParameterVersion() {
+int64_t ParameterVersion(const torch::nn::Module& module) {
   int64_t version = 0;
-  for (const torch::Tensor& p : parameters()) version += p._version();
+  for (const torch::Tensor& p : module.parameters()) version += p._version();
   return version;
 }
 
@@ -404,7 +404,7 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   sampled_trace_.reset();
   if (keep) {
     sampled_encoding_ = encoded;
-    sampled_encoding_version_ = ParameterVersion();
+    sampled_encoding_version_ = ParameterVersion(*this);
   }
   torch::NoGradGuard no_grad;
   const int64_t length = num_groups(), hidden = encoded.h.size(1);
@@ -453,26 +453,16 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
 std::optional<LstmTrace> Seq2SeqPolicyImpl::TraceOf(
     const torch::Tensor& sequence) {
   if (!sampled_trace_.has_value() ||
-      sampled_trace_->version != ParameterVersion()) {
+      sampled_trace_->version != ParameterVersion(*this)) {
     return std::nullopt;
   }
-  const torch::Tensor& sampled = sampled_trace_->sequence;
-  // [n, k]: row i of `sequence` equals sampled row j.
-  const torch::Tensor equal =
-      (sequence.unsqueeze(1) == sampled.unsqueeze(0)).all(2);
-  if (!equal.any(1).all().item<bool>()) return std::nullopt;
-  const torch::Tensor rows = equal.to(torch::kInt8).argmax(1);
-  if (rows.size(0) == sampled.size(0) &&
-      torch::equal(rows, torch::arange(rows.size(0)))) {
-    return sampled_trace_->trace;  // All of them, in order: no copy.
-  }
-  return sampled_trace_->trace.Rows(rows);
+  return sampled_trace_->trace.RowsOf(sampled_trace_->sequence, sequence);
 }
 
 Seq2SeqPolicyImpl::Encoded Seq2SeqPolicyImpl::TakeEncoding() {
   const bool reuse = sampled_encoding_.has_value() &&
                      torch::GradMode::is_enabled() &&
-                     sampled_encoding_version_ == ParameterVersion();
+                     sampled_encoding_version_ == ParameterVersion(*this);
   Encoded encoded = reuse ? *sampled_encoding_ : Encode();
   sampled_encoding_.reset();
   return encoded;

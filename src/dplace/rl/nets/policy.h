@@ -90,6 +90,11 @@ class PlacementPolicyImpl : public torch::nn::Module {
 PlacementPolicyImpl::RowsLoss RowShare(PlacementPolicyImpl::RowsLoss mean_loss,
                                        int64_t k);
 
+// Sum of the version counters of `module`'s parameters (bumped by in-place
+// writes such as an optimizer step or a checkpoint load): what a pass
+// kept for later compares to know the weights did not change.
+int64_t ParameterVersion(const torch::nn::Module& module);
+
 // How many blocks RunRowBlocks splits k rows into: min(workers, k), at
 // least 1.
 int RowBlocks(int64_t k, int workers);
@@ -223,15 +228,12 @@ class Seq2SeqPolicyImpl : public PlacementPolicyImpl {
   torch::Tensor Logits(const Encoded& encoded, const torch::Tensor& decoded,
                        int64_t first);
 
-  // Sum of the parameters' version counters (bumped by in-place writes
-  // such as an optimizer step or a checkpoint load).
-  int64_t ParameterVersion();
-
-  // The last Sample's encoding with its graph, and ParameterVersion() then.
+  // The last Sample's encoding with its graph, and ParameterVersion(*this)
+  // then.
   std::optional<Encoded> sampled_encoding_;
   int64_t sampled_encoding_version_ = 0;
   // The last Sample's decoder recurrence, of its placements `sequence`
-  // [k, G] in reading order, at ParameterVersion() `version`.
+  // [k, G] in reading order, at ParameterVersion(*this) `version`.
   struct SampledTrace {
     LstmTrace trace;
     torch::Tensor sequence;

@@ -350,6 +350,85 @@ TEST(Seq2SeqWorkersTest, PlacerTwoWorkersDrawTheSamePlacements) {
   }
 }
 
+// The placer's update from what its Sample kept (the encoding with its
+// graph, the attention-after decoder's recurrence) gives the gradients of
+// one that encodes and decodes afresh: for a reordered subset of the
+// placements and for all, with one worker and two, and when the weights
+// changed after sampling (then nothing kept may be used).
+TEST(Seq2SeqTraceTest, PlacerUpdateFromTheSamplingPassEqualsAFreshOne) {
+  const int64_t groups = 10, devices = 3, features = 6;
+  const torch::Tensor source = torch::rand({groups, features});
+  const torch::Tensor link_source = torch::rand({groups, 8});
+  const torch::Tensor row_sets[] = {torch::tensor({3, 0, 4}, torch::kInt64),
+                                    torch::arange(5)};
+  LogitShaping shaping;
+  shaping.tanh_constant = 5;
+  shaping.temperature = 10;
+  for (int case_index = 0; case_index < 10; ++case_index) {
+    const bool before = case_index % 2 == 1;
+    const int workers = 1 + (case_index / 2) % 2;
+    const bool changed = case_index >= 8;
+    const torch::Tensor& rows = row_sets[changed ? 0 : case_index / 4];
+    SCOPED_TRACE("attention before " + std::to_string(before) + ", workers " +
+                 std::to_string(workers) + ", " + std::to_string(rows.size(0)) +
+                 " rows, weights changed " + std::to_string(changed));
+    std::vector<torch::Tensor> grads[2];
+    for (bool kept : {true, false}) {
+      torch::manual_seed(5);
+      Seq2SeqPlacerConfig c;
+      c.input_size = features + 2 * groups;
+      c.link_size = 8;
+      c.num_devices = devices;
+      c.hidden = 32;
+      c.attention_before = before;
+      Seq2SeqPlacer placer(c);
+      torch::Tensor f = source.clone().requires_grad_();
+      torch::Tensor l = link_source.clone().requires_grad_();
+      PlacerInput input;
+      input.features = f * 2;
+      input.adjacency = torch::zeros({groups, 2 * groups});
+      input.mask_bias = torch::zeros({groups, devices});
+      input.active = torch::ones({groups});
+      input.link = l * 3;
+      std::mt19937_64 rng(7);
+      torch::Tensor drawn;
+      if (kept) {
+        drawn = placer->Sample(input, 5, shaping, workers, &rng);
+      } else {
+        {
+          c10::InferenceMode keep_nothing;
+          drawn = placer->Sample(input, 5, shaping, workers, &rng);
+        }
+        drawn = drawn.clone();  // A normal tensor again.
+      }
+      if (changed) {
+        torch::NoGradGuard no_grad;
+        placer->parameters()[0].add_(0.01);
+      }
+      const torch::Tensor actions = drawn.index_select(0, rows);
+      placer->BackwardRows(
+          input, actions, shaping, workers,
+          [&](const torch::Tensor& lp, const torch::Tensor& r) {
+            return -lp.gather(2, actions.index_select(0, r).unsqueeze(2))
+                        .sum() /
+                   static_cast<double>(rows.size(0));
+          },
+          (f.sum() + l.square().sum()) * 0.5);
+      for (const torch::Tensor& p : placer->parameters()) {
+        grads[kept].push_back(p.grad().defined() ? p.grad().clone()
+                                                 : torch::zeros_like(p));
+      }
+      grads[kept].push_back(f.grad().clone());
+      grads[kept].push_back(l.grad().clone());
+    }
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 1e-4, 1e-6))
+          << "gradient " << i << " differs by "
+          << (grads[0][i] - grads[1][i]).abs().max().item<double>();
+    }
+  }
+}
+
 TEST(Seq2SeqWorkersTest, PlacerTwoWorkersGiveTheGradientsOfOne) {
   const int64_t groups = 10, devices = 3, features = 6;
   for (bool before : {false, true}) {

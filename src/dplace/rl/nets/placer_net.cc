@@ -225,7 +225,15 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
                                         const LogitShaping& shaping,
                                         int workers, std::mt19937_64* rng) {
   torch::NoGradGuard no_grad;
-  const Encoded e = Encode(input);
+  // Inference tensors (a caller's c10::InferenceMode) cannot join a graph:
+  // then nothing is kept.
+  const bool keep = !c10::InferenceMode::is_enabled();
+  kept_.reset();
+  Encoded e;
+  {
+    torch::AutoGradMode with_graph(keep);
+    e = Encode(input);
+  }
   const DecoderGates gates = Gates(e);
   const int64_t length = e.states.size(0), hidden = e.states.size(1),
                 devices = config_.num_devices;
@@ -238,10 +246,16 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
   if (shaping.noise > 0) normals = StandardNormal({length, k, devices}, rng);
   torch::Tensor out = torch::empty({k, length}, torch::kInt64);
   torch::Tensor log_probs = torch::empty({k, length, devices});
+  std::optional<LstmTrace> trace;
+  if (keep && !config_.attention_before) {
+    trace = LstmTrace::Empty(length, k, hidden);
+    trace->cells[0].copy_(e.c.expand({k, hidden}));
+  }
   RunRowBlocks(k, workers, [&](int, int64_t begin, int64_t end) {
     const int64_t n = end - begin;
     torch::Tensor previous = torch::full({n}, devices, torch::kInt64);
-    torch::Tensor h = e.h.expand({n, hidden}).contiguous();
+    const torch::Tensor h0 = e.h.expand({n, hidden}).contiguous();
+    torch::Tensor h = h0;
     torch::Tensor c = e.c.expand({n, hidden}).contiguous();
     torch::Tensor steps = torch::empty({length, n}, torch::kInt64);
     const torch::Tensor block_log_probs = log_probs.slice(0, begin, end);
@@ -255,7 +269,12 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
         LstmStep(x, w_hh, &h, &c);
         logits = RowLinear(h, output_->weight, output_->bias);
       } else {
-        LstmStep(x, w_hh, &h, &c);
+        if (trace) {
+          LstmTraceStep(x, w_hh, h0, t, begin, end, &*trace);
+          h = trace->outputs[t].narrow(0, begin, n);
+        } else {
+          LstmStep(x, w_hh, &h, &c);
+        }
         logits = RowLinear(
             torch::tanh(RowLinear(torch::cat({h, AttendStep(e, h)}, 1),
                                   combine_->weight, combine_->bias)),
@@ -270,7 +289,31 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
     out.slice(0, begin, end).copy_(steps.t());
   });
   sampled_ = log_probs * input.active.view({1, -1, 1});
+  if (keep) {
+    kept_ =
+        Kept{input.features, e, std::move(trace), out, ParameterVersion(*this)};
+  }
   return out;
+}
+
+Seq2SeqPlacerImpl::Encoded Seq2SeqPlacerImpl::TakeEncoding(
+    const PlacerInput& input) {
+  if (kept_ && kept_->features.is_same(input.features) &&
+      torch::GradMode::is_enabled() &&
+      kept_->version == ParameterVersion(*this)) {
+    const Encoded e = kept_->encoding;
+    kept_.reset();
+    return e;
+  }
+  return Encode(input);
+}
+
+std::optional<LstmTrace> Seq2SeqPlacerImpl::TraceOf(
+    const torch::Tensor& actions) {
+  if (!kept_ || !kept_->trace || kept_->version != ParameterVersion(*this)) {
+    return std::nullopt;
+  }
+  return kept_->trace->RowsOf(kept_->drawn, actions);
 }
 
 void PlacerNetImpl::BackwardRows(const PlacerInput& input,
@@ -287,7 +330,9 @@ void PlacerNetImpl::BackwardRows(const PlacerInput& input,
 torch::Tensor Seq2SeqPlacerImpl::LogProbs(const PlacerInput& input,
                                           const torch::Tensor& actions,
                                           const LogitShaping& shaping) {
-  return Decode(Encode(input), input, actions, shaping);
+  const std::optional<LstmTrace> trace = TraceOf(actions);
+  return Decode(TakeEncoding(input), input, actions, shaping,
+                trace ? &*trace : nullptr);
 }
 
 void Seq2SeqPlacerImpl::BackwardRows(const PlacerInput& input,
@@ -300,13 +345,17 @@ void Seq2SeqPlacerImpl::BackwardRows(const PlacerInput& input,
     PlacerNetImpl::BackwardRows(input, actions, shaping, workers, loss, extra);
     return;
   }
-  const Encoded e = Encode(input);
+  const std::optional<LstmTrace> trace = TraceOf(actions);
+  const Encoded e = TakeEncoding(input);
   BackwardInBlocks(
       *this, {e.states, e.keys, e.h, e.c}, k, workers,
       [&](const std::vector<torch::Tensor>& leaves, int64_t begin,
           int64_t end) {
         const Encoded leaf{leaves[0], leaves[1], leaves[2], leaves[3]};
-        return loss(Decode(leaf, input, actions.slice(0, begin, end), shaping),
+        std::optional<LstmTrace> rows;
+        if (trace) rows = trace->Narrow(begin, end - begin);
+        return loss(Decode(leaf, input, actions.slice(0, begin, end), shaping,
+                           rows ? &*rows : nullptr),
                     torch::arange(begin, end));
       },
       extra);
@@ -315,7 +364,8 @@ void Seq2SeqPlacerImpl::BackwardRows(const PlacerInput& input,
 torch::Tensor Seq2SeqPlacerImpl::Decode(const Encoded& e,
                                         const PlacerInput& input,
                                         const torch::Tensor& actions,
-                                        const LogitShaping& shaping) {
+                                        const LogitShaping& shaping,
+                                        const LstmTrace* trace) {
   const DecoderGates gates = Gates(e);
   const int64_t k = actions.size(0), length = e.states.size(0),
                 hidden = e.states.size(1);
@@ -335,8 +385,8 @@ torch::Tensor Seq2SeqPlacerImpl::Decode(const Encoded& e,
   if (config_.attention_before) {
     logits = output_(DecodeFeedingContext(e, gates, x, h0, c0));
   } else {
-    const torch::Tensor d =
-        LstmRecurrence(x, h0, c0, gates.recurrent).outputs.transpose(0, 1);
+    const torch::Tensor d = LstmRecurrence(x, h0, c0, gates.recurrent, trace)
+                                .outputs.transpose(0, 1);
     logits = output_(torch::tanh(combine_(torch::cat({d, Attend(e, d)}, 2))));
   }
   return PolicyLogProbs(logits, input.mask_bias.unsqueeze(0), shaping) *

@@ -26,9 +26,11 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 
+#include "dplace/rl/nets/lstm.h"
 #include "dplace/rl/nets/policy.h"
 
 namespace dplace {
@@ -145,10 +147,19 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
     torch::Tensor recurrent;  // [4H, H] or [4H, 2H].
   };
   Encoded Encode(const PlacerInput& input);
-  // LogProbs given the encoding of `input`.
+  // The encoding the last Sample kept when `input` is the input it encoded
+  // (the same tensors), no parameter changed since and grad mode is on
+  // (used once: its graph serves one backward pass); else Encode(input).
+  Encoded TakeEncoding(const PlacerInput& input);
+  // The recurrence the last Sample kept, of the placements `actions` [n, K]
+  // when it drew them all and no parameter changed since; else nullopt.
+  std::optional<LstmTrace> TraceOf(const torch::Tensor& actions);
+  // LogProbs given the encoding of `input`; with `trace`, the attention-
+  // after decoder's recurrence of these placements (TraceOf).
   torch::Tensor Decode(const Encoded& e, const PlacerInput& input,
                        const torch::Tensor& actions,
-                       const LogitShaping& shaping);
+                       const LogitShaping& shaping,
+                       const LstmTrace* trace = nullptr);
   DecoderGates Gates(const Encoded& e);
   // Context vectors [..., H] for decoder queries [..., H], or for queries
   // already projected by attention_query_ [..., A].
@@ -166,6 +177,19 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
 
   Seq2SeqPlacerConfig config_;
   torch::Tensor sampled_;  // SampledLogProbs.
+  // What the last Sample computed for the update that follows it with the
+  // same weights (REINFORCE's, PPO's first epoch): the encoding of its
+  // input with the encoder's graph and, when the decoder is an LSTM layer
+  // (attention after it), the recurrence that drew its placements, so
+  // that the update neither encodes again nor runs that recurrence forward.
+  struct Kept {
+    torch::Tensor features;  // The input's features: which input it was.
+    Encoded encoding;
+    std::optional<LstmTrace> trace;
+    torch::Tensor drawn;  // [k, K]: the placements the trace drew.
+    int64_t version = 0;  // ParameterVersion(*this) then.
+  };
+  std::optional<Kept> kept_;
   torch::nn::Linear input_projection_{nullptr};
   torch::nn::LSTM link_{nullptr};
   torch::nn::LSTM encoder_{nullptr};

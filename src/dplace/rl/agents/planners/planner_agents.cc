@@ -272,22 +272,40 @@ class PlannerAgent : public Agent {
       }
       return ActionRows(pending_placements_);
     }
+    // The grouper's pass and the placer's input keep their graphs for the
+    // update that follows (SampledPass); inference tensors cannot.
+    const bool keep = !c10::InferenceMode::is_enabled();
+    sampled_pass_.reset();
+    SampledPass pass;
     torch::Tensor hidden;
     if (learned_) {
-      hidden = GrouperHidden();
+      torch::Tensor logits;
+      {
+        torch::AutoGradMode with_graph(keep);
+        hidden = GrouperHidden();
+        logits = grouper_->UnitLogits(features_, hidden);
+        pass.grouper_log_probs =
+            PolicyLogProbs(logits, torch::zeros({}), GrouperShaping());
+      }
+      pending_grouper_log_probs_ = pass.grouper_log_probs.detach();
       LogitShaping grouping = GrouperShaping();
       grouping.noise = shaping.noise;
-      const torch::Tensor logits = grouper_->UnitLogits(features_, hidden);
-      pending_grouper_log_probs_ =
-          PolicyLogProbs(logits, torch::zeros({}), GrouperShaping());
       pending_grouping_ = SampleRows(
           SamplingProbabilities(logits, torch::zeros({}), grouping, rng), rng);
     } else {
       pending_grouping_ = fixed_;
     }
+    {
+      torch::AutoGradMode with_graph(keep);
+      pass.input = Input(pending_grouping_, hidden);
+    }
     pending_placements_ =
-        placer_->Sample(Input(pending_grouping_, hidden), k, shaping,
-                        settings_.search.workers, rng);
+        placer_->Sample(pass.input, k, shaping, settings_.search.workers, rng);
+    if (keep) {
+      pass.incumbent = incumbent_;
+      pass.version = ParameterVersion(*modules_);
+      sampled_pass_ = std::move(pass);
+    }
     return ActionRows(pending_placements_.index_select(1, pending_grouping_));
   }
 
@@ -425,6 +443,17 @@ class PlannerAgent : public Agent {
   }
 
  private:
+  // DoSample's forward pass with its graphs, for the update that follows
+  // with the same weights (REINFORCE's, PPO's first epoch), which then
+  // runs neither the grouper nor the placer's encoder again (the placer
+  // keeps its own part: its encoding of `input`, its decoder's trace).
+  struct SampledPass {
+    torch::Tensor grouper_log_probs;  // [U, K] (learned grouper).
+    PlacerInput input;                // The placer's input.
+    torch::Tensor incumbent;          // incumbent_ then.
+    int64_t version = 0;              // ParameterVersion(*modules_) then.
+  };
+
   LogitShaping PlacerShaping(bool sampling) const {
     LogitShaping shaping;
     shaping.tanh_constant = settings_.tanh_constant;
@@ -541,6 +570,20 @@ class PlannerAgent : public Agent {
                           torch::zeros({}), GrouperShaping());
   }
 
+  // The last DoSample's pass when the update that follows can take it:
+  // no parameter and no taught placement changed since, grad mode on.
+  // Used once (its graph serves one backward pass).
+  std::optional<SampledPass> TakeSampledPass() {
+    std::optional<SampledPass> pass = std::move(sampled_pass_);
+    sampled_pass_.reset();
+    if (!pass || !torch::GradMode::is_enabled() ||
+        pass->version != ParameterVersion(*modules_) ||
+        !pass->incumbent.is_same(incumbent_)) {
+      return std::nullopt;
+    }
+    return pass;
+  }
+
   // The placer's input for `grouping` (fixed_ without a learned grouper)
   // given the learned grouper's hidden states `hidden`: with a taught
   // placement, each group's share of ops on every device in it too.
@@ -611,13 +654,20 @@ class PlannerAgent : public Agent {
       return;
     }
     optimizer_->zero_grad();
-    torch::Tensor hidden, extra;
-    if (learned_) {
-      hidden = GrouperHidden();
-      extra = grouper_term(GrouperLogProbs(hidden));
+    torch::Tensor extra;
+    PlacerInput input;
+    if (std::optional<SampledPass> pass = TakeSampledPass()) {
+      if (learned_) extra = grouper_term(pass->grouper_log_probs);
+      input = std::move(pass->input);
+    } else {
+      torch::Tensor hidden;
+      if (learned_) {
+        hidden = GrouperHidden();
+        extra = grouper_term(GrouperLogProbs(hidden));
+      }
+      input = Input(pending_grouping_, hidden);
     }
-    placer_->BackwardRows(Input(pending_grouping_, hidden), actions,
-                          PlacerShaping(/*sampling=*/false),
+    placer_->BackwardRows(input, actions, PlacerShaping(/*sampling=*/false),
                           settings_.search.workers, share, extra);
     ApplyGradients(modules_.get(), optimizer_.get(), settings_.grad_clip,
                    gradient_averaging());
@@ -682,6 +732,7 @@ class PlannerAgent : public Agent {
   torch::Tensor pending_grouping_;           // [U].
   torch::Tensor pending_placements_;         // [k, K] ([k, U] for simple).
   torch::Tensor pending_grouper_log_probs_;  // [U, K] (learned grouper).
+  std::optional<SampledPass> sampled_pass_;  // DoSample's, for DoUpdate.
 };
 
 enum class Preset { kHierarchical, kEagle, kEagleCe, kSimple };

@@ -429,6 +429,52 @@ TEST(Seq2SeqTraceTest, PlacerUpdateFromTheSamplingPassEqualsAFreshOne) {
   }
 }
 
+// With an input that carries no gradient, the extra term's backward pass
+// (the planners' grouper term) runs beside the encoder's on a second
+// thread: the gradients are still those of one worker.
+TEST(Seq2SeqWorkersTest, PlacerExtraTermApartGivesTheGradientsOfOne) {
+  const int64_t groups = 10, devices = 3, features = 6;
+  torch::manual_seed(5);
+  Seq2SeqPlacerConfig c;
+  c.input_size = features + 2 * groups;
+  c.num_devices = devices;
+  c.hidden = 32;
+  Seq2SeqPlacer placer(c);
+  PlacerInput input;
+  input.features = torch::rand({groups, features});
+  input.adjacency = torch::zeros({groups, 2 * groups});
+  input.mask_bias = torch::zeros({groups, devices});
+  input.active = torch::ones({groups});
+  const torch::Tensor actions =
+      torch::randint(0, devices, {5, groups}, torch::kInt64);
+  const torch::Tensor source = torch::rand({7});
+  std::vector<torch::Tensor> results[2];
+  for (int workers : {1, 2}) {
+    torch::Tensor other = source.clone().requires_grad_();
+    for (torch::Tensor& p : placer->parameters()) {
+      p.mutable_grad() = torch::Tensor();
+    }
+    placer->BackwardRows(
+        input, actions, LogitShaping(), workers,
+        [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
+          return -log_probs
+                      .gather(2, actions.index_select(0, rows).unsqueeze(2))
+                      .sum() /
+                 5.0;
+        },
+        other.square().sum());
+    for (const torch::Tensor& p : placer->parameters()) {
+      results[workers - 1].push_back(p.grad().clone());
+    }
+    EXPECT_TRUE(torch::allclose(other.grad(), 2 * source));
+  }
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_TRUE(torch::allclose(results[0][i], results[1][i], 1e-4, 1e-6))
+        << "gradient " << i << " differs by "
+        << (results[0][i] - results[1][i]).abs().max().item<double>();
+  }
+}
+
 TEST(Seq2SeqWorkersTest, PlacerTwoWorkersGiveTheGradientsOfOne) {
   const int64_t groups = 10, devices = 3, features = 6;
   for (bool before : {false, true}) {

@@ -95,6 +95,16 @@ void DrawStep(const torch::Tensor& logits, const torch::Tensor& mask_bias,
   }
 }
 
+// Whether gradients flow into `input` (EAGLE's link from the grouper).
+bool InputHasGraph(const PlacerInput& input) {
+  for (const torch::Tensor* t :
+       {&input.features, &input.adjacency, &input.mask_bias, &input.active,
+        &input.link}) {
+    if (t->defined() && t->requires_grad()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 torch::Tensor ShapeLogits(const torch::Tensor& logits,
@@ -358,7 +368,7 @@ void Seq2SeqPlacerImpl::BackwardRows(const PlacerInput& input,
                            rows ? &*rows : nullptr),
                     torch::arange(begin, end));
       },
-      extra);
+      extra, /*extra_apart=*/!InputHasGraph(input));
 }
 
 torch::Tensor Seq2SeqPlacerImpl::Decode(const Encoded& e,

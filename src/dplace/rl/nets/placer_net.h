@@ -124,7 +124,10 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
   // With workers > 1: each block of rows runs the decoder and its backward
   // pass on its own thread, reading the encoding as a leaf; the blocks'
   // gradients with respect to it are summed and pass through the encoder
-  // (and `input`) once, with `extra`.
+  // (and `input`) once, with `extra`. `extra` must not read the placer's
+  // parameters (the planners': the grouper's term); when no gradient flows
+  // into `input`, its backward pass runs beside the encoder's, on a second
+  // thread.
   void BackwardRows(const PlacerInput& input, const torch::Tensor& actions,
                     const LogitShaping& shaping, int workers,
                     const PlacementPolicyImpl::RowsLoss& loss,

@@ -255,7 +255,7 @@ void BackwardInBlocks(
     int64_t k, int workers,
     const std::function<torch::Tensor(const std::vector<torch::Tensor>& leaves,
                                       int64_t begin, int64_t end)>& block_loss,
-    const torch::Tensor& extra) {
+    const torch::Tensor& extra, bool extra_apart) {
   std::vector<torch::Tensor> leaves;
   for (const torch::Tensor& t : encoding) {
     leaves.push_back(t.detach().requires_grad_());
@@ -296,6 +296,18 @@ void BackwardInBlocks(
       roots.push_back(encoding[i]);
       root_grads.push_back(g);
     }
+  }
+  if (extra.defined() && extra_apart && workers > 1 && !roots.empty()) {
+    // Two graphs that share nothing: one backward pass on each of two
+    // threads.
+    RunRowBlocks(2, 2, [&](int index, int64_t, int64_t) {
+      if (index == 0) {
+        torch::autograd::backward(roots, root_grads);
+      } else {
+        extra.backward();
+      }
+    });
+    return;
   }
   if (extra.defined()) {
     roots.push_back(extra);

@@ -115,13 +115,15 @@ void RunRowBlocks(
 // block order, added to the parameters of `module`, and passed back
 // through the encoding, with `extra` (a scalar loss, or undefined), in
 // one backward pass. The gradients are those of (extra + the blocks'
-// losses).backward(), to rounding.
+// losses).backward(), to rounding. `extra_apart`: extra's graph shares no
+// node and no parameter with the encoding's, so with workers > 1 its
+// backward pass runs on a second thread beside the encoder's.
 void BackwardInBlocks(
     torch::nn::Module& module, const std::vector<torch::Tensor>& encoding,
     int64_t k, int workers,
     const std::function<torch::Tensor(const std::vector<torch::Tensor>& leaves,
                                       int64_t begin, int64_t end)>& block_loss,
-    const torch::Tensor& extra = {});
+    const torch::Tensor& extra = {}, bool extra_apart = false);
 
 // One draw per row of `probs` [n, D] (rows sum to 1) by the inverse CDF of
 // a uniform from `rng`; a device of probability 0 is never drawn. [n] int64.

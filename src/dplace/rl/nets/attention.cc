@@ -5,44 +5,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "dplace/rl/nets/fast_math.h"
+
 namespace dplace {
 namespace {
-
-// tanh(x) = sign(x) (1 - e) / (1 + e) with e = exp(-2 |x|), |x| clamped to
-// 9 (where tanh is 1 to float precision). exp by range reduction: -2|x| =
-// n ln 2 + r with |r| <= ln 2 / 2, exp(r) by its Taylor polynomial of
-// degree 6 (relative error below 1.2e-7), 2^n from the exponent bits.
-// Every operation has a vector instruction, so the loops below vectorise
-// (std::fmin would not: its NaN rule has none).
-inline float AttentionTanh(float x) {
-  const float magnitude = std::fabs(x);
-  const float a = magnitude < 9.0f ? magnitude : 9.0f;
-  const float y = -2.0f * a;
-  // n = round(y / ln 2), by the float rounding of adding 1.5 x 2^23.
-  const float n = (y * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  // ln 2 in two parts, the first exact in float, so that r is exact.
-  const float r = (y - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
-  float p = 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const float two_to_n =
-      __builtin_bit_cast(float, (static_cast<int32_t>(n) + 127) << 23);
-  const float e = p * two_to_n;
-  return std::copysign((1.0f - e) / (1.0f + e), x);
-}
-
-// One version per vector width (AVX-512, AVX2, SSE2), chosen when the
-// program loads (GCC on x86-64; elsewhere the compiler's default).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DPLACE_VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define DPLACE_VECTOR_CLONES
-#endif
 
 DPLACE_VECTOR_CLONES
 void ScoresForward(const float* __restrict keys,
@@ -56,7 +22,7 @@ void ScoresForward(const float* __restrict keys,
       float sum = 0;
 #pragma omp simd reduction(+ : sum)
       for (int64_t a = 0; a < size; ++a) {
-        sum += v[a] * AttentionTanh(k[a] + q[a]);
+        sum += v[a] * FastTanh(k[a] + q[a]);
       }
       scores[r * groups + j] = sum;
     }
@@ -79,7 +45,7 @@ void ScoresBackward(const float* __restrict keys,
       const float g = d_scores[r * groups + j];
 #pragma omp simd
       for (int64_t a = 0; a < size; ++a) {
-        const float t = AttentionTanh(k[a] + q[a]);
+        const float t = FastTanh(k[a] + q[a]);
         d_v[a] += g * t;
         const float d_sum = g * v[a] * (1.0f - t * t);
         d_q[a] += d_sum;
@@ -145,6 +111,12 @@ torch::Tensor AdditiveAttentionScores(const torch::Tensor& keys,
         "expected");
   }
   return AdditiveScoresFunction::apply(keys, queries, v);
+}
+
+void AdditiveAttentionScoresRows(const float* keys, const float* queries,
+                                 const float* v, int64_t rows, int64_t groups,
+                                 int64_t size, float* scores) {
+  ScoresForward(keys, queries, v, rows, groups, size, scores);
 }
 
 }  // namespace dplace

@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
+
 namespace dplace {
 
 // scores[..., j] = sum_a v[a] tanh(keys[j, a] + queries[..., a]) for `keys`
@@ -18,6 +20,13 @@ namespace dplace {
 torch::Tensor AdditiveAttentionScores(const torch::Tensor& keys,
                                       const torch::Tensor& queries,
                                       const torch::Tensor& v);
+
+// The same scores for `rows` queries on contiguous float arrays, without
+// gradient or LibTorch calls (a sampling step's): keys [groups, size],
+// queries [rows, size], v [size], scores [rows, groups].
+void AdditiveAttentionScoresRows(const float* keys, const float* queries,
+                                 const float* v, int64_t rows, int64_t groups,
+                                 int64_t size, float* scores);
 
 }  // namespace dplace
 

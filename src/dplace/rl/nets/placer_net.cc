@@ -1,6 +1,7 @@
 #include "dplace/rl/nets/placer_net.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -231,6 +232,56 @@ torch::Tensor Seq2SeqPlacerImpl::AttendStep(const Encoded& e,
   return RowMm(torch::softmax(scores, -1), e.states);
 }
 
+void Seq2SeqPlacerImpl::AttentionAfterLogits(const Encoded& e, const float* h,
+                                             int64_t n, float* scratch,
+                                             float* logits) {
+  const int n_rows = static_cast<int>(n);
+  const int hidden = static_cast<int>(e.states.size(1));
+  const int groups = static_cast<int>(e.states.size(0));
+  const int size = static_cast<int>(config_.attention_size);
+  const int devices = config_.num_devices;
+  float* q = scratch;                      // [n, A].
+  float* scores = q + n * size;            // [n, K].
+  float* combined = scores + n * groups;   // [n, 2H]: h, then context.
+  float* pre = combined + n * 2 * hidden;  // [n, H].
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_rows, size, hidden,
+              1.0f, h, hidden, attention_query_->weight.data_ptr<float>(),
+              hidden, 0.0f, q, size);
+  AdditiveAttentionScoresRows(e.keys.data_ptr<float>(), q,
+                              attention_score_->weight.data_ptr<float>(), n,
+                              groups, size, scores);
+  for (int64_t r = 0; r < n; ++r) {  // Softmax over the groups.
+    float* row = scores + r * groups;
+    const float top = *std::max_element(row, row + groups);
+    float sum = 0;
+    for (int j = 0; j < groups; ++j) {
+      row[j] = std::exp(row[j] - top);
+      sum += row[j];
+    }
+    for (int j = 0; j < groups; ++j) row[j] /= sum;
+    std::copy(h + r * hidden, h + (r + 1) * hidden, combined + r * 2 * hidden);
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n_rows, hidden, groups,
+              1.0f, scores, groups, e.states.data_ptr<float>(), hidden, 0.0f,
+              combined + hidden, 2 * hidden);
+  const float* combine_bias = combine_->bias.data_ptr<float>();
+  for (int64_t r = 0; r < n; ++r) {
+    std::copy(combine_bias, combine_bias + hidden, pre + r * hidden);
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_rows, hidden,
+              2 * hidden, 1.0f, combined, 2 * hidden,
+              combine_->weight.data_ptr<float>(), 2 * hidden, 1.0f, pre,
+              hidden);
+  for (int64_t i = 0; i < n * hidden; ++i) pre[i] = std::tanh(pre[i]);
+  const float* output_bias = output_->bias.data_ptr<float>();
+  for (int64_t r = 0; r < n; ++r) {
+    std::copy(output_bias, output_bias + devices, logits + r * devices);
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_rows, devices, hidden,
+              1.0f, pre, hidden, output_->weight.data_ptr<float>(), hidden,
+              1.0f, logits, devices);
+}
+
 torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
                                         const LogitShaping& shaping,
                                         int workers, std::mt19937_64* rng) {
@@ -269,9 +320,11 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
     torch::Tensor c = e.c.expand({n, hidden}).contiguous();
     torch::Tensor steps = torch::empty({length, n}, torch::kInt64);
     const torch::Tensor block_log_probs = log_probs.slice(0, begin, end);
+    std::vector<float> scratch(static_cast<size_t>(
+        n * (config_.attention_size + length + 3 * hidden)));
+    torch::Tensor logits = torch::empty({n, devices});
     for (int64_t t = 0; t < length; ++t) {
       torch::Tensor x = gates.device.index_select(0, previous) + gates.state[t];
-      torch::Tensor logits;
       if (config_.attention_before) {
         // The context of the previous state feeds this step.
         x.add_(
@@ -285,10 +338,8 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
         } else {
           LstmStep(x, w_hh, &h, &c);
         }
-        logits = RowLinear(
-            torch::tanh(RowLinear(torch::cat({h, AttendStep(e, h)}, 1),
-                                  combine_->weight, combine_->bias)),
-            output_->weight, output_->bias);
+        AttentionAfterLogits(e, h.data_ptr<float>(), n, scratch.data(),
+                             logits.data_ptr<float>());
       }
       DrawStep(logits, input.mask_bias[t], shaping,
                normals.defined() ? normals[t].slice(0, begin, end) : normals,

@@ -171,6 +171,14 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
   // Attend() for one decoding position's queries [k, H], without gradient,
   // its products row by row (sampling).
   torch::Tensor AttendStep(const Encoded& e, const torch::Tensor& query);
+  // The attention-after decoder's logits `logits` [n, D] for its states `h`
+  // [n, H] at one decoding position: the query projection, the additive
+  // attention's scores, softmax and context, the combine layer's tanh and
+  // the output layer, as Decode computes them (to rounding), without
+  // gradient and without LibTorch calls (a sampling step's few rows are
+  // too small for their overhead); `scratch` holds n (A + K + 3H) floats.
+  void AttentionAfterLogits(const Encoded& e, const float* h, int64_t n,
+                            float* scratch, float* logits);
   // The attention-before decoder's states [k, K, H] given the input part
   // of its gates `x` [K, k, 4H] and the initial state (h, c) [k, H].
   torch::Tensor DecodeFeedingContext(const Encoded& e,

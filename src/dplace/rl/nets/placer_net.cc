@@ -121,16 +121,18 @@ torch::Tensor SamplingProbabilities(const torch::Tensor& logits,
   torch::NoGradGuard no_grad;
   torch::Tensor l = logits;
   if (shaping.noise > 0) {
-    const double rms = std::sqrt(l.square().mean().item<double>());
-    l = l + shaping.noise * rms * StandardNormal(l.sizes(), rng);
+    const double rms = l.norm().item<double>() / std::sqrt(l.numel());
+    l = StandardNormal(l.sizes(), rng).mul_(shaping.noise * rms).add_(l);
   }
-  return torch::softmax(ShapeLogits(l, shaping) + mask_bias, -1);
+  l = ShapeLogits(l, shaping);
+  return torch::softmax(mask_bias.defined() ? l + mask_bias : l, -1);
 }
 
 torch::Tensor PolicyLogProbs(const torch::Tensor& logits,
                              const torch::Tensor& mask_bias,
                              const LogitShaping& shaping) {
-  return torch::log_softmax(ShapeLogits(logits, shaping) + mask_bias, -1);
+  const torch::Tensor l = ShapeLogits(logits, shaping);
+  return torch::log_softmax(mask_bias.defined() ? l + mask_bias : l, -1);
 }
 
 Seq2SeqPlacerImpl::Seq2SeqPlacerImpl(const Seq2SeqPlacerConfig& config)

@@ -59,13 +59,15 @@ torch::Tensor ShapeLogits(const torch::Tensor& logits,
                           const LogitShaping& shaping);
 
 // Probabilities to sample from: `logits` plus noise drawn from `rng` (when
-// shaping.noise > 0), shaped, plus `mask_bias`, softmax over the last dim.
+// shaping.noise > 0), shaped, plus `mask_bias` (undefined: none), softmax
+// over the last dim.
 torch::Tensor SamplingProbabilities(const torch::Tensor& logits,
                                     const torch::Tensor& mask_bias,
                                     const LogitShaping& shaping,
                                     std::mt19937_64* rng);
 
-// Log-probabilities of the noiseless policy: log_softmax(shaped + mask).
+// Log-probabilities of the noiseless policy: log_softmax(shaped + mask),
+// `mask_bias` undefined: none.
 torch::Tensor PolicyLogProbs(const torch::Tensor& logits,
                              const torch::Tensor& mask_bias,
                              const LogitShaping& shaping);

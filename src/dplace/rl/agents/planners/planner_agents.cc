@@ -285,13 +285,13 @@ class PlannerAgent : public Agent {
         hidden = GrouperHidden();
         logits = grouper_->UnitLogits(features_, hidden);
         pass.grouper_log_probs =
-            PolicyLogProbs(logits, torch::zeros({}), GrouperShaping());
+            PolicyLogProbs(logits, torch::Tensor(), GrouperShaping());
       }
       pending_grouper_log_probs_ = pass.grouper_log_probs.detach();
       LogitShaping grouping = GrouperShaping();
       grouping.noise = shaping.noise;
       pending_grouping_ = SampleRows(
-          SamplingProbabilities(logits, torch::zeros({}), grouping, rng), rng);
+          SamplingProbabilities(logits, torch::Tensor(), grouping, rng), rng);
     } else {
       pending_grouping_ = fixed_;
     }
@@ -567,7 +567,7 @@ class PlannerAgent : public Agent {
   // The learned grouper's log-probabilities [U, K] given its hidden states.
   torch::Tensor GrouperLogProbs(const torch::Tensor& hidden) {
     return PolicyLogProbs(grouper_->UnitLogits(features_, hidden),
-                          torch::zeros({}), GrouperShaping());
+                          torch::Tensor(), GrouperShaping());
   }
 
   // The last DoSample's pass when the update that follows can take it:

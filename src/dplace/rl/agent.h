@@ -107,7 +107,7 @@ struct SearchSettings {
   // Threads that share the k placements of a batch, each with `threads`
   // LibTorch threads, where the policy splits them (ColocRL's and Mars's
   // policies: their sampling and the decoder's forward and backward passes
-  // of their updates; the planners' seq2seq placer: its updates). The
+  // of their updates; the planners' seq2seq placer: the same). The
   // draws are one thread's; gradients agree to rounding. Two: a batch of
   // colocrl or mars then runs 1.57x faster on a 2-core machine
   // (docs/performance.md). Default: 2.

@@ -126,8 +126,9 @@ struct PlannerSettings {
   // Default: C = 5, T = 10 (HP); C = 0 (EAGLE gives none).
   double tanh_constant = 5;
   double temperature = 10;
-  // Logit noise (std relative to the logits' RMS) for the first
-  // `noise_updates` updates. Default: 0.1 for 500 (HP); none (EAGLE).
+  // Logit noise (std relative to the logits' RMS: the grouper's whole, a
+  // placement's at a placer step) for the first `noise_updates` updates.
+  // Default: 0.1 for 500 (HP); none (EAGLE).
   double noise = 0.1;
   int64_t noise_updates = 500;
   // After this many updates only valid (feasible) samples update the

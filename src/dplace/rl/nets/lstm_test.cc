@@ -46,6 +46,35 @@ void ExpectClose(const Results& a, const Results& b) {
   }
 }
 
+// For BackwardRows: minus the log-probabilities of the placements
+// `actions` [k, G], summed over their groups, weighted by `weights` [k]
+// (undefined: 1), summed over the block's rows and divided by `n`.
+PlacementPolicyImpl::RowsLoss TakenLoss(const torch::Tensor& actions,
+                                        const torch::Tensor& weights,
+                                        double n) {
+  return [actions, weights, n](const torch::Tensor& log_probs,
+                               const torch::Tensor& rows) {
+    torch::Tensor taken =
+        log_probs.gather(2, actions.index_select(0, rows).unsqueeze(2))
+            .squeeze(2)
+            .sum(1);
+    if (weights.defined()) taken = taken * weights.index_select(0, rows);
+    return -taken.sum() / n;
+  };
+}
+
+// Every pair of gradients agrees to rounding (a split or a shortcut of a
+// computation against the plain one).
+void ExpectSameGradients(const std::vector<torch::Tensor>& a,
+                         const std::vector<torch::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-4, 1e-6))
+        << "gradient " << i << " differs by "
+        << (a[i] - b[i]).abs().max().item<double>();
+  }
+}
+
 // Small layers run every product as one sgemm; hidden 256 at up to 8 rows
 // runs the recurrent products as one sgemv per row, 10 rows again as one
 // sgemm (lstm.cc).
@@ -199,15 +228,9 @@ std::vector<torch::Tensor> RowGradients(Seq2SeqPolicy& policy, int workers,
     std::mt19937_64 rng(1);
     policy->Sample(static_cast<int>(actions.size(0)), &rng);
   }
-  const torch::Tensor advantages = torch::linspace(-1, 2, actions.size(0));
   policy->BackwardRows(
-      actions, [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
-        const torch::Tensor taken =
-            log_probs.gather(2, actions.index_select(0, rows).unsqueeze(2))
-                .squeeze(2);
-        return -(taken.sum(1) * advantages.index_select(0, rows)).sum() /
-               static_cast<double>(actions.size(0));
-      });
+      actions, TakenLoss(actions, torch::linspace(-1, 2, actions.size(0)),
+                         static_cast<double>(actions.size(0))));
   std::vector<torch::Tensor> grads;
   for (const torch::Tensor& p : policy->parameters()) {
     grads.push_back(p.grad().defined() ? p.grad().clone()
@@ -291,22 +314,15 @@ TEST(Seq2SeqTraceTest, UpdateFromTheSamplingTraceEqualsAFreshDecode) {
       for (torch::Tensor& p : policy->parameters()) {
         p.mutable_grad() = torch::Tensor();
       }
-      policy->BackwardRows(actions, [&](const torch::Tensor& lp,
-                                        const torch::Tensor& r) {
-        return -lp.gather(2, actions.index_select(0, r).unsqueeze(2)).sum() /
-               static_cast<double>(rows.size(0));
-      });
+      policy->BackwardRows(
+          actions, TakenLoss(actions, {}, static_cast<double>(rows.size(0))));
       for (const torch::Tensor& p : policy->parameters()) {
         grads[traced].push_back(p.grad().clone());
       }
     }
     EXPECT_TRUE(torch::allclose(log_probs[0], log_probs[1], 1e-5, 1e-5))
         << (log_probs[0] - log_probs[1]).abs().max().item<double>();
-    for (size_t i = 0; i < grads[0].size(); ++i) {
-      EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 1e-4, 1e-6))
-          << "parameter " << i << " differs by "
-          << (grads[0][i] - grads[1][i]).abs().max().item<double>();
-    }
+    ExpectSameGradients(grads[0], grads[1]);
   }
 }
 
@@ -408,11 +424,7 @@ TEST(Seq2SeqTraceTest, PlacerUpdateFromTheSamplingPassEqualsAFreshOne) {
       const torch::Tensor actions = drawn.index_select(0, rows);
       placer->BackwardRows(
           input, actions, shaping, workers,
-          [&](const torch::Tensor& lp, const torch::Tensor& r) {
-            return -lp.gather(2, actions.index_select(0, r).unsqueeze(2))
-                        .sum() /
-                   static_cast<double>(rows.size(0));
-          },
+          TakenLoss(actions, {}, static_cast<double>(rows.size(0))),
           (f.sum() + l.square().sum()) * 0.5);
       for (const torch::Tensor& p : placer->parameters()) {
         grads[kept].push_back(p.grad().defined() ? p.grad().clone()
@@ -421,11 +433,7 @@ TEST(Seq2SeqTraceTest, PlacerUpdateFromTheSamplingPassEqualsAFreshOne) {
       grads[kept].push_back(f.grad().clone());
       grads[kept].push_back(l.grad().clone());
     }
-    for (size_t i = 0; i < grads[0].size(); ++i) {
-      EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 1e-4, 1e-6))
-          << "gradient " << i << " differs by "
-          << (grads[0][i] - grads[1][i]).abs().max().item<double>();
-    }
+    ExpectSameGradients(grads[0], grads[1]);
   }
 }
 
@@ -454,25 +462,14 @@ TEST(Seq2SeqWorkersTest, PlacerExtraTermApartGivesTheGradientsOfOne) {
     for (torch::Tensor& p : placer->parameters()) {
       p.mutable_grad() = torch::Tensor();
     }
-    placer->BackwardRows(
-        input, actions, LogitShaping(), workers,
-        [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
-          return -log_probs
-                      .gather(2, actions.index_select(0, rows).unsqueeze(2))
-                      .sum() /
-                 5.0;
-        },
-        other.square().sum());
+    placer->BackwardRows(input, actions, LogitShaping(), workers,
+                         TakenLoss(actions, {}, 5.0), other.square().sum());
     for (const torch::Tensor& p : placer->parameters()) {
       results[workers - 1].push_back(p.grad().clone());
     }
     EXPECT_TRUE(torch::allclose(other.grad(), 2 * source));
   }
-  for (size_t i = 0; i < results[0].size(); ++i) {
-    EXPECT_TRUE(torch::allclose(results[0][i], results[1][i], 1e-4, 1e-6))
-        << "gradient " << i << " differs by "
-        << (results[0][i] - results[1][i]).abs().max().item<double>();
-  }
+  ExpectSameGradients(results[0], results[1]);
 }
 
 TEST(Seq2SeqWorkersTest, PlacerTwoWorkersGiveTheGradientsOfOne) {
@@ -504,16 +501,9 @@ TEST(Seq2SeqWorkersTest, PlacerTwoWorkersGiveTheGradientsOfOne) {
       for (torch::Tensor& p : placer->parameters()) {
         p.mutable_grad() = torch::Tensor();
       }
-      placer->BackwardRows(
-          input, actions, LogitShaping(), workers,
-          [&](const torch::Tensor& log_probs, const torch::Tensor& rows) {
-            const torch::Tensor taken =
-                log_probs.gather(2, actions.index_select(0, rows).unsqueeze(2))
-                    .squeeze(2);
-            return -(taken.sum(1) * advantages.index_select(0, rows)).sum() /
-                   5.0;
-          },
-          (f.sum() + l.square().sum()) * 0.5);
+      placer->BackwardRows(input, actions, LogitShaping(), workers,
+                           TakenLoss(actions, advantages, 5.0),
+                           (f.sum() + l.square().sum()) * 0.5);
       for (const torch::Tensor& p : placer->parameters()) {
         results[workers - 1].push_back(
             p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
@@ -521,12 +511,8 @@ TEST(Seq2SeqWorkersTest, PlacerTwoWorkersGiveTheGradientsOfOne) {
       results[workers - 1].push_back(f.grad().clone());
       results[workers - 1].push_back(l.grad().clone());
     }
-    for (size_t i = 0; i < results[0].size(); ++i) {
-      EXPECT_TRUE(torch::allclose(results[0][i], results[1][i], 1e-4, 1e-6))
-          << "gradient " << i << " (attention before " << before
-          << ") differs by "
-          << (results[0][i] - results[1][i]).abs().max().item<double>();
-    }
+    SCOPED_TRACE("attention before " + std::to_string(before));
+    ExpectSameGradients(results[0], results[1]);
   }
 }
 

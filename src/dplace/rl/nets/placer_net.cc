@@ -78,21 +78,11 @@ void DrawStep(const torch::Tensor& logits, const torch::Tensor& mask_bias,
           [row, z_row, scale](int64_t d) { return row[d] + scale * z_row[d]; },
           &top, &sum);
     }
-    // Inverse CDF, as SampleRows.
-    const double u = uniforms[i];
-    double cumulative = 0;
-    int64_t choice = -1, last_positive = 0;
-    for (int64_t d = 0; d < num_devices; ++d) {
-      const double p = std::exp(static_cast<double>(shifted[d] - top)) / sum;
-      if (p <= 0) continue;
-      last_positive = d;
-      cumulative += p;
-      if (u < cumulative) {
-        choice = d;
-        break;
-      }
+    for (int64_t d = 0; d < num_devices; ++d) {  // The probabilities.
+      shifted[d] = static_cast<float>(
+          std::exp(static_cast<double>(shifted[d] - top)) / sum);
     }
-    devices[i] = choice >= 0 ? choice : last_positive;
+    devices[i] = DrawRow(shifted.data(), num_devices, uniforms[i]);
   }
 }
 

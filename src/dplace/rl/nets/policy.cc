@@ -58,23 +58,24 @@ namespace {
 
 // Inverse-CDF draws for `n` rows of `num_devices` probabilities, summed in
 // double whatever their type; next_uniform() gives each row's uniform.
+template <typename T>
+int64_t DrawOneRow(const T* row, int64_t num_devices, double u) {
+  double cumulative = 0;
+  int64_t last_positive = 0;
+  for (int64_t d = 0; d < num_devices; ++d) {
+    if (row[d] <= 0) continue;
+    last_positive = d;
+    cumulative += row[d];
+    if (u < cumulative) return d;
+  }
+  return last_positive;  // Rounding at the top.
+}
+
 template <typename T, typename NextUniform>
 void DrawRows(const T* row, int64_t n, int64_t num_devices,
               NextUniform&& next_uniform, int64_t* choices) {
   for (int64_t i = 0; i < n; ++i, row += num_devices) {
-    const double u = next_uniform();
-    double cumulative = 0;
-    int64_t choice = -1, last_positive = 0;
-    for (int64_t d = 0; d < num_devices; ++d) {
-      if (row[d] <= 0) continue;
-      last_positive = d;
-      cumulative += row[d];
-      if (u < cumulative) {
-        choice = d;
-        break;
-      }
-    }
-    choices[i] = choice >= 0 ? choice : last_positive;  // Rounding at the top.
+    choices[i] = DrawOneRow(row, num_devices, next_uniform());
   }
 }
 
@@ -106,6 +107,10 @@ std::vector<double> DrawUniforms(int64_t n, std::mt19937_64* rng) {
   std::vector<double> uniforms(static_cast<size_t>(n));
   for (double& u : uniforms) u = Uniform(rng);
   return uniforms;
+}
+
+int64_t DrawRow(const float* probs, int64_t num_devices, double u) {
+  return DrawOneRow(probs, num_devices, u);
 }
 
 torch::Tensor SampleRows(const torch::Tensor& probs, const double* uniforms) {

@@ -125,6 +125,11 @@ void BackwardInBlocks(
                                       int64_t begin, int64_t end)>& block_loss,
     const torch::Tensor& extra = {}, bool extra_apart = false);
 
+// The inverse-CDF draw of one row of `num_devices` probabilities (summed in
+// double) for the uniform `u` in [0, 1); a device of probability 0 is
+// never drawn.
+int64_t DrawRow(const float* probs, int64_t num_devices, double u);
+
 // One draw per row of `probs` [n, D] (rows sum to 1) by the inverse CDF of
 // a uniform from `rng`; a device of probability 0 is never drawn. [n] int64.
 torch::Tensor SampleRows(const torch::Tensor& probs, std::mt19937_64* rng);

@@ -326,6 +326,21 @@ TEST(Seq2SeqTraceTest, UpdateFromTheSamplingTraceEqualsAFreshDecode) {
   }
 }
 
+// A seq2seq placer for `groups` groups of `features` features on `devices`
+// devices, seeded (the same weights on every call); with a link RNN of
+// `link` inputs when `link` > 0.
+Seq2SeqPlacer SmallPlacer(int64_t groups, int64_t features, int devices,
+                          int64_t link, int hidden, bool attention_before) {
+  torch::manual_seed(5);
+  Seq2SeqPlacerConfig c;
+  c.input_size = features + 2 * groups;
+  c.link_size = link;
+  c.num_devices = devices;
+  c.hidden = hidden;
+  c.attention_before = attention_before;
+  return Seq2SeqPlacer(c);
+}
+
 // The placer's sampling split between workers draws what one thread draws,
 // with the exploration noise on; its kept log-probabilities are those of
 // the noiseless policy that LogProbs computes, and no draw takes a device
@@ -333,13 +348,8 @@ TEST(Seq2SeqTraceTest, UpdateFromTheSamplingTraceEqualsAFreshDecode) {
 TEST(Seq2SeqWorkersTest, PlacerTwoWorkersDrawTheSamePlacements) {
   const int64_t groups = 10, devices = 3, features = 6;
   for (bool before : {false, true}) {
-    torch::manual_seed(5);
-    Seq2SeqPlacerConfig c;
-    c.input_size = features + 2 * groups;
-    c.num_devices = devices;
-    c.hidden = 32;
-    c.attention_before = before;
-    Seq2SeqPlacer placer(c);
+    Seq2SeqPlacer placer =
+        SmallPlacer(groups, features, devices, 0, 32, before);
     PlacerInput input;
     input.features = torch::rand({groups, features});
     input.adjacency = torch::zeros({groups, 2 * groups});
@@ -390,14 +400,8 @@ TEST(Seq2SeqTraceTest, PlacerUpdateFromTheSamplingPassEqualsAFreshOne) {
                  " rows, weights changed " + std::to_string(changed));
     std::vector<torch::Tensor> grads[2];
     for (bool kept : {true, false}) {
-      torch::manual_seed(5);
-      Seq2SeqPlacerConfig c;
-      c.input_size = features + 2 * groups;
-      c.link_size = 8;
-      c.num_devices = devices;
-      c.hidden = 32;
-      c.attention_before = before;
-      Seq2SeqPlacer placer(c);
+      Seq2SeqPlacer placer =
+          SmallPlacer(groups, features, devices, 8, 32, before);
       torch::Tensor f = source.clone().requires_grad_();
       torch::Tensor l = link_source.clone().requires_grad_();
       PlacerInput input;
@@ -442,12 +446,7 @@ TEST(Seq2SeqTraceTest, PlacerUpdateFromTheSamplingPassEqualsAFreshOne) {
 // thread: the gradients are still those of one worker.
 TEST(Seq2SeqWorkersTest, PlacerExtraTermApartGivesTheGradientsOfOne) {
   const int64_t groups = 10, devices = 3, features = 6;
-  torch::manual_seed(5);
-  Seq2SeqPlacerConfig c;
-  c.input_size = features + 2 * groups;
-  c.num_devices = devices;
-  c.hidden = 32;
-  Seq2SeqPlacer placer(c);
+  Seq2SeqPlacer placer = SmallPlacer(groups, features, devices, 0, 32, false);
   PlacerInput input;
   input.features = torch::rand({groups, features});
   input.adjacency = torch::zeros({groups, 2 * groups});
@@ -475,14 +474,8 @@ TEST(Seq2SeqWorkersTest, PlacerExtraTermApartGivesTheGradientsOfOne) {
 TEST(Seq2SeqWorkersTest, PlacerTwoWorkersGiveTheGradientsOfOne) {
   const int64_t groups = 10, devices = 3, features = 6;
   for (bool before : {false, true}) {
-    torch::manual_seed(5);
-    Seq2SeqPlacerConfig c;
-    c.input_size = features + 2 * groups;
-    c.link_size = 8;
-    c.num_devices = devices;
-    c.hidden = 64;
-    c.attention_before = before;
-    Seq2SeqPlacer placer(c);
+    Seq2SeqPlacer placer =
+        SmallPlacer(groups, features, devices, 8, 64, before);
     const torch::Tensor source = torch::rand({groups, features});
     const torch::Tensor link_source = torch::rand({groups, 8});
     const torch::Tensor actions =

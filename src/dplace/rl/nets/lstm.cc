@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dplace/rl/nets/fast_math.h"
+#include "dplace/rl/nets/packed_weight.h"
 
 namespace dplace {
 namespace {
@@ -44,10 +45,19 @@ bool RowsAreVectors(const torch::Tensor& t) {
 
 // out [B, N] = x [B, K] W^T + (accumulate ? out : 0), W [N, K]; or, with
 // `transposed_w`, out [B, K] = x [B, N] W + ... . No gradient. `out` is
-// contiguous.
+// contiguous. `packed` (when defined): the same weight packed for this
+// orientation (W^T, or W with `transposed_w`), which is then used.
 void AddProducts(const torch::Tensor& x, const torch::Tensor& w,
-                 bool transposed_w, bool accumulate, torch::Tensor& out) {
+                 bool transposed_w, bool accumulate, torch::Tensor& out,
+                 const PackedWeight* packed = nullptr) {
   const int64_t rows = x.size(0);
+  if (packed != nullptr && packed->defined() && out.is_contiguous()) {
+    RECORD_FUNCTION("dplace::row_products", std::vector<c10::IValue>({x, w}));
+    const torch::Tensor in = x.stride(1) == 1 ? x : x.contiguous();
+    PackedProducts(*packed, in.data_ptr<float>(), in.stride(0), rows,
+                   out.data_ptr<float>(), out.size(1), accumulate);
+    return;
+  }
   if (rows > kMaxVectorProductRows || w.numel() < kMinVectorProductWeights ||
       !RowsAreVectors(x) || !RowsAreVectors(w) || !out.is_contiguous()) {
     const torch::Tensor rhs = transposed_w ? w : w.t();
@@ -189,10 +199,13 @@ class LstmRecurrenceFunction
     cells[0].copy_(c0);
     gates.copy_(x_gates);
     torch::Tensor h = h0;
+    PackedWeight packed;
+    if (WorthPacking(w_hh, batch, steps)) packed = PackWeight(w_hh.t());
     for (int64_t t = 0; t < steps; ++t) {
       torch::Tensor g = gates[t], c = cells[t + 1], tc = tanh_c[t],
                     out = outputs[t];
-      AddProducts(h, w_hh, /*transposed_w=*/false, /*accumulate=*/true, g);
+      AddProducts(h, w_hh, /*transposed_w=*/false, /*accumulate=*/true, g,
+                  &packed);
       PointwiseForward(g, cells[t], c, tc, out);
       h = out;
     }
@@ -224,6 +237,8 @@ class LstmRecurrenceFunction
     torch::Tensor dc = grads[2].defined() ? grads[2].contiguous().clone()
                                           : torch::zeros({batch, hidden});
     torch::Tensor d_gates = torch::empty({steps, batch, 4 * hidden});
+    PackedWeight packed;
+    if (WorthPacking(w_hh, batch, steps)) packed = PackWeight(w_hh);
     for (int64_t t = steps - 1; t >= 0; --t) {
       if (d_outputs.defined()) dh.add_(d_outputs[t]);
       torch::Tensor dg = d_gates[t];
@@ -232,7 +247,7 @@ class LstmRecurrenceFunction
                         dh.data_ptr<float>(), dc.data_ptr<float>(),
                         dg.data_ptr<float>());
       AddProducts(dg, w_hh, /*transposed_w=*/true,
-                  /*accumulate=*/false, dh);  // Gradient of h_{t-1}.
+                  /*accumulate=*/false, dh, &packed);  // Gradient of h_{t-1}.
     }
     const torch::Tensor h_before =
         torch::cat({h0.unsqueeze(0), outputs.slice(0, 0, steps - 1)}, 0);
@@ -291,10 +306,13 @@ class TracedLstmFunction
 class RecurrentProductFunction
     : public torch::autograd::Function<RecurrentProductFunction> {
  public:
+  // `packed`, `packed_t`: the panels of weight^T and of weight
+  // (PackedWeight), or empty tensors (autograd's inputs must be defined).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
                                torch::Tensor x, torch::Tensor weight,
                                torch::Tensor inputs, torch::Tensor gradients,
-                               torch::Tensor count, int64_t t) {
+                               torch::Tensor count, torch::Tensor packed,
+                               torch::Tensor packed_t, int64_t t) {
     inputs[t].copy_(x);
     ctx->save_for_backward({weight});
     // Shared buffers that every step writes: kept outside the saved
@@ -302,10 +320,13 @@ class RecurrentProductFunction
     ctx->saved_data["inputs"] = inputs;
     ctx->saved_data["gradients"] = gradients;
     ctx->saved_data["count"] = count;
+    ctx->saved_data["packed_t"] = packed_t;
     ctx->saved_data["t"] = t;
     torch::Tensor y = torch::empty({x.size(0), weight.size(0)});
+    const PackedWeight panels{packed.numel() > 0 ? packed : torch::Tensor(),
+                              weight.size(0)};
     AddProducts(x.contiguous(), weight, /*transposed_w=*/false,
-                /*accumulate=*/false, y);
+                /*accumulate=*/false, y, &panels);
     return y;
   }
 
@@ -317,6 +338,9 @@ class RecurrentProductFunction
     const torch::Tensor gradients = ctx->saved_data["gradients"].toTensor();
     const torch::Tensor count = ctx->saved_data["count"].toTensor();
     const int64_t t = ctx->saved_data["t"].toInt();
+    const torch::Tensor packed_t = ctx->saved_data["packed_t"].toTensor();
+    const PackedWeight panels{packed_t.numel() > 0 ? packed_t : torch::Tensor(),
+                              weight.size(1)};
     const torch::Tensor& dy = grads[0];
     gradients[t].copy_(dy);
     count.add_(1);
@@ -333,9 +357,11 @@ class RecurrentProductFunction
     }
     torch::Tensor dx = torch::empty({dy.size(0), weight.size(1)});
     AddProducts(dy.contiguous(), weight, /*transposed_w=*/true,
-                /*accumulate=*/false, dx);
+                /*accumulate=*/false, dx, &panels);
     return {dx,
             d_weight,
+            torch::Tensor(),
+            torch::Tensor(),
             torch::Tensor(),
             torch::Tensor(),
             torch::Tensor(),
@@ -350,14 +376,22 @@ RecurrentProducts::RecurrentProducts(torch::Tensor weight, int64_t steps,
     : weight_(std::move(weight)),
       inputs_(torch::empty({steps, batch, weight_.size(1)})),
       gradients_(torch::zeros({steps, batch, weight_.size(0)})),
-      count_(torch::zeros({1}, torch::kInt64)) {}
+      count_(torch::zeros({1}, torch::kInt64)),
+      packed_(torch::empty({0})),
+      packed_t_(torch::empty({0})) {
+  if (torch::GradMode::is_enabled() && weight_.requires_grad() &&
+      WorthPacking(weight_, batch, steps)) {
+    packed_ = PackWeight(weight_.t()).panels;
+    packed_t_ = PackWeight(weight_).panels;
+  }
+}
 
 torch::Tensor RecurrentProducts::operator()(int64_t t, const torch::Tensor& x) {
   if (!torch::GradMode::is_enabled() || !weight_.requires_grad()) {
     return x.mm(weight_.t());
   }
   return RecurrentProductFunction::apply(x, weight_, inputs_, gradients_,
-                                         count_, t);
+                                         count_, packed_, packed_t_, t);
 }
 
 LstmSequence LstmRecurrence(const torch::Tensor& x_gates,
@@ -437,13 +471,14 @@ LstmSequence RunLstm(torch::nn::LSTM& lstm, const torch::Tensor& input,
 }
 
 torch::Tensor RowLinear(const torch::Tensor& x, const torch::Tensor& w,
-                        const torch::Tensor& bias) {
+                        const torch::Tensor& bias, const PackedWeight* packed) {
   torch::NoGradGuard no_grad;
   torch::Tensor out =
       bias.defined()
           ? bias.unsqueeze(0).expand({x.size(0), w.size(0)}).contiguous()
           : torch::empty({x.size(0), w.size(0)});
-  AddProducts(x, w, /*transposed_w=*/false, /*accumulate=*/bias.defined(), out);
+  AddProducts(x, w, /*transposed_w=*/false, /*accumulate=*/bias.defined(), out,
+              packed);
   return out;
 }
 
@@ -455,26 +490,27 @@ torch::Tensor RowMm(const torch::Tensor& x, const torch::Tensor& w) {
 }
 
 void LstmStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
-              torch::Tensor* h, torch::Tensor* c) {
+              torch::Tensor* h, torch::Tensor* c, const PackedWeight* packed) {
   torch::NoGradGuard no_grad;
   const int64_t batch = x_gates.size(0), hidden = w_hh.size(1);
   LstmTrace step = LstmTrace::Empty(1, batch, hidden);
   step.cells[0].copy_(*c);
-  LstmTraceStep(x_gates, w_hh, *h, 0, 0, batch, &step);
+  LstmTraceStep(x_gates, w_hh, *h, 0, 0, batch, &step, packed);
   *h = step.outputs[0];
   *c = step.cells[1];
 }
 
 void LstmTraceStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
                    const torch::Tensor& h0, int64_t t, int64_t begin,
-                   int64_t end, LstmTrace* trace) {
+                   int64_t end, LstmTrace* trace, const PackedWeight* packed) {
   torch::NoGradGuard no_grad;
   const int64_t n = end - begin;
   torch::Tensor gates = trace->gates[t].narrow(0, begin, n);
   gates.copy_(x_gates);
   const torch::Tensor h =
       t == 0 ? h0.contiguous() : trace->outputs[t - 1].narrow(0, begin, n);
-  AddProducts(h, w_hh, /*transposed_w=*/false, /*accumulate=*/true, gates);
+  AddProducts(h, w_hh, /*transposed_w=*/false, /*accumulate=*/true, gates,
+              packed);
   torch::Tensor c = trace->cells[t + 1].narrow(0, begin, n);
   torch::Tensor tanh_c = trace->tanh_c[t].narrow(0, begin, n);
   torch::Tensor h_next = trace->outputs[t].narrow(0, begin, n);

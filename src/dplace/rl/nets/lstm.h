@@ -19,6 +19,8 @@
 
 #include <optional>
 
+#include "dplace/rl/nets/packed_weight.h"
+
 namespace dplace {
 
 struct LstmSequence {
@@ -76,25 +78,31 @@ LstmSequence RunLstm(torch::nn::LSTM& lstm, const torch::Tensor& input,
 // matrix-vector product per row, since OpenBLAS's sgemm packs all of `w` on
 // every call (at 4 rows x [1024, 256], twice the time). `w`'s rows must be
 // contiguous (a slice of columns will do) for that; otherwise it is one
-// matrix product.
+// matrix product. `packed`: w^T packed (PackWeight), used when given; a
+// loop that multiplies by the same `w` at every step packs it once.
 torch::Tensor RowLinear(const torch::Tensor& x, const torch::Tensor& w,
-                        const torch::Tensor& bias = {});
+                        const torch::Tensor& bias = {},
+                        const PackedWeight* packed = nullptr);
 // x [B, N] w for `w` [N, K], without gradient, the same way.
 torch::Tensor RowMm(const torch::Tensor& x, const torch::Tensor& w);
 
 // One LSTM step without gradient, for sampling loops: gates = `x_gates`
-// [B, 4H] + h W_hh^T; updates `h` and `c` [B, H] (new tensors).
+// [B, 4H] + h W_hh^T; updates `h` and `c` [B, H] (new tensors). `packed`:
+// W_hh^T packed, as RowLinear's.
 void LstmStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
-              torch::Tensor* h, torch::Tensor* c);
+              torch::Tensor* h, torch::Tensor* c,
+              const PackedWeight* packed = nullptr);
 
 // The same step written into rows [begin, end) of step t of `trace`: it
 // reads h_{t-1} from trace->outputs[t - 1] (`h0` [end - begin, H] at
 // t = 0) and c_{t-1} from trace->cells[t] (the caller fills cells[0]), and
 // writes gates[t], cells[t + 1], tanh_c[t] and outputs[t] (h_t). Rows of
-// different [begin, end) may be stepped on different threads.
+// different [begin, end) may be stepped on different threads. `packed`:
+// W_hh^T packed, as RowLinear's.
 void LstmTraceStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
                    const torch::Tensor& h0, int64_t t, int64_t begin,
-                   int64_t end, LstmTrace* trace);
+                   int64_t end, LstmTrace* trace,
+                   const PackedWeight* packed = nullptr);
 
 // The products x_t W^T of the `steps` steps of one recurrence that reads
 // its own output (a decoder with input feeding), with W's gradient summed
@@ -118,6 +126,9 @@ class RecurrentProducts {
   torch::Tensor inputs_;     // [steps, batch, M]: every x_t.
   torch::Tensor gradients_;  // [steps, batch, N]: every output's gradient.
   torch::Tensor count_;      // [1] int64: gradients received.
+  // The weight packed for the steps' products and their backward passes
+  // (PackedWeight's panels), when worth it; otherwise empty.
+  torch::Tensor packed_, packed_t_;
 };
 
 // The parameters of layer 0 of `lstm` (`reverse`: of its backward

@@ -75,16 +75,17 @@ void ExpectSameGradients(const std::vector<torch::Tensor>& a,
   }
 }
 
-// Small layers run every product as one sgemm; hidden 256 at up to 8 rows
-// runs the recurrent products as one sgemv per row, 10 rows again as one
-// sgemm (lstm.cc).
+// Small layers run every product as one sgemm; hidden 256 at up to 16 rows
+// runs the recurrent products with the weight packed (PackedProducts: 4
+// rows as one group, 10 as two), 17 rows again as one sgemm (lstm.cc).
 class LstmSizeTest
     : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
 
 INSTANTIATE_TEST_SUITE_P(BatchAndHidden, LstmSizeTest,
                          ::testing::Values(std::make_pair(3, 6),
                                            std::make_pair(4, 256),
-                                           std::make_pair(10, 256)));
+                                           std::make_pair(10, 256),
+                                           std::make_pair(17, 256)));
 
 TEST_P(LstmSizeTest, MatchesTorchLstmAndItsGradients) {
   torch::manual_seed(1);
@@ -168,28 +169,88 @@ TEST(RowProductsTest, MatchTorchLinearAndMmOnEveryPath) {
   }
 }
 
-TEST(RecurrentProductsTest, GradientsMatchOneProductPerStep) {
-  torch::manual_seed(4);
-  const int64_t steps = 6, batch = 3, width = 5;
-  const torch::Tensor w = torch::randn({width, 2 * width}).requires_grad_();
-  const torch::Tensor u = torch::randn({width, width}).requires_grad_();
-  const torch::Tensor x0 = torch::randn({batch, width}).requires_grad_();
-  // h_t = tanh([h_{t-1}, h_{t-1} U^T] W^T): a recurrence with input
-  // feeding, once with plain products and once with RecurrentProducts.
-  auto run = [&](bool deferred) {
-    RecurrentProducts products(w, steps, batch);
-    torch::Tensor h = x0, loss = torch::zeros({});
-    for (int64_t t = 0; t < steps; ++t) {
-      const torch::Tensor in = torch::cat({h, h.mm(u.t())}, 1);
-      h = torch::tanh(deferred ? products(t, in) : in.mm(w.t()));
-      loss = loss + (h * static_cast<double>(t + 1)).sum();
+// Every row count and panel remainder, either orientation of the weight
+// (a transposed view packs as well as a contiguous matrix), rows and outputs
+// with strides wider than the rows, and both the accumulating and the
+// overwriting product.
+TEST(PackedWeightTest, ProductsMatchMm) {
+  torch::manual_seed(6);
+  for (const int64_t inputs : {1, 7, 256}) {
+    for (const int64_t outputs : {1, 31, 32, 33, 300}) {
+      const torch::Tensor w = torch::randn({outputs, inputs});
+      for (const torch::Tensor& b : {w.t(), torch::randn({inputs, outputs})}) {
+        const PackedWeight packed = PackWeight(b);
+        ASSERT_EQ(packed.inputs(), inputs);
+        ASSERT_EQ(packed.outputs, outputs);
+        for (const int64_t rows : {1, 2, 5, 8, 9, 16, 17}) {
+          SCOPED_TRACE(std::to_string(rows) + " x [" + std::to_string(inputs) +
+                       ", " + std::to_string(outputs) + "]");
+          const torch::Tensor x =
+              torch::randn({rows, inputs + 3}).slice(1, 0, inputs);
+          for (const bool accumulate : {false, true}) {
+            const torch::Tensor start = torch::randn({rows, outputs + 2});
+            torch::Tensor out = start.clone();
+            PackedProducts(packed, x.data_ptr<float>(), x.stride(0), rows,
+                           out.data_ptr<float>(), out.stride(0), accumulate);
+            torch::Tensor expected = start.clone();
+            expected.slice(1, 0, outputs)
+                .copy_(x.mm(b) + (accumulate ? start.slice(1, 0, outputs)
+                                             : torch::zeros({rows, outputs})));
+            EXPECT_TRUE(torch::allclose(out, expected, 1e-5, 1e-4))
+                << (out - expected).abs().max().item<double>();
+          }
+        }
+      }
     }
-    return torch::autograd::grad({loss}, {w, u, x0});
-  };
-  const auto expected = run(false);
-  const auto got = run(true);
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_TRUE(torch::allclose(got[i], expected[i], 1e-5, 1e-5)) << i;
+  }
+}
+
+TEST(RowProductsTest, PackedWeightGivesTheSameProducts) {
+  torch::manual_seed(7);
+  const torch::Tensor w = torch::randn({1030, 256});
+  const torch::Tensor bias = torch::randn({1030});
+  const PackedWeight packed = PackWeight(w.t());
+  for (int64_t rows : {1, 5, 12}) {
+    const torch::Tensor x = torch::randn({rows, 256});
+    EXPECT_TRUE(torch::allclose(RowLinear(x, w, bias, &packed),
+                                torch::linear(x, w, bias), 1e-5, 1e-4));
+  }
+}
+
+TEST(RecurrentProductsTest, GradientsMatchOneProductPerStep) {
+  // Width 512: a [512, 1024] weight, packed for the steps (PackedWeight).
+  for (const int64_t width : {5, 512}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    torch::manual_seed(4);
+    const int64_t steps = 6, batch = 3;
+    // Scaled so that tanh does not saturate (its gradient would vanish).
+    const double scale = 1.0 / std::sqrt(static_cast<double>(width));
+    const torch::Tensor w =
+        (torch::randn({width, 2 * width}) * scale / std::sqrt(2.0))
+            .requires_grad_();
+    const torch::Tensor u =
+        (torch::randn({width, width}) * scale).requires_grad_();
+    const torch::Tensor x0 = torch::randn({batch, width}).requires_grad_();
+    // h_t = tanh([h_{t-1}, h_{t-1} U^T] W^T): a recurrence with input
+    // feeding, once with plain products and once with RecurrentProducts.
+    auto run = [&](bool deferred) {
+      RecurrentProducts products(w, steps, batch);
+      torch::Tensor h = x0, loss = torch::zeros({});
+      for (int64_t t = 0; t < steps; ++t) {
+        const torch::Tensor in = torch::cat({h, h.mm(u.t())}, 1);
+        h = torch::tanh(deferred ? products(t, in) : in.mm(w.t()));
+        loss = loss + (h * static_cast<double>(t + 1)).sum();
+      }
+      return torch::autograd::grad({loss}, {w, u, x0});
+    };
+    const auto expected = run(false);
+    const auto got = run(true);
+    // To rounding: sums of up to 1,024 terms over 6 steps, in another order.
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_LE((got[i] - expected[i]).abs().max().item<double>(),
+                1e-5 * expected[i].abs().max().item<double>())
+          << "gradient " << i;
+    }
   }
 }
 

@@ -127,6 +127,8 @@ torch::Tensor MarsPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   torch::Tensor sequence = torch::empty({k, length}, torch::kInt64);
   std::vector<torch::Tensor> block_log_probs(
       static_cast<size_t>(RowBlocks(k, workers())));
+  PackedWeight packed;
+  if (WorthPacking(w.w_hh, k, length)) packed = PackWeight(w.w_hh.t());
   RunRowBlocks(k, workers(), [&](int index, int64_t begin, int64_t end) {
     const int64_t n = end - begin;
     torch::Tensor h = torch::zeros({n, hidden}), c = torch::zeros({n, hidden});
@@ -139,7 +141,7 @@ torch::Tensor MarsPolicyImpl::Sample(int k, std::mt19937_64* rng) {
       for (int64_t t = 0; t < segment.states.size(0); ++t) {
         const int64_t position = segment.first + t;
         LstmStep(device_gates.index_select(0, previous) + state_gates[s][t],
-                 w.w_hh, &h, &c);
+                 w.w_hh, &h, &c, &packed);
         log_probs.push_back(torch::log_softmax(
             AttentionStepLogits(h, segment.keys, segment.states, combine_,
                                 output_, seq_mask_bias_[position]),

@@ -304,6 +304,13 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
     trace = LstmTrace::Empty(length, k, hidden);
     trace->cells[0].copy_(e.c.expand({k, hidden}));
   }
+  // The recurrence's weights, packed once for its steps' few rows.
+  const torch::Tensor w_context = gates.recurrent.slice(1, 0, hidden);
+  PackedWeight packed_hh, packed_context;
+  if (WorthPacking(w_hh, k, length)) packed_hh = PackWeight(w_hh.t());
+  if (config_.attention_before && WorthPacking(w_context, k, length)) {
+    packed_context = PackWeight(w_context.t());
+  }
   RunRowBlocks(k, workers, [&](int, int64_t begin, int64_t end) {
     const int64_t n = end - begin;
     torch::Tensor previous = torch::full({n}, devices, torch::kInt64);
@@ -319,16 +326,15 @@ torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,
       torch::Tensor x = gates.device.index_select(0, previous) + gates.state[t];
       if (config_.attention_before) {
         // The context of the previous state feeds this step.
-        x.add_(
-            RowLinear(AttendStep(e, h), gates.recurrent.slice(1, 0, hidden)));
-        LstmStep(x, w_hh, &h, &c);
+        x.add_(RowLinear(AttendStep(e, h), w_context, {}, &packed_context));
+        LstmStep(x, w_hh, &h, &c, &packed_hh);
         logits = RowLinear(h, output_->weight, output_->bias);
       } else {
         if (trace) {
-          LstmTraceStep(x, w_hh, h0, t, begin, end, &*trace);
+          LstmTraceStep(x, w_hh, h0, t, begin, end, &*trace, &packed_hh);
           h = trace->outputs[t].narrow(0, begin, n);
         } else {
-          LstmStep(x, w_hh, &h, &c);
+          LstmStep(x, w_hh, &h, &c, &packed_hh);
         }
         AttentionAfterLogits(e, h.data_ptr<float>(), n, scratch.data(),
                              logits.data_ptr<float>());

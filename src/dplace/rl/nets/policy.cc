@@ -439,6 +439,8 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
   // pass from the trace instead of running the recurrence again.
   LstmTrace trace = LstmTrace::Empty(length, k, hidden);
   trace.cells[0].copy_(encoded.c.expand({k, hidden}));
+  PackedWeight packed;
+  if (WorthPacking(w.w_hh, k, length)) packed = PackWeight(w.w_hh.t());
   RunRowBlocks(k, workers(), [&](int, int64_t begin, int64_t end) {
     // The step's own tensors need no autograd bookkeeping; the trace's
     // buffers stay normal tensors (written in place), as the update needs.
@@ -449,7 +451,7 @@ torch::Tensor Seq2SeqPolicyImpl::Sample(int k, std::mt19937_64* rng) {
     torch::Tensor steps = torch::empty({length, n}, torch::kInt64);
     for (int64_t t = 0; t < length; ++t) {
       LstmTraceStep(device_gates.index_select(0, previous), w.w_hh, h0, t,
-                    begin, end, &trace);
+                    begin, end, &trace, &packed);
       const torch::Tensor h = trace.outputs[t].narrow(0, begin, n);
       const torch::Tensor logits =
           AttentionStepLogits(h, encoded.keys, encoded.states, combine_,

@@ -119,4 +119,14 @@ void AdditiveAttentionScoresRows(const float* keys, const float* queries,
   ScoresForward(keys, queries, v, rows, groups, size, scores);
 }
 
+void AdditiveAttentionScoresBackwardRows(const float* keys,
+                                         const float* queries, const float* v,
+                                         const float* d_scores, int64_t rows,
+                                         int64_t groups, int64_t size,
+                                         float* d_keys, float* d_queries,
+                                         float* d_v) {
+  ScoresBackward(keys, queries, v, d_scores, rows, groups, size, d_keys,
+                 d_queries, d_v);
+}
+
 }  // namespace dplace

@@ -28,6 +28,16 @@ void AdditiveAttentionScoresRows(const float* keys, const float* queries,
                                  const float* v, int64_t rows, int64_t groups,
                                  int64_t size, float* scores);
 
+// Their backward pass on the same arrays: given `d_scores` [rows, groups],
+// ADDS the gradients to `d_keys` [groups, size], `d_queries` [rows, size]
+// and `d_v` [size].
+void AdditiveAttentionScoresBackwardRows(const float* keys,
+                                         const float* queries, const float* v,
+                                         const float* d_scores, int64_t rows,
+                                         int64_t groups, int64_t size,
+                                         float* d_keys, float* d_queries,
+                                         float* d_v);
+
 }  // namespace dplace
 
 #endif  // DPLACE_RL_NETS_ATTENTION_H_

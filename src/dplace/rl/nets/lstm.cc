@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dplace/rl/nets/attention.h"
 #include "dplace/rl/nets/fast_math.h"
 #include "dplace/rl/nets/packed_weight.h"
 
@@ -259,6 +260,169 @@ class LstmRecurrenceFunction
   }
 };
 
+// AttentionFeedingRecurrence's recurrence: the forward pass keeps every
+// step's values (gates' activations, cells, tanh of the cells, the
+// recurrent input [context_t, h_{t-1}], queries and attention weights);
+// the backward pass runs the recurrence backwards, one [B, 4H] x [4H, 2H]
+// product and the attention's backward pass per step, and the weights'
+// gradients as one product each over all steps.
+class AttentionFeedingFunction
+    : public torch::autograd::Function<AttentionFeedingFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               torch::Tensor x_gates, torch::Tensor h0,
+                               torch::Tensor c0, torch::Tensor keys,
+                               torch::Tensor states, torch::Tensor v,
+                               torch::Tensor w_query, torch::Tensor w) {
+    const int64_t steps = x_gates.size(0), batch = x_gates.size(1),
+                  hidden = h0.size(1), groups = keys.size(0),
+                  size = keys.size(1);
+    if (steps < 1 || x_gates.dim() != 3 || x_gates.size(2) != 4 * hidden ||
+        h0.size(0) != batch || c0.sizes() != h0.sizes() ||
+        states.size(0) != groups || states.size(1) != hidden || v.dim() != 1 ||
+        v.size(0) != size || w_query.size(0) != size ||
+        w_query.size(1) != hidden || w.size(0) != 4 * hidden ||
+        w.size(1) != 2 * hidden) {
+      throw std::invalid_argument(
+          "AttentionFeedingRecurrence: inconsistent shapes");
+    }
+    for (const torch::Tensor* t :
+         {&x_gates, &h0, &c0, &keys, &states, &v, &w_query, &w}) {
+      CheckFloat(*t, "every input");
+    }
+    keys = keys.contiguous();
+    states = states.contiguous();
+    v = v.contiguous();
+    w_query = w_query.contiguous();
+    w = w.contiguous();
+    const torch::Tensor h_start = h0.contiguous();
+    torch::Tensor gates = x_gates.contiguous().clone();
+    torch::Tensor cells = torch::empty({steps + 1, batch, hidden});
+    torch::Tensor tanh_c = torch::empty({steps, batch, hidden});
+    torch::Tensor outputs = torch::empty({steps, batch, hidden});
+    torch::Tensor inputs = torch::empty({steps, batch, 2 * hidden});
+    torch::Tensor queries = torch::empty({steps, batch, size});
+    torch::Tensor weights = torch::empty({steps, batch, groups});
+    cells[0].copy_(c0);
+    PackedWeight packed;
+    if (WorthPacking(w, batch, steps)) packed = PackWeight(w.t());
+    const int b = static_cast<int>(batch), h = static_cast<int>(hidden),
+              k = static_cast<int>(groups), a = static_cast<int>(size);
+    for (int64_t t = 0; t < steps; ++t) {
+      const float* h_prev =
+          t == 0 ? h_start.data_ptr<float>() : outputs[t - 1].data_ptr<float>();
+      float* z = inputs[t].data_ptr<float>();  // [context_t, h_{t-1}].
+      float* q = queries[t].data_ptr<float>();
+      float* attention = weights[t].data_ptr<float>();
+      for (int64_t r = 0; r < batch; ++r) {
+        std::copy(h_prev + r * hidden, h_prev + (r + 1) * hidden,
+                  z + r * 2 * hidden + hidden);
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, a, h, 1.0f,
+                  h_prev, h, w_query.data_ptr<float>(), h, 0.0f, q, a);
+      AdditiveAttentionScoresRows(keys.data_ptr<float>(), q,
+                                  v.data_ptr<float>(), batch, groups, size,
+                                  attention);
+      for (int64_t r = 0; r < batch; ++r) {  // Softmax over the groups.
+        float* row = attention + r * groups;
+        const float top = *std::max_element(row, row + groups);
+        float sum = 0;
+        for (int64_t j = 0; j < groups; ++j) {
+          row[j] = std::exp(row[j] - top);
+          sum += row[j];
+        }
+        for (int64_t j = 0; j < groups; ++j) row[j] /= sum;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, h, k, 1.0f,
+                  attention, k, states.data_ptr<float>(), h, 0.0f, z, 2 * h);
+      torch::Tensor g = gates[t], c = cells[t + 1], tc = tanh_c[t],
+                    out = outputs[t];
+      AddProducts(inputs[t], w, /*transposed_w=*/false, /*accumulate=*/true, g,
+                  &packed);
+      PointwiseForward(g, cells[t], c, tc, out);
+    }
+    ctx->save_for_backward({gates, cells, tanh_c, inputs, queries, weights,
+                            keys, states, v, w_query, w});
+    return outputs;
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &gates = saved[0], &cells = saved[1],
+                        &tanh_c = saved[2], &inputs = saved[3],
+                        &queries = saved[4], &weights = saved[5],
+                        &keys = saved[6], &states = saved[7], &v = saved[8],
+                        &w_query = saved[9], &w = saved[10];
+    const int64_t steps = gates.size(0), batch = gates.size(1),
+                  hidden = cells.size(2), groups = keys.size(0),
+                  size = keys.size(1);
+    const int b = static_cast<int>(batch), h = static_cast<int>(hidden),
+              k = static_cast<int>(groups), a = static_cast<int>(size);
+    const torch::Tensor d_outputs =
+        grads[0].defined() ? grads[0].contiguous() : torch::Tensor();
+    torch::Tensor dh = torch::zeros({batch, hidden});
+    torch::Tensor dc = torch::zeros({batch, hidden});
+    torch::Tensor d_gates = torch::empty({steps, batch, 4 * hidden});
+    torch::Tensor d_context = torch::empty({steps, batch, hidden});
+    torch::Tensor d_queries = torch::zeros({steps, batch, size});
+    torch::Tensor d_keys = torch::zeros_like(keys);
+    torch::Tensor d_v = torch::zeros_like(v);
+    torch::Tensor dz = torch::empty({batch, 2 * hidden});
+    std::vector<float> d_attention(static_cast<size_t>(batch * groups));
+    PackedWeight packed;
+    if (WorthPacking(w, batch, steps)) packed = PackWeight(w);
+    float* d_h = dh.data_ptr<float>();
+    for (int64_t t = steps - 1; t >= 0; --t) {
+      if (d_outputs.defined()) dh.add_(d_outputs[t]);
+      torch::Tensor dg = d_gates[t];
+      PointwiseBackward(batch, hidden, gates[t].data_ptr<float>(),
+                        cells[t].data_ptr<float>(), tanh_c[t].data_ptr<float>(),
+                        d_h, dc.data_ptr<float>(), dg.data_ptr<float>());
+      // The gradient of [context_t, h_{t-1}].
+      AddProducts(dg, w, /*transposed_w=*/true, /*accumulate=*/false, dz,
+                  &packed);
+      const float* d_z = dz.data_ptr<float>();
+      float* d_ctx = d_context[t].data_ptr<float>();
+      for (int64_t r = 0; r < batch; ++r) {
+        std::copy(d_z + r * 2 * hidden, d_z + r * 2 * hidden + hidden,
+                  d_ctx + r * hidden);
+        std::copy(d_z + r * 2 * hidden + hidden, d_z + (r + 1) * 2 * hidden,
+                  d_h + r * hidden);
+      }
+      // Through context_t = softmax(scores) states to the scores.
+      const float* attention = weights[t].data_ptr<float>();
+      float* d_a = d_attention.data();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, k, h, 1.0f, d_ctx,
+                  h, states.data_ptr<float>(), h, 0.0f, d_a, k);
+      for (int64_t r = 0; r < batch; ++r) {
+        const float* p = attention + r * groups;
+        float* d = d_a + r * groups;
+        float dot = 0;
+        for (int64_t j = 0; j < groups; ++j) dot += d[j] * p[j];
+        for (int64_t j = 0; j < groups; ++j) d[j] = p[j] * (d[j] - dot);
+      }
+      float* d_q = d_queries[t].data_ptr<float>();
+      AdditiveAttentionScoresBackwardRows(
+          keys.data_ptr<float>(), queries[t].data_ptr<float>(),
+          v.data_ptr<float>(), d_a, batch, groups, size,
+          d_keys.data_ptr<float>(), d_q, d_v.data_ptr<float>());
+      // q_t = h_{t-1} W_q^T.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, h, a, 1.0f, d_q,
+                  a, w_query.data_ptr<float>(), h, 1.0f, d_h, h);
+    }
+    const int64_t rows = steps * batch;
+    const torch::Tensor z = inputs.view({rows, 2 * hidden});
+    const torch::Tensor d_w = d_gates.view({rows, 4 * hidden}).t().mm(z);
+    const torch::Tensor d_states =
+        weights.view({rows, groups}).t().mm(d_context.view({rows, hidden}));
+    const torch::Tensor d_w_query =
+        d_queries.view({rows, size}).t().mm(z.slice(1, hidden, 2 * hidden));
+    return {d_gates, dh, dc, d_keys, d_states, d_v, d_w_query, d_w};
+  }
+};
+
 // LstmRecurrenceFunction with its forward pass already run: the trace's
 // buffers are its results and what its backward pass reads.
 class TracedLstmFunction
@@ -303,96 +467,7 @@ class TracedLstmFunction
   }
 };
 
-class RecurrentProductFunction
-    : public torch::autograd::Function<RecurrentProductFunction> {
- public:
-  // `packed`, `packed_t`: the panels of weight^T and of weight
-  // (PackedWeight), or empty tensors (autograd's inputs must be defined).
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
-                               torch::Tensor x, torch::Tensor weight,
-                               torch::Tensor inputs, torch::Tensor gradients,
-                               torch::Tensor count, torch::Tensor packed,
-                               torch::Tensor packed_t, int64_t t) {
-    inputs[t].copy_(x);
-    ctx->save_for_backward({weight});
-    // Shared buffers that every step writes: kept outside the saved
-    // variables, whose version checks they would fail.
-    ctx->saved_data["inputs"] = inputs;
-    ctx->saved_data["gradients"] = gradients;
-    ctx->saved_data["count"] = count;
-    ctx->saved_data["packed_t"] = packed_t;
-    ctx->saved_data["t"] = t;
-    torch::Tensor y = torch::empty({x.size(0), weight.size(0)});
-    const PackedWeight panels{packed.numel() > 0 ? packed : torch::Tensor(),
-                              weight.size(0)};
-    AddProducts(x.contiguous(), weight, /*transposed_w=*/false,
-                /*accumulate=*/false, y, &panels);
-    return y;
-  }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx,
-      torch::autograd::variable_list grads) {
-    const torch::Tensor weight = ctx->get_saved_variables()[0];
-    const torch::Tensor inputs = ctx->saved_data["inputs"].toTensor();
-    const torch::Tensor gradients = ctx->saved_data["gradients"].toTensor();
-    const torch::Tensor count = ctx->saved_data["count"].toTensor();
-    const int64_t t = ctx->saved_data["t"].toInt();
-    const torch::Tensor packed_t = ctx->saved_data["packed_t"].toTensor();
-    const PackedWeight panels{packed_t.numel() > 0 ? packed_t : torch::Tensor(),
-                              weight.size(1)};
-    const torch::Tensor& dy = grads[0];
-    gradients[t].copy_(dy);
-    count.add_(1);
-    torch::Tensor d_weight;
-    if (t == 0) {
-      const int64_t steps = inputs.size(0), rows = steps * inputs.size(1);
-      if (count.item<int64_t>() != steps) {
-        throw std::logic_error(
-            "RecurrentProducts: a step's product did not reach the loss");
-      }
-      d_weight = gradients.view({rows, gradients.size(2)})
-                     .t()
-                     .mm(inputs.view({rows, inputs.size(2)}));
-    }
-    torch::Tensor dx = torch::empty({dy.size(0), weight.size(1)});
-    AddProducts(dy.contiguous(), weight, /*transposed_w=*/true,
-                /*accumulate=*/false, dx, &panels);
-    return {dx,
-            d_weight,
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor()};
-  }
-};
-
 }  // namespace
-
-RecurrentProducts::RecurrentProducts(torch::Tensor weight, int64_t steps,
-                                     int64_t batch)
-    : weight_(std::move(weight)),
-      inputs_(torch::empty({steps, batch, weight_.size(1)})),
-      gradients_(torch::zeros({steps, batch, weight_.size(0)})),
-      count_(torch::zeros({1}, torch::kInt64)),
-      packed_(torch::empty({0})),
-      packed_t_(torch::empty({0})) {
-  if (torch::GradMode::is_enabled() && weight_.requires_grad() &&
-      WorthPacking(weight_, batch, steps)) {
-    packed_ = PackWeight(weight_.t()).panels;
-    packed_t_ = PackWeight(weight_).panels;
-  }
-}
-
-torch::Tensor RecurrentProducts::operator()(int64_t t, const torch::Tensor& x) {
-  if (!torch::GradMode::is_enabled() || !weight_.requires_grad()) {
-    return x.mm(weight_.t());
-  }
-  return RecurrentProductFunction::apply(x, weight_, inputs_, gradients_,
-                                         count_, packed_, packed_t_, t);
-}
 
 LstmSequence LstmRecurrence(const torch::Tensor& x_gates,
                             const torch::Tensor& h0, const torch::Tensor& c0,
@@ -403,6 +478,15 @@ LstmSequence LstmRecurrence(const torch::Tensor& x_gates,
                              x_gates, h0, c0, w_hh, trace->gates, trace->cells,
                              trace->tanh_c, trace->outputs);
   return {out[0], out[1], out[2]};
+}
+
+torch::Tensor AttentionFeedingRecurrence(
+    const torch::Tensor& x_gates, const torch::Tensor& h0,
+    const torch::Tensor& c0, const torch::Tensor& keys,
+    const torch::Tensor& states, const torch::Tensor& v,
+    const torch::Tensor& w_query, const torch::Tensor& w) {
+  return AttentionFeedingFunction::apply(x_gates, h0, c0, keys, states, v,
+                                         w_query, w);
 }
 
 LstmTrace LstmTrace::Empty(int64_t steps, int64_t batch, int64_t hidden) {

@@ -63,6 +63,22 @@ LstmSequence LstmRecurrence(const torch::Tensor& x_gates,
                             const torch::Tensor& w_hh,
                             const LstmTrace* trace = nullptr);
 
+// The recurrence of a decoder that feeds its attention's context (EAGLE's
+// placer, attention before the decoder) over T steps of B rows:
+//   q_t = h_{t-1} W_q^T,  a_t = softmax_j(v . tanh(keys[j] + q_t)),
+//   context_t = a_t states,  gates_t = x_t + [context_t, h_{t-1}] W^T,
+//   (h_t, c_t) = the LSTM cell of gates_t (i, f, g, o) and c_{t-1};
+// for `x_gates` [T, B, 4H], `h0`, `c0` [B, H], `keys` [K, A], `states` [K,
+// H], `v` [A], `w_query` [A, H] and `w` [4H, 2H]. Returns h_1 .. h_T [T,
+// B, H], differentiable in all eight (float32, CPU). One autograd node
+// with a hand-written backward pass: LibTorch's ops would record about 20
+// nodes per step, whose bookkeeping cost more than their arithmetic.
+torch::Tensor AttentionFeedingRecurrence(
+    const torch::Tensor& x_gates, const torch::Tensor& h0,
+    const torch::Tensor& c0, const torch::Tensor& keys,
+    const torch::Tensor& states, const torch::Tensor& v,
+    const torch::Tensor& w_query, const torch::Tensor& w);
+
 // Layer 0 of `lstm` (one direction; `reverse`: the backward direction of a
 // bidirectional one, which reads the sequence from its end) over `input`
 // [T, B, I] from (`h0`, `c0`) [B, H]; undefined h0/c0 start at zero.
@@ -103,33 +119,6 @@ void LstmTraceStep(const torch::Tensor& x_gates, const torch::Tensor& w_hh,
                    const torch::Tensor& h0, int64_t t, int64_t begin,
                    int64_t end, LstmTrace* trace,
                    const PackedWeight* packed = nullptr);
-
-// The products x_t W^T of the `steps` steps of one recurrence that reads
-// its own output (a decoder with input feeding), with W's gradient summed
-// over the steps as one product instead of one small product per step.
-//
-//   RecurrentProducts products(w, steps, batch);
-//   for (t ...) gates = x_gates[t] + products(t, torch::cat({context, h}, 1));
-//
-// REQUIRES: products t = 0 .. steps - 1 are each made once, each input
-// depends on the product before it, and every output reaches the loss (so
-// that product 0's backward runs last; it throws if one is missing).
-class RecurrentProducts {
- public:
-  // `weight` [N, M]; inputs will be [batch, M].
-  RecurrentProducts(torch::Tensor weight, int64_t steps, int64_t batch);
-  // x_t W^T, [batch, N]; differentiable in `x` and the weight.
-  torch::Tensor operator()(int64_t t, const torch::Tensor& x);
-
- private:
-  torch::Tensor weight_;
-  torch::Tensor inputs_;     // [steps, batch, M]: every x_t.
-  torch::Tensor gradients_;  // [steps, batch, N]: every output's gradient.
-  torch::Tensor count_;      // [1] int64: gradients received.
-  // The weight packed for the steps' products and their backward passes
-  // (PackedWeight's panels), when worth it; otherwise empty.
-  torch::Tensor packed_, packed_t_;
-};
 
 // The parameters of layer 0 of `lstm` (`reverse`: of its backward
 // direction).

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <utility>
@@ -217,49 +218,64 @@ TEST(RowProductsTest, PackedWeightGivesTheSameProducts) {
   }
 }
 
-TEST(RecurrentProductsTest, GradientsMatchOneProductPerStep) {
-  // Width 512: a [512, 1024] weight, packed for the steps (PackedWeight).
-  for (const int64_t width : {5, 512}) {
-    SCOPED_TRACE("width " + std::to_string(width));
-    torch::manual_seed(4);
-    const int64_t steps = 6, batch = 3;
-    // Scaled so that tanh does not saturate (its gradient would vanish).
-    const double scale = 1.0 / std::sqrt(static_cast<double>(width));
-    const torch::Tensor w =
-        (torch::randn({width, 2 * width}) * scale / std::sqrt(2.0))
-            .requires_grad_();
-    const torch::Tensor u =
-        (torch::randn({width, width}) * scale).requires_grad_();
-    const torch::Tensor x0 = torch::randn({batch, width}).requires_grad_();
-    // h_t = tanh([h_{t-1}, h_{t-1} U^T] W^T): a recurrence with input
-    // feeding, once with plain products and once with RecurrentProducts.
-    auto run = [&](bool deferred) {
-      RecurrentProducts products(w, steps, batch);
-      torch::Tensor h = x0, loss = torch::zeros({});
-      for (int64_t t = 0; t < steps; ++t) {
-        const torch::Tensor in = torch::cat({h, h.mm(u.t())}, 1);
-        h = torch::tanh(deferred ? products(t, in) : in.mm(w.t()));
-        loss = loss + (h * static_cast<double>(t + 1)).sum();
-      }
-      return torch::autograd::grad({loss}, {w, u, x0});
+// The context-feeding decoder's recurrence against the same recurrence in
+// LibTorch's ops: the same states and the same gradients of all eight
+// inputs, through steps whose gradients reach each other by h, c and the
+// attention. Hidden 192 makes the [4H, 2H] weight large enough to be packed
+// (PackedWeight) in both passes.
+TEST(AttentionFeedingTest, MatchesLibTorchOpsAndTheirGradients) {
+  for (const int64_t hidden : {8, 192}) {
+    SCOPED_TRACE("hidden " + std::to_string(hidden));
+    torch::manual_seed(9);
+    const int64_t steps = 5, batch = 3, groups = 7, size = 6;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hidden));
+    std::vector<torch::Tensor> in = {
+        torch::randn({steps, batch, 4 * hidden}),        // x_gates
+        torch::randn({batch, hidden}) * 0.5,             // h0
+        torch::randn({batch, hidden}),                   // c0
+        torch::randn({groups, size}),                    // keys
+        torch::randn({groups, hidden}),                  // states
+        torch::randn({size}),                            // v
+        torch::randn({size, hidden}) * scale,            // w_query
+        torch::randn({4 * hidden, 2 * hidden}) * scale,  // w
     };
-    const auto expected = run(false);
-    const auto got = run(true);
-    // To rounding: sums of up to 1,024 terms over 6 steps, in another order.
-    for (size_t i = 0; i < expected.size(); ++i) {
+    for (torch::Tensor& t : in) t.requires_grad_();
+    const torch::Tensor loss_weights = torch::randn({steps, batch, hidden});
+    auto reference = [&]() {
+      torch::Tensor h = in[1], c = in[2];
+      std::vector<torch::Tensor> out;
+      for (int64_t t = 0; t < steps; ++t) {
+        const torch::Tensor q = h.mm(in[6].t());
+        const torch::Tensor scores =
+            (torch::tanh(in[3].unsqueeze(0) + q.unsqueeze(1)) * in[5]).sum(2);
+        const torch::Tensor context = torch::softmax(scores, 1).mm(in[4]);
+        const std::vector<torch::Tensor> g =
+            (in[0][t] + torch::cat({context, h}, 1).mm(in[7].t())).chunk(4, 1);
+        c = torch::sigmoid(g[1]) * c + torch::sigmoid(g[0]) * torch::tanh(g[2]);
+        h = torch::sigmoid(g[3]) * torch::tanh(c);
+        out.push_back(h);
+      }
+      return torch::stack(out, 0);
+    };
+    auto differentiate = [&](const torch::Tensor& out) {
+      std::vector<torch::Tensor> d =
+          torch::autograd::grad({(out * loss_weights).sum()}, in);
+      d.push_back(out.detach());
+      return d;
+    };
+    const std::vector<torch::Tensor> expected = differentiate(reference());
+    const std::vector<torch::Tensor> got =
+        differentiate(AttentionFeedingRecurrence(in[0], in[1], in[2], in[3],
+                                                 in[4], in[5], in[6], in[7]));
+    // To rounding, relative to each gradient's scale (sums of up to 384
+    // terms in another order; tanh and sigmoid to about 2e-7).
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_LE((got[i] - expected[i]).abs().max().item<double>(),
                 1e-5 * expected[i].abs().max().item<double>())
-          << "gradient " << i;
+          << "input " << i;
     }
   }
-}
-
-TEST(RecurrentProductsTest, ThrowsWhenAStepMissesTheLoss) {
-  const torch::Tensor w = torch::randn({2, 2}).requires_grad_();
-  RecurrentProducts products(w, 3, 1);
-  torch::Tensor h = torch::ones({1, 2});
-  for (int64_t t = 0; t < 2; ++t) h = products(t, h);  // Step 2 never made.
-  EXPECT_THROW(h.sum().backward(), std::exception);
 }
 
 // ColocRL's seq2seq policy with its k placements split between two

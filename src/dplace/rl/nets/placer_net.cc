@@ -442,7 +442,13 @@ torch::Tensor Seq2SeqPlacerImpl::Decode(const Encoded& e,
   const torch::Tensor c0 = e.c.expand({k, hidden});
   torch::Tensor logits;  // [k, K, D].
   if (config_.attention_before) {
-    logits = output_(DecodeFeedingContext(e, gates, x, h0, c0));
+    // The context of the previous state feeds each step.
+    const torch::Tensor d =
+        AttentionFeedingRecurrence(x, h0, c0, e.keys, e.states,
+                                   attention_score_->weight[0],
+                                   attention_query_->weight, gates.recurrent)
+            .transpose(0, 1);
+    logits = output_(d);
   } else {
     const torch::Tensor d = LstmRecurrence(x, h0, c0, gates.recurrent, trace)
                                 .outputs.transpose(0, 1);
@@ -450,30 +456,6 @@ torch::Tensor Seq2SeqPlacerImpl::Decode(const Encoded& e,
   }
   return PolicyLogProbs(logits, input.mask_bias.unsqueeze(0), shaping) *
          input.active.view({1, -1, 1});
-}
-
-torch::Tensor Seq2SeqPlacerImpl::DecodeFeedingContext(const Encoded& e,
-                                                      const DecoderGates& gates,
-                                                      const torch::Tensor& x,
-                                                      torch::Tensor h,
-                                                      torch::Tensor c) {
-  const int64_t length = x.size(0), k = x.size(1);
-  RecurrentProducts recurrent(gates.recurrent, length, k);
-  RecurrentProducts queries(attention_query_->weight, length, k);
-  // One view per step with one backward node for all (x[t] would
-  // scatter each step's gradient into a zero tensor of the whole input).
-  const std::vector<torch::Tensor> steps = x.unbind(0);
-  std::vector<torch::Tensor> states;
-  states.reserve(length);
-  for (int64_t t = 0; t < length; ++t) {
-    const torch::Tensor context = AttendProjected(e, queries(t, h));
-    const std::vector<torch::Tensor> g =
-        (steps[t] + recurrent(t, torch::cat({context, h}, 1))).chunk(4, 1);
-    c = torch::sigmoid(g[1]) * c + torch::sigmoid(g[0]) * torch::tanh(g[2]);
-    h = torch::sigmoid(g[3]) * torch::tanh(c);
-    states.push_back(h);
-  }
-  return torch::stack(states, 1);  // [k, K, H].
 }
 
 GcnPlacerImpl::GcnPlacerImpl(const GcnPlacerConfig& config) {

@@ -181,12 +181,6 @@ class Seq2SeqPlacerImpl : public PlacerNetImpl {
   // too small for their overhead); `scratch` holds n (A + K + 3H) floats.
   void AttentionAfterLogits(const Encoded& e, const float* h, int64_t n,
                             float* scratch, float* logits);
-  // The attention-before decoder's states [k, K, H] given the input part
-  // of its gates `x` [K, k, 4H] and the initial state (h, c) [k, H].
-  torch::Tensor DecodeFeedingContext(const Encoded& e,
-                                     const DecoderGates& gates,
-                                     const torch::Tensor& x, torch::Tensor h,
-                                     torch::Tensor c);
 
   Seq2SeqPlacerConfig config_;
   torch::Tensor sampled_;  // SampledLogProbs.

@@ -12,7 +12,8 @@
 //     this work. FLOPs are counted, not estimated: a second search of the
 //     same agent runs with a LibTorch RecordFunction callback that adds
 //     2mnk for every matrix product (mm, addmm(_), bmm, baddbmm, mv, addmv,
-//     and the recurrences' sgemv rows, "dplace::row_products",
+//     and the few-row products the policies make with BLAS calls of their
+//     own, "dplace::row_products",
 //     forward and backward, sparse products 2 nnz n); element-wise work is
 //     not counted. Arguments: threads and workers (the agents' options; 1 by
 //     default).
@@ -93,7 +94,7 @@ std::unique_ptr<at::ObserverContext> CountProductFlops(
   } else if (name == "aten::addmv" && tensor(1)) {
     flops = 2 * Dim(in[1], 0) * Dim(in[1], 1);
   } else if (name == "dplace::row_products" && tensor(0) && tensor(1)) {
-    // rl/nets/lstm.cc: one BLAS sgemv per row of x with the matrix w.
+    // rl/nets: the rows of x times the matrix w, outside LibTorch's ops.
     flops = 2 * Dim(in[0], 0) * in[1].toTensor().numel();
   }
   counted_flops += flops;

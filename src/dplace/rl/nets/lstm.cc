@@ -318,8 +318,13 @@ class AttentionFeedingFunction
         std::copy(h_prev + r * hidden, h_prev + (r + 1) * hidden,
                   z + r * 2 * hidden + hidden);
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, a, h, 1.0f,
-                  h_prev, h, w_query.data_ptr<float>(), h, 0.0f, q, a);
+      {
+        // Each raw product named as AddProducts names its own.
+        RECORD_FUNCTION("dplace::row_products",
+                        std::vector<c10::IValue>({queries[t], w_query}));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, a, h, 1.0f,
+                    h_prev, h, w_query.data_ptr<float>(), h, 0.0f, q, a);
+      }
       AdditiveAttentionScoresRows(keys.data_ptr<float>(), q,
                                   v.data_ptr<float>(), batch, groups, size,
                                   attention);
@@ -333,8 +338,12 @@ class AttentionFeedingFunction
         }
         for (int64_t j = 0; j < groups; ++j) row[j] /= sum;
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, h, k, 1.0f,
-                  attention, k, states.data_ptr<float>(), h, 0.0f, z, 2 * h);
+      {
+        RECORD_FUNCTION("dplace::row_products",
+                        std::vector<c10::IValue>({weights[t], states}));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, h, k, 1.0f,
+                    attention, k, states.data_ptr<float>(), h, 0.0f, z, 2 * h);
+      }
       torch::Tensor g = gates[t], c = cells[t + 1], tc = tanh_c[t],
                     out = outputs[t];
       AddProducts(inputs[t], w, /*transposed_w=*/false, /*accumulate=*/true, g,
@@ -394,8 +403,12 @@ class AttentionFeedingFunction
       // Through context_t = softmax(scores) states to the scores.
       const float* attention = weights[t].data_ptr<float>();
       float* d_a = d_attention.data();
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, k, h, 1.0f, d_ctx,
-                  h, states.data_ptr<float>(), h, 0.0f, d_a, k);
+      {
+        RECORD_FUNCTION("dplace::row_products",
+                        std::vector<c10::IValue>({d_context[t], states}));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, k, h, 1.0f,
+                    d_ctx, h, states.data_ptr<float>(), h, 0.0f, d_a, k);
+      }
       for (int64_t r = 0; r < batch; ++r) {
         const float* p = attention + r * groups;
         float* d = d_a + r * groups;
@@ -409,8 +422,12 @@ class AttentionFeedingFunction
           v.data_ptr<float>(), d_a, batch, groups, size,
           d_keys.data_ptr<float>(), d_q, d_v.data_ptr<float>());
       // q_t = h_{t-1} W_q^T.
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, h, a, 1.0f, d_q,
-                  a, w_query.data_ptr<float>(), h, 1.0f, d_h, h);
+      {
+        RECORD_FUNCTION("dplace::row_products",
+                        std::vector<c10::IValue>({d_queries[t], w_query}));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, h, a, 1.0f,
+                    d_q, a, w_query.data_ptr<float>(), h, 1.0f, d_h, h);
+      }
     }
     const int64_t rows = steps * batch;
     const torch::Tensor z = inputs.view({rows, 2 * hidden});

@@ -1,6 +1,7 @@
 #include "dplace/rl/nets/placer_net.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/record_function.h>
 #include <cblas.h>
 
 #include <algorithm>
@@ -236,9 +237,17 @@ void Seq2SeqPlacerImpl::AttentionAfterLogits(const Encoded& e, const float* h,
   float* scores = q + n * size;            // [n, K].
   float* combined = scores + n * groups;   // [n, 2H]: h, then context.
   float* pre = combined + n * 2 * hidden;  // [n, H].
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_rows, size, hidden,
-              1.0f, h, hidden, attention_query_->weight.data_ptr<float>(),
-              hidden, 0.0f, q, size);
+  // Each product named as the recurrences' own (lstm.cc): n rows times a
+  // matrix, for profilers and rl_benchmark's FLOP count.
+#define DPLACE_ROW_PRODUCT(w)             \
+  RECORD_FUNCTION("dplace::row_products", \
+                  std::vector<c10::IValue>({torch::empty({n, 0}), w}))
+  {
+    DPLACE_ROW_PRODUCT(attention_query_->weight);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_rows, size, hidden,
+                1.0f, h, hidden, attention_query_->weight.data_ptr<float>(),
+                hidden, 0.0f, q, size);
+  }
   AdditiveAttentionScoresRows(e.keys.data_ptr<float>(), q,
                               attention_score_->weight.data_ptr<float>(), n,
                               groups, size, scores);
@@ -253,25 +262,35 @@ void Seq2SeqPlacerImpl::AttentionAfterLogits(const Encoded& e, const float* h,
     for (int j = 0; j < groups; ++j) row[j] /= sum;
     std::copy(h + r * hidden, h + (r + 1) * hidden, combined + r * 2 * hidden);
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n_rows, hidden, groups,
-              1.0f, scores, groups, e.states.data_ptr<float>(), hidden, 0.0f,
-              combined + hidden, 2 * hidden);
+  {
+    DPLACE_ROW_PRODUCT(e.states);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n_rows, hidden,
+                groups, 1.0f, scores, groups, e.states.data_ptr<float>(),
+                hidden, 0.0f, combined + hidden, 2 * hidden);
+  }
   const float* combine_bias = combine_->bias.data_ptr<float>();
   for (int64_t r = 0; r < n; ++r) {
     std::copy(combine_bias, combine_bias + hidden, pre + r * hidden);
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_rows, hidden,
-              2 * hidden, 1.0f, combined, 2 * hidden,
-              combine_->weight.data_ptr<float>(), 2 * hidden, 1.0f, pre,
-              hidden);
+  {
+    DPLACE_ROW_PRODUCT(combine_->weight);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_rows, hidden,
+                2 * hidden, 1.0f, combined, 2 * hidden,
+                combine_->weight.data_ptr<float>(), 2 * hidden, 1.0f, pre,
+                hidden);
+  }
   for (int64_t i = 0; i < n * hidden; ++i) pre[i] = std::tanh(pre[i]);
   const float* output_bias = output_->bias.data_ptr<float>();
   for (int64_t r = 0; r < n; ++r) {
     std::copy(output_bias, output_bias + devices, logits + r * devices);
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_rows, devices, hidden,
-              1.0f, pre, hidden, output_->weight.data_ptr<float>(), hidden,
-              1.0f, logits, devices);
+  {
+    DPLACE_ROW_PRODUCT(output_->weight);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_rows, devices,
+                hidden, 1.0f, pre, hidden, output_->weight.data_ptr<float>(),
+                hidden, 1.0f, logits, devices);
+  }
+#undef DPLACE_ROW_PRODUCT
 }
 
 torch::Tensor Seq2SeqPlacerImpl::Sample(const PlacerInput& input, int k,

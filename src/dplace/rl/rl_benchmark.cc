@@ -22,6 +22,8 @@
 //     one REINFORCE step with Adam on them.
 //   Softmax: Post's softmax policy, one batch of K = 12 placements and one
 //     PPO iteration (10 SGA steps), at 256 and 2048 groups.
+//   RowProducts, PackWeight: a recurrence step's few-row product with its
+//     weight plain or packed (rl/nets/packed_weight.h), and the packing.
 //
 // items_per_second is samples (placements) per second.
 //
@@ -46,6 +48,8 @@
 #include "dplace/method/method.h"
 #include "dplace/model/load_model.h"
 #include "dplace/rl/algorithms.h"
+#include "dplace/rl/nets/lstm.h"
+#include "dplace/rl/nets/packed_weight.h"
 #include "dplace/rl/nets/policy.h"
 #include "dplace/util/blas_kernels.h"
 
@@ -340,6 +344,46 @@ BENCHMARK(BM_SoftmaxSampleAndPpo)
     ->Arg(2048)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// A recurrence step's product on one thread: `rows` rows times a weight
+// [n, k]^T through RowLinear, plain (OpenBLAS's sgemv per row, in blocks
+// of the weight above 2 MB) or with the weight packed once (PackedWeight).
+void BM_RowProducts(benchmark::State& state) {
+  const int64_t rows = state.range(0), n = state.range(1), k = state.range(2);
+  const bool packed = state.range(3) != 0;
+  SetComputeThreads(1);
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(1);
+  const torch::Tensor w = torch::randn({n, k});
+  const torch::Tensor x = torch::randn({rows, k});
+  const PackedWeight panels = packed ? PackWeight(w.t()) : PackedWeight();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(RowLinear(x, w, {}, packed ? &panels : nullptr));
+  }
+  state.counters["GFLOP_per_s"] =
+      benchmark::Counter(2e-9 * static_cast<double>(rows * n * k),
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_RowProducts)
+    ->ArgNames({"rows", "n", "k", "packed"})
+    ->ArgsProduct({{2, 5}, {1024}, {256}, {0, 1}})
+    ->ArgsProduct({{5}, {2048}, {512}, {0, 1}})
+    ->ArgsProduct({{2, 5, 10}, {2048}, {1024}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+
+// What packing costs: a weight [n, k] packed for the products x w^T, once
+// per recurrence (forward) and once more for its backward pass.
+void BM_PackWeight(benchmark::State& state) {
+  SetComputeThreads(1);
+  torch::manual_seed(1);
+  const torch::Tensor w = torch::randn({state.range(0), state.range(1)});
+  for (auto _ : state) benchmark::DoNotOptimize(PackWeight(w.t()));
+}
+BENCHMARK(BM_PackWeight)
+    ->ArgNames({"n", "k"})
+    ->Args({1024, 256})
+    ->Args({2048, 1024})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace dplace

@@ -136,7 +136,8 @@ struct PlannerSettings {
   // this x batch unless that option is given. Default: 500 (HP); -1
   // (EAGLE, which, like Post, keeps learning from the OOM signal).
   int64_t valid_only_after = 500;
-  // PPO. Default: clip 0.3, entropy 0.01, 4 epochs (EAGLE).
+  // PPO. Default: clip 0.3, entropy 0.01, 4 epochs (EAGLE's paper; the
+  // eagle presets run 0 and 1, docs/agents.md "EAGLE's PPO").
   double clip = 0.3;
   double entropy_bonus = 0.01;
   int ppo_epochs = 4;
@@ -752,7 +753,11 @@ PlannerSettings PresetSettings(Preset preset) {
     s.link = true;
     s.batch = 10;
     s.hidden = 512;
-    s.learning_rate = 0.01;
+    // Not EAGLE's 0.01, 0.01 and 4 epochs: at those, each update moved the
+    // policy off what it had learned (docs/agents.md, "EAGLE's PPO").
+    s.learning_rate = 0.001;
+    s.entropy_bonus = 0;
+    s.ppo_epochs = 1;
     s.tanh_constant = 0;
     s.noise = 0;
     s.noise_updates = 0;

@@ -11,11 +11,12 @@
 // all rows, keeping the rows' 32 sums of a panel in vector registers.
 // Measured on an Intel Xeon (model 207, 2 MB L2, one thread, us per product;
 // OpenBLAS sgemv per row, in 128 KB blocks of the weight above 2 MB /
-// packed):
-//   2 x [1024, 256]^T 32.2 / 28.3;  5 x [1024, 256]^T 67.2 / 23.5;
-//   5 x [2048, 512]^T 342 / 152;    5 x [2048, 1024]^T 698 / 306.
-// (OpenBLAS sgemm: 1,146 us, oneDNN's inner product through LibTorch:
-// 1,109 us, at::linear: 711 us for 5 x [2048, 1024]^T.)
+// packed; rl_benchmark --benchmark_filter=RowProducts):
+//   2 x [1024, 256]^T 27.6 / 18.4;  5 x [1024, 256]^T 68.5 / 17.7;
+//   5 x [2048, 512]^T 355 / 143;    5 x [2048, 1024]^T 695 / 315.
+// (For 5 x [2048, 1024]^T a scratch program measured OpenBLAS's sgemm at
+// 1,146 us, oneDNN's inner product through LibTorch at 1,109 us and
+// at::linear at 711 us.)
 #ifndef DPLACE_RL_NETS_PACKED_WEIGHT_H_
 #define DPLACE_RL_NETS_PACKED_WEIGHT_H_
 

@@ -53,6 +53,10 @@ void AddProducts(const torch::Tensor& x, const torch::Tensor& w,
                  const PackedWeight* packed = nullptr) {
   const int64_t rows = x.size(0);
   if (packed != nullptr && packed->defined() && out.is_contiguous()) {
+    if (packed->inputs() != x.size(1) || packed->outputs != out.size(1) ||
+        out.size(0) != rows) {
+      throw std::invalid_argument("row products: packed weight of other shape");
+    }
     RECORD_FUNCTION("dplace::row_products", std::vector<c10::IValue>({x, w}));
     const torch::Tensor in = x.stride(1) == 1 ? x : x.contiguous();
     PackedProducts(*packed, in.data_ptr<float>(), in.stride(0), rows,

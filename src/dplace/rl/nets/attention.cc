@@ -1,5 +1,6 @@
 #include "dplace/rl/nets/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -117,6 +118,19 @@ void AdditiveAttentionScoresRows(const float* keys, const float* queries,
                                  const float* v, int64_t rows, int64_t groups,
                                  int64_t size, float* scores) {
   ScoresForward(keys, queries, v, rows, groups, size, scores);
+}
+
+void SoftmaxRows(float* scores, int64_t rows, int64_t groups) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = scores + r * groups;
+    const float top = *std::max_element(row, row + groups);
+    float sum = 0;
+    for (int64_t j = 0; j < groups; ++j) {
+      row[j] = std::exp(row[j] - top);
+      sum += row[j];
+    }
+    for (int64_t j = 0; j < groups; ++j) row[j] /= sum;
+  }
 }
 
 void AdditiveAttentionScoresBackwardRows(const float* keys,

@@ -28,6 +28,10 @@ void AdditiveAttentionScoresRows(const float* keys, const float* queries,
                                  const float* v, int64_t rows, int64_t groups,
                                  int64_t size, float* scores);
 
+// The attention's weights from its scores: softmax of each of the `rows`
+// rows of `scores` [rows, groups], in place.
+void SoftmaxRows(float* scores, int64_t rows, int64_t groups);
+
 // Their backward pass on the same arrays: given `d_scores` [rows, groups],
 // ADDS the gradients to `d_keys` [groups, size], `d_queries` [rows, size]
 // and `d_v` [size].

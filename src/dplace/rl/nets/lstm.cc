@@ -332,16 +332,7 @@ class AttentionFeedingFunction
       AdditiveAttentionScoresRows(keys.data_ptr<float>(), q,
                                   v.data_ptr<float>(), batch, groups, size,
                                   attention);
-      for (int64_t r = 0; r < batch; ++r) {  // Softmax over the groups.
-        float* row = attention + r * groups;
-        const float top = *std::max_element(row, row + groups);
-        float sum = 0;
-        for (int64_t j = 0; j < groups; ++j) {
-          row[j] = std::exp(row[j] - top);
-          sum += row[j];
-        }
-        for (int64_t j = 0; j < groups; ++j) row[j] /= sum;
-      }
+      SoftmaxRows(attention, batch, groups);
       {
         RECORD_FUNCTION("dplace::row_products",
                         std::vector<c10::IValue>({weights[t], states}));

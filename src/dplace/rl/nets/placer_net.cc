@@ -251,15 +251,8 @@ void Seq2SeqPlacerImpl::AttentionAfterLogits(const Encoded& e, const float* h,
   AdditiveAttentionScoresRows(e.keys.data_ptr<float>(), q,
                               attention_score_->weight.data_ptr<float>(), n,
                               groups, size, scores);
-  for (int64_t r = 0; r < n; ++r) {  // Softmax over the groups.
-    float* row = scores + r * groups;
-    const float top = *std::max_element(row, row + groups);
-    float sum = 0;
-    for (int j = 0; j < groups; ++j) {
-      row[j] = std::exp(row[j] - top);
-      sum += row[j];
-    }
-    for (int j = 0; j < groups; ++j) row[j] /= sum;
+  SoftmaxRows(scores, n, groups);
+  for (int64_t r = 0; r < n; ++r) {
     std::copy(h + r * hidden, h + (r + 1) * hidden, combined + r * 2 * hidden);
   }
   {

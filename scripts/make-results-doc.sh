@@ -48,7 +48,8 @@ in $(printf '%.0f' "$seconds") s on this machine ($(nproc) cores), the checkout 
 $revision, and wrapped its Markdown tables; do not edit them by hand. The suite is
 \`src/dplace/suite/suites.json\`; [bench.md](bench.md) explains it and the columns.
 HEAD
-  if [ $# -gt 0 ]; then
+  case " $* " in
+  *" --budget-"*)
     cat <<NOTE
 
 **Reduced run.** The suite asks for the papers' budgets (2400 samples per
@@ -60,7 +61,19 @@ learned placer's column as where it stands after that budget, not as what
 it can reach (see [learning.md](learning.md) for full-budget curves of
 some of them).
 NOTE
-  fi
+    ;;
+  "  ") ;;
+  *)
+    cat <<NOTE
+
+**Part of the suite.** This run passed \`$*\` to bench: the papers'
+budgets (2400 samples per learned search), but not the whole suite (3 seeds
+per learned placer, every benchmark and method). Running the script again
+without these flags continues the same results file with the rest (more
+seeds continue a run of fewer; [bench.md](bench.md)).
+NOTE
+    ;;
+  esac
   cat <<'COLUMNS'
 
 Every step time is dplace's simulation of one training step of the best

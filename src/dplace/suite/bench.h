@@ -173,8 +173,10 @@ StatusOr<BenchResults> ParseBenchResults(const std::string& text,
                                          const std::string& source);
 
 // OK when `previous` (read from `source`) is an unfinished or finished run
-// of `suite` with the same definition, so RunSuite may continue it.
-// Otherwise an error naming `source` and the first field that differs.
+// of `suite` with the same definition, so RunSuite may continue it; a
+// suite whose seed lists extend the file's (seeds 1, 2, 3 after a run with
+// --seeds 1) continues it too, running the new seeds. Otherwise an error
+// naming `source` and the first field that differs.
 Status CheckResumable(const BenchResults& previous, const Suite& suite,
                       const std::string& source);
 

@@ -1,6 +1,7 @@
 // The bench results as JSON ("dplace.bench-results", docs/formats.md): the
 // writer, the reader that continues an unfinished run or feeds the claims,
 // and the check that a results file belongs to a suite.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -419,6 +420,30 @@ std::optional<Difference> FirstDifference(const json& file, const json& run,
   return Difference{path, file.dump(), run.dump()};
 }
 
+// Gives every seed list of `file` that is a prefix of the same list in
+// `run` the run's list, so that a run with more seeds than the file's
+// continues it (its runs add the new seeds) while any other difference
+// remains one.
+void ExtendSeeds(const json& run, json* file) {
+  if (file->is_object() && run.is_object()) {
+    for (auto& [key, value] : file->items()) {
+      if (!run.contains(key)) continue;
+      const json& other = run.at(key);
+      if (key == "seeds" && value.is_array() && other.is_array() &&
+          value.size() <= other.size() &&
+          std::equal(value.begin(), value.end(), other.begin())) {
+        value = other;
+      } else {
+        ExtendSeeds(other, &value);
+      }
+    }
+  } else if (file->is_array() && run.is_array()) {
+    for (size_t i = 0; i < std::min(file->size(), run.size()); ++i) {
+      ExtendSeeds(run[i], &(*file)[i]);
+    }
+  }
+}
+
 }  // namespace
 
 std::string BenchResultsToJson(const BenchResults& r) {
@@ -477,9 +502,10 @@ Status CheckResumable(const BenchResults& previous, const Suite& suite,
         "run), so it cannot be continued; remove it or write the results "
         "elsewhere (-o)");
   }
-  const std::optional<Difference> d =
-      FirstDifference(json::parse(previous.definition),
-                      json::parse(SuiteDefinitionJson(suite)), "");
+  json file = json::parse(previous.definition);
+  const json run = json::parse(SuiteDefinitionJson(suite));
+  ExtendSeeds(run, &file);
+  const std::optional<Difference> d = FirstDifference(file, run, "");
   if (!d) return Status::Ok();
   return InvalidArgumentError(
       source + ": holds the results of another run (suite " + previous.suite +

@@ -489,6 +489,44 @@ TEST_F(ResumeTest, ResultsOfAnotherRunAreRefusedNamingTheField) {
                     HasSubstr("start a new results file")));
 }
 
+// A run with --seeds 1 is continued by one with every seed: the new seeds
+// run, the first seed's runs are kept.
+TEST_F(ResumeTest, MoreSeedsContinueAFinishedRun) {
+  Suite one_seed = Tiny();
+  one_seed.seeds = {1};
+  int started = 0;
+  BenchRunOptions options;
+  options.progress = [&started](const std::string&) { ++started; };
+  StatusOr<BenchResults> first =
+      RunSuite(one_seed, "dplace bench --suite tiny --seeds 1", options);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(started, 4);
+  EXPECT_TRUE(first->complete);
+
+  ASSERT_TRUE(CheckResumable(*first, Tiny(), "r.json").ok());
+  started = 0;
+  options.resume = &*first;
+  StatusOr<BenchResults> all =
+      RunSuite(Tiny(), "dplace bench --suite tiny", options);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_EQ(started, 1);  // post's seed 2.
+  EXPECT_TRUE(all->complete);
+  EXPECT_EQ(all->runs_done, 5);
+  const MethodResults& post = all->tables[0].benchmarks[0].methods[2];
+  ASSERT_EQ(post.runs.size(), 2u);
+  EXPECT_EQ(post.runs[1].seed, 2u);
+  started = 0;
+  StatusOr<BenchResults> whole = Run(nullptr, 0, &started);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(StepTimes(*all), StepTimes(*whole));
+
+  // Other seeds than the file's are another run.
+  Suite other = Tiny();
+  other.seeds = {2, 3};
+  EXPECT_THAT(CheckResumable(*first, other, "r.json").message(),
+              HasSubstr("definition.seeds[0] is 1, this run's is 2"));
+}
+
 TEST_F(ResumeTest, ResultsJsonReadsBackToTheSameDocument) {
   int started = 0;
   StatusOr<BenchResults> r = Run(nullptr, 0, &started);

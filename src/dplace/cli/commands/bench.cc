@@ -251,7 +251,8 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
       "continue the run whose results are in -o FILE: its finished runs are "
       "kept, the others run (the file is rewritten after every run, so a "
       "killed bench loses only the run in flight); the suite, filters and "
-      "budgets must be the same. Without the file, starts it. Without "
+      "budgets must be the same, except that more --seeds continue a run of "
+      "fewer. Without the file, starts it. Without "
       "--resume, bench refuses to overwrite an unfinished run");
   bench
       ->add_option("--max-runs", flags->max_runs,

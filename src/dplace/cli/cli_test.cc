@@ -224,6 +224,63 @@ TEST_F(CliTest, BenchClaimsFromAResultsFile) {
               HasSubstr("none.json"));
 }
 
+// A view of a results file: the columns named (a label with a comma is one
+// column), the claims about them, judged on the whole file.
+TEST_F(CliTest, BenchShowsPartOfAResultsFile) {
+  const std::string results = Write("eagle.json", R"json({
+    "format": "dplace.bench-results", "suite": "paper", "tables": [
+    {"title": "EAGLE, Tables I-IV", "benchmarks": [{"name": "gnmt@p100x4",
+     "methods": [
+      {"method": "expert", "runs": [{"step_time": 1.4}]},
+      {"method": "hierarchical", "runs": [{"step_time": 1.5}]},
+      {"method": "hierarchical", "label": "hierarchical (metis grouper)",
+       "runs": [{"step_time": 1.6}]},
+      {"method": "hierarchical",
+       "label": "hierarchical (metis, attention before)",
+       "runs": [{"step_time": 1.3}]},
+      {"method": "hierarchical", "label": "hierarchical (metis, gcn placer)",
+       "runs": [{"step_time": 2.0}]}]}]}]})json");
+  const CliResult r = Dplace(
+      {"bench", "--show", results, "--no-details", "--methods",
+       "expert,hierarchical (metis, attention before),hierarchical (metis, "
+       "gcn placer)"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("| expert | hierarchical (metis, attention "
+                               "before) | hierarchical (metis, gcn placer) "
+                               "| best learned vs best baseline |"));
+  EXPECT_THAT(r.out, Not(HasSubstr("### `gnmt@p100x4`")));
+  EXPECT_THAT(r.out, HasSubstr("| Table II: with METIS groups, the seq2seq "
+                               "placer (attention before) beats the GCN "
+                               "placer | `gnmt@p100x4` |"));
+  EXPECT_THAT(r.out, HasSubstr("35.0% faster"));
+  // The grouper's claim is about the plain planner, not shown here.
+  EXPECT_THAT(r.out, Not(HasSubstr("Table I:")));
+  const CliResult details =
+      Dplace({"bench", "--show", results, "--methods", "hierarchical"});
+  ASSERT_EQ(details.code, kExitOk) << details.err;
+  EXPECT_THAT(details.out, HasSubstr("### `gnmt@p100x4`"));
+  // Judged against the metis grouper's column, though it is not shown.
+  EXPECT_THAT(details.out, HasSubstr("Table I: the learned feed-forward "
+                                     "grouper beats the METIS"));
+  EXPECT_THAT(details.out, HasSubstr("vs hierarchical (metis grouper) "
+                                     "1.6000 s: 6.2% faster"));
+  const CliResult claims =
+      Dplace({"bench", "--claims", results, "--methods", "hierarchical"});
+  ASSERT_EQ(claims.code, kExitOk) << claims.err;
+  EXPECT_THAT(claims.out, Not(HasSubstr("## EAGLE, Tables I-IV")));
+  EXPECT_THAT(claims.out, HasSubstr("Table I: the learned feed-forward"));
+
+  EXPECT_THAT(BadInput(Dplace({"bench", "--show", results, "--methods",
+                               "hierarchical (metis)"})),
+              HasSubstr(results + ": --methods hierarchical (metis): not in "
+                                  "the results (there: expert, "));
+  EXPECT_THAT(
+      BadInput(Dplace({"bench", "--show", results, "--suite", "paper"})),
+      HasSubstr("read a results file and run nothing"));
+  EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smoke", "--no-details"})),
+              HasSubstr("--no-details is for --show"));
+}
+
 TEST_F(CliTest, BenchBadInput) {
   EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smok"})),
               HasSubstr("unknown suite \"smok\" (suites: smoke, paper, "

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "dplace/io/cluster_json.h"
@@ -651,7 +652,67 @@ void SummariseBenchmark(BenchmarkResults* benchmark) {
   CompareWithBaselines(benchmark);
 }
 
-std::string BenchResultsToMarkdown(const BenchResults& r) {
+StatusOr<BenchResults> SelectResults(const BenchResults& results,
+                                     const std::vector<std::string>& models,
+                                     const std::vector<std::string>& labels) {
+  auto keep = [](const std::vector<std::string>& names, const std::string& a,
+                 const std::string& b) {
+    return names.empty() ||
+           std::find(names.begin(), names.end(), a) != names.end() ||
+           std::find(names.begin(), names.end(), b) != names.end();
+  };
+  BenchResults out = results;
+  out.tables.clear();
+  std::set<std::string> models_there, labels_there, models_seen, labels_seen;
+  for (const TableResults& table : results.tables) {
+    TableResults t = table;
+    t.benchmarks.clear();
+    for (BenchmarkResults b : table.benchmarks) {
+      models_there.insert(b.name);
+      models_there.insert(b.model);
+      for (const MethodResults& m : b.methods) labels_there.insert(m.label);
+      if (!keep(models, b.name, b.model)) continue;
+      models_seen.insert(b.name);
+      models_seen.insert(b.model);
+      std::vector<MethodResults> methods;
+      for (MethodResults& m : b.methods) {
+        if (!keep(labels, m.label, m.label)) continue;
+        labels_seen.insert(m.label);
+        methods.push_back(std::move(m));
+      }
+      if (methods.empty()) continue;
+      b.methods = std::move(methods);
+      SummariseBenchmark(&b);
+      t.benchmarks.push_back(std::move(b));
+    }
+    if (!t.benchmarks.empty()) out.tables.push_back(std::move(t));
+  }
+  if (!models.empty() || !labels.empty()) out.scale.clear();
+  auto missing = [](const std::vector<std::string>& wanted,
+                    const std::set<std::string>& seen,
+                    const std::set<std::string>& there,
+                    const std::string& what) -> Status {
+    for (const std::string& w : wanted) {
+      if (seen.count(w)) continue;
+      std::string known;
+      for (const std::string& t : there) {
+        known += (known.empty() ? "" : ", ") + t;
+      }
+      return InvalidArgumentError(
+          what + " " + w + ": " +
+          (there.count(w) ? "not with the others" : "not in the results") +
+          " (there: " + known + ")");
+    }
+    return Status::Ok();
+  };
+  DPLACE_RETURN_IF_ERROR(
+      missing(models, models_seen, models_there, "--models"));
+  DPLACE_RETURN_IF_ERROR(
+      missing(labels, labels_seen, labels_there, "--methods"));
+  return out;
+}
+
+std::string BenchResultsToMarkdown(const BenchResults& r, bool details) {
   std::string out;
   if (!r.complete) {
     out += "Unfinished: " + std::to_string(r.runs_done) + " of " +
@@ -667,7 +728,7 @@ std::string BenchResultsToMarkdown(const BenchResults& r) {
         "the placer refused.\n\n";
     out += PaperTable(t);
     for (const BenchmarkResults& b : t.benchmarks) {
-      out += "\n### `" + b.name + "`\n\n" + DetailTable(b);
+      if (details) out += "\n### `" + b.name + "`\n\n" + DetailTable(b);
     }
     out += "\n";
   }

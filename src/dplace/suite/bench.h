@@ -187,9 +187,22 @@ void SummariseBenchmark(BenchmarkResults* benchmark);
 // The results as a "dplace.bench-results" JSON document.
 std::string BenchResultsToJson(const BenchResults& results);
 // The results as Markdown: one table per paper table in its layout (a row
-// per benchmark, a column per method), then a detail table per benchmark,
-// then the scale study.
-std::string BenchResultsToMarkdown(const BenchResults& results);
+// per benchmark, a column per method), then (`details`) a detail table per
+// benchmark, then the scale study.
+std::string BenchResultsToMarkdown(const BenchResults& results,
+                                   bool details = true);
+
+// The part of `results` on the benchmarks `models` names (benchmark name
+// or model spec) and the columns `labels` names (a method's label: the
+// plain "hierarchical", or one of its ablations such as "hierarchical
+// (metis grouper)"); an empty list keeps all. Tables left without a
+// benchmark or a column are dropped, and the scale study unless both lists
+// are empty; the comparisons with the best classical baseline are
+// recomputed among the columns kept. Errors: a name that matches nothing,
+// listing what there is.
+StatusOr<BenchResults> SelectResults(const BenchResults& results,
+                                     const std::vector<std::string>& models,
+                                     const std::vector<std::string>& labels);
 
 }  // namespace dplace
 

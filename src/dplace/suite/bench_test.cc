@@ -22,6 +22,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using json = nlohmann::json;
 
 const std::string kSourceDir = DPLACE_SOURCE_DIR;
@@ -279,6 +280,40 @@ TEST_F(SmokeSuiteTest, MarkdownHasThePapersLayout) {
   EXPECT_THAT(md, HasSubstr("| `rnnlm-small@k40x2` | 2 |"));
   EXPECT_THAT(md, HasSubstr("samples to best"));
   EXPECT_THAT(md, HasSubstr("## Scale"));
+}
+
+// A view of the results: the columns asked for, the comparison with the
+// best baseline among them, the detail tables on request.
+TEST_F(SmokeSuiteTest, SelectResultsKeepsTheColumnsAskedFor) {
+  ASSERT_NE(results_, nullptr);
+  StatusOr<BenchResults> all = SelectResults(*results_, {}, {});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(BenchResultsToMarkdown(*all), BenchResultsToMarkdown(*results_));
+
+  StatusOr<BenchResults> some =
+      SelectResults(*results_, {"rnnlm-small@k40x2"}, {"single-gpu", "post"});
+  ASSERT_TRUE(some.ok()) << some.status().message();
+  ASSERT_EQ(some->tables.size(), 1u);
+  const BenchmarkResults& b = some->tables[0].benchmarks[0];
+  ASSERT_EQ(b.methods.size(), 2u);
+  EXPECT_EQ(b.methods[0].label, "single-gpu");
+  EXPECT_EQ(b.methods[1].label, "post");
+  // The best baseline is the only classical column kept.
+  EXPECT_EQ(b.best_baseline, "single-gpu");
+  EXPECT_TRUE(some->scale.empty());
+  const std::string md = BenchResultsToMarkdown(*some, /*details=*/false);
+  EXPECT_THAT(md, HasSubstr("| benchmark | GPUs | single-gpu | post | best "
+                            "learned vs best baseline |"));
+  EXPECT_THAT(md, HasSubstr("vs single-gpu"));
+  EXPECT_THAT(md, Not(HasSubstr("samples to best")));
+  EXPECT_THAT(BenchResultsToMarkdown(*some), HasSubstr("samples to best"));
+
+  EXPECT_THAT(SelectResults(*results_, {}, {"spotlight"}).status().message(),
+              AllOf(HasSubstr("--methods spotlight: not in the results"),
+                    HasSubstr("(there: colocrl, expert, m-etf, mcmc, post, "
+                              "round-robin, single-gpu)")));
+  EXPECT_THAT(SelectResults(*results_, {"nmt@k40x2"}, {}).status().message(),
+              HasSubstr("--models nmt@k40x2: not in the results"));
 }
 
 TEST_F(SmokeSuiteTest, HtmlReportIsWellFormedWithCurvesAndScalePlot) {

@@ -19,15 +19,22 @@
 namespace dplace {
 namespace {
 
+// Splits at the commas outside parentheses: a label such as
+// "hierarchical (metis, gcn placer)" is one item.
 std::vector<std::string> SplitList(const std::string& text) {
   std::vector<std::string> items;
-  size_t begin = 0;
-  while (begin <= text.size() && !text.empty()) {
-    size_t end = text.find(',', begin);
-    if (end == std::string::npos) end = text.size();
-    if (end > begin) items.push_back(text.substr(begin, end - begin));
-    begin = end + 1;
+  std::string item;
+  int depth = 0;
+  for (char c : text) {
+    depth += (c == '(') - (c == ')');
+    if (c == ',' && depth <= 0) {
+      if (!item.empty()) items.push_back(item);
+      item.clear();
+    } else {
+      item += c;
+    }
   }
+  if (!item.empty()) items.push_back(item);
   return items;
 }
 
@@ -89,26 +96,62 @@ Status WriteOrPrint(const std::string& path, const std::string& text,
   return WriteTextFile(path, text);
 }
 
-// dplace bench --claims RESULTS: the claims sections of the results'
-// suite, from the file alone.
-int PrintClaims(const BenchFlags& flags, const std::vector<Suite>& suites,
-                std::ostream& out, std::ostream& err) {
-  StatusOr<std::string> text = ReadTextFile(flags.claims);
-  if (!text.ok()) return Fail(err, text.status());
-  StatusOr<BenchResults> results = ParseBenchResults(*text, flags.claims);
-  if (!results.ok()) return Fail(err, results.status());
-  StatusOr<Suite> suite = FindSuite(suites, results->suite);
-  if (!suite.ok()) {
-    return Fail(err, suite.status().WithPrefix(flags.claims + ": suite " +
-                                               results->suite));
+// Claims of `claims` about what `selected` holds: its table, benchmark and
+// method.
+std::vector<SuiteClaim> ClaimsOnSelection(const std::vector<SuiteClaim>& claims,
+                                          const BenchResults& selected) {
+  std::vector<SuiteClaim> out;
+  for (const SuiteClaim& claim : claims) {
+    bool there = false;
+    for (const TableResults& t : selected.tables) {
+      for (const BenchmarkResults& b : t.benchmarks) {
+        if (t.title != claim.table || b.name != claim.benchmark) continue;
+        for (const MethodResults& m : b.methods) {
+          there = there || m.label == claim.method;
+        }
+      }
+    }
+    if (there) out.push_back(claim);
   }
-  if (suite->claims.empty()) {
+  return out;
+}
+
+// dplace bench --claims RESULTS or --show RESULTS: the claims sections of
+// the results' suite (and with --show the tables first), from the file
+// alone: every claim (those the file lacks "not run"), or with --models or
+// --methods the tables of those benchmarks and columns and the claims about
+// them. Claims are checked against the whole file, so a comparison with a
+// column left out still counts.
+int PrintResults(const BenchFlags& flags, const std::vector<Suite>& suites,
+                 std::ostream& out, std::ostream& err) {
+  const bool show = !flags.show.empty();
+  const std::string& path = show ? flags.show : flags.claims;
+  StatusOr<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return Fail(err, text.status());
+  StatusOr<BenchResults> results = ParseBenchResults(*text, path);
+  if (!results.ok()) return Fail(err, results.status());
+  StatusOr<BenchResults> selected =
+      SelectResults(*results, flags.models, SplitList(flags.methods));
+  if (!selected.ok()) return Fail(err, selected.status().WithPrefix(path));
+  StatusOr<Suite> suite = FindSuite(suites, results->suite);
+  if (!suite.ok() && !show) {
+    return Fail(err,
+                suite.status().WithPrefix(path + ": suite " + results->suite));
+  }
+  if (!show && suite->claims.empty()) {
     return Fail(err, InvalidArgumentError(
-                         flags.claims + ": suite " + suite->name +
+                         path + ": suite " + suite->name +
                          " has no claims (see \"claims\" in docs/formats.md)"));
   }
-  const std::string markdown =
-      ClaimsToMarkdown(CheckClaims(suite->claims, *results));
+  std::string markdown =
+      show ? BenchResultsToMarkdown(*selected, !flags.no_details) : "";
+  if (suite.ok()) {
+    const bool everything = flags.models.empty() && flags.methods.empty();
+    markdown += ClaimsToMarkdown(
+        CheckClaims(everything ? suite->claims
+                               : ClaimsOnSelection(suite->claims, *selected),
+                    *results));
+  }
   Status s = WriteOrPrint(flags.markdown, markdown, out);
   if (!s.ok()) return Fail(err, s);
   return kExitOk;
@@ -119,10 +162,11 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
           std::ostream& err) {
   StatusOr<std::vector<Suite>> suites = LoadSuites(flags.suites);
   if (!suites.ok()) return Fail(err, suites.status());
-  if (flags.list || (flags.suite.empty() && flags.claims.empty())) {
+  if (flags.list ||
+      (flags.suite.empty() && flags.claims.empty() && flags.show.empty())) {
     if (!flags.list) {
-      return Fail(err, InvalidArgumentError(
-                           "bench needs --suite NAME (or --list, --claims)"));
+      return Fail(err, InvalidArgumentError("bench needs --suite NAME (or "
+                                            "--list, --show, --claims)"));
     }
     size_t width = 0;  // The longest name, plus two spaces.
     for (const Suite& s : *suites) width = std::max(width, s.name.size() + 2);
@@ -131,7 +175,22 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
     }
     return kExitOk;
   }
-  if (!flags.claims.empty()) return PrintClaims(flags, *suites, out, err);
+  if (flags.no_details && flags.show.empty()) {
+    return Fail(err, InvalidArgumentError("--no-details is for --show"));
+  }
+  if (!flags.claims.empty() || !flags.show.empty()) {
+    if (!flags.claims.empty() && !flags.show.empty()) {
+      return Fail(err, InvalidArgumentError(
+                           "--show prints the claims too: give --show or "
+                           "--claims, not both"));
+    }
+    if (!flags.suite.empty() || flags.resume || !flags.output.empty()) {
+      return Fail(err, InvalidArgumentError(
+                           "--show and --claims read a results file and run "
+                           "nothing: without --suite, --resume and -o"));
+    }
+    return PrintResults(flags, *suites, out, err);
+  }
   StatusOr<Suite> suite = FindSuite(*suites, flags.suite);
   if (!suite.ok()) return Fail(err, suite.status());
   flags.filter.methods = SplitList(flags.methods);
@@ -208,7 +267,18 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
       "print the claims sections of a results file (-o of an earlier "
       "bench; --markdown FILE writes them there): each headline claim of "
       "the papers its suite checks, the paper's figure, dplace's and "
-      "whether the claim holds; runs nothing");
+      "whether the claim holds; runs nothing. With --models and --methods, "
+      "the claims about those benchmarks and columns");
+  bench->add_option(
+      "--show", flags->show,
+      "print the tables and claims of a results file (-o of an earlier "
+      "bench; --markdown FILE writes them there), only the benchmarks of "
+      "--models and the columns of --methods (by their titles: "
+      "hierarchical is the plain planner, \"hierarchical (metis grouper)\" "
+      "one ablation); runs nothing");
+  bench->add_flag("--no-details", flags->no_details,
+                  "with --show: the papers' tables only, not the detail "
+                  "table of each benchmark");
   bench->add_option(
       "--suites", flags->suites,
       "suites JSON file (default: src/dplace/suite/suites.json, built "

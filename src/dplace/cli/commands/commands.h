@@ -132,6 +132,10 @@ struct BenchFlags {
   int max_runs = 0;  // > 0: stop after this many runs.
   // A results file: print its suite's claims sections instead of running.
   std::string claims;
+  // A results file: print its tables and claims instead of running, the
+  // detail tables unless no_details.
+  std::string show;
+  bool no_details = false;
   std::string command;  // The command line, kept with the results.
 };
 CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags);

@@ -1,51 +1,46 @@
 #!/usr/bin/env bash
 # Regenerates docs/mars.md: Mars (pre-trained GCN encoder + segment-level
-# seq2seq placer, PPO) against post (and hierarchical / eagle when they are
-# registered) on GNMT and BERT-Base on p100x4, the papers' machine, and the
-# effect of pre-training on learning speed (mars vs mars-nopretrain: samples
-# and wall time to reach the best placement, over several seeds).
-#   scripts/make-mars-doc.sh [build-mars/dplace]
-# Environment (budgets; the defaults took about 20 min at nice 19 on the
-# 2-core development machine while other jobs loaded it):
-#   BUDGET         samples per search on GNMT and BERT (default 200)
-#   EAGLE_BUDGET   samples of eagle there, ~5 s each here (default 30)
-#   MARS_OPTIONS   extra mars options on GNMT and BERT (default below)
+# seq2seq placer, PPO) against the other placers on the EAGLE / Mars
+# benchmarks (Inception-V3, GNMT, BERT-Base on p100x4), read from the paper
+# suite's results file (scripts/make-results-doc.sh writes it) with
+# `dplace bench --show`, and a study of pre-training's effect on learning
+# speed (mars vs mars-nopretrain: samples and wall time to a common target,
+# over several seeds), which runs searches of its own.
+#   scripts/make-mars-doc.sh [build/dplace]
+# Environment:
+#   RESULTS        the paper suite's results (default build/results/paper.json)
 #   SPEED_MODEL    model of the pre-training study (default zoo:rnnlm)
 #   SPEED_PRESET   its cluster (default k40x4)
 #   SPEED_BUDGET   samples per search there (default 400)
 #   SPEED_OPTIONS  mars options there (default "hidden=64 encoder_hidden=64")
 #   SEEDS          seeds of the pre-training study (default "1 2 3 4")
 #   OUT            default docs/mars.md
-#   LOGS           JSONL logs and encoders, default build-mars/mars-doc
+#   LOGS           JSONL logs and encoders, default build/mars-doc
 set -euo pipefail
-dplace=${1:-build-mars/dplace}
-budget=${BUDGET:-200}
-eagle_budget=${EAGLE_BUDGET:-30}
-mars_options=${MARS_OPTIONS:-"hidden=64 encoder_hidden=64 segment=128"}
+dplace=${1:-build/dplace}
+results=${RESULTS:-build/results/paper.json}
 speed_model=${SPEED_MODEL:-zoo:rnnlm}
 speed_preset=${SPEED_PRESET:-k40x4}
 speed_budget=${SPEED_BUDGET:-400}
 speed_options=${SPEED_OPTIONS:-"hidden=64 encoder_hidden=64"}
 seeds=${SEEDS:-"1 2 3 4"}
 out=${OUT:-docs/mars.md}
-logs=${LOGS:-build-mars/mars-doc}
+logs=${LOGS:-build/mars-doc}
 mkdir -p "$logs"
-
-benchmarks=("gnmt p100x4" "bert p100x4")
-baselines=(single-gpu expert m-etf)
-agents=(post)
-for a in hierarchical eagle; do
-  if "$dplace" place --list 2>/dev/null | grep -q "^ *$a\b"; then
-    agents+=("$a")
-  fi
-done
+if [ ! -f "$results" ]; then
+  echo "$results: no paper suite results; run scripts/make-results-doc.sh" \
+       "first" >&2
+  exit 1
+fi
+benchmarks=(inception_v3@p100x4 gnmt@p100x4 bert@p100x4)
+columns="single-gpu,expert,metis,m-etf,post,hierarchical,eagle,mars,mars-nopretrain"
+field() { sed -n "s/^ \"$1\": \"\(.*\)\",*$/\1/p" "$results" | head -1; }
 
 option_flags() {
   local flags=""
   for o in $1; do flags+=" --option $o"; done
   echo "$flags"
 }
-mars_flags=$(option_flags "$mars_options")
 speed_flags=$(option_flags "$speed_options")
 
 # "1.234567" from a dplace place output, or "OOM" / "-".
@@ -100,54 +95,30 @@ run() {
 # Mars: results on dplace's simulator
 
 Mars (Lan, Chen, Li, ICPP 2021; \`mars\`, see [agents.md](agents.md#mars))
-against the other learned placers on the papers' GNMT and BERT-Base
-benchmarks on \`p100x4\` (4 Tesla P100 + CPU, the EAGLE / Mars machine), and
-the effect of its self-supervised pre-training on learning speed
-(\`mars\` vs \`mars-nopretrain\`). Generated on $(date -u +%Y-%m-%d) by
-\`scripts/make-mars-doc.sh\` on the 2-core development machine (shared with
-other builds, \`nice -n 19\`); do not edit by hand. Every number below comes
-from the commands it names.
+against the other placers on the EAGLE / Mars benchmarks on \`p100x4\`
+(4 Tesla P100 + CPU, the papers' machine), and the effect of its
+self-supervised pre-training on learning speed (\`mars\` vs
+\`mars-nopretrain\`). Generated on $(date -u +%Y-%m-%d) by
+\`scripts/make-mars-doc.sh\`; do not edit by hand.
 
-Budgets: $budget sampled placements per search on GNMT and BERT (seed 1;
-eagle $eagle_budget, as it takes about 5 s per sample here against 0.3 s
-for mars); mars options \`$mars_options\` there (smaller networks than the
-defaults, to fit the budget of time). The papers search for thousands of samples on
-real GPUs; these are short searches, so read the tables as where each
-learner is after $budget samples, not where it converges.
+The comparison is a view of the paper suite's results (\`$results\`), which
+
+\`\`\`
+$(field command | sed 's/ --markdown [^ ]*//')
+\`\`\`
+
+began on $(field started_utc | cut -c1-10): every learned search ran the papers' 2,400 sampled
+placements from a random start at its preset's settings, \`mars\` with its
+own pre-training (part of its wall time). [results.md](results.md) has the
+whole suite. In the detail tables, "samples to best" is when a search first
+found its final best, out of the samples it ran.
+
 HEAD
-  for b in "${benchmarks[@]}"; do
-    read -r model preset <<<"$b"
-    name=$model
-    echo
-    echo "## \`zoo:$model\` on \`$preset\`"
-    echo
-    enc="$logs/${name}.pt"
-    read -r pt_seconds pt_accuracy < <(pretrain "zoo:$model" "$enc" 1 $mars_flags)
-    echo "Pre-training (\`dplace pretrain --model zoo:$model -o $enc --seed 1$mars_flags\`):"
-    echo "$pt_seconds s, discriminator accuracy $pt_accuracy."
-    echo
-    echo "| method | best step time (s) | samples | search wall time (s) | samples to its best | wall time to its best (s) |"
-    echo "|---|---:|---:|---:|---:|---:|"
-    for m in "${baselines[@]}"; do
-      t=$("$dplace" place --model "zoo:$model" --cluster "$preset" \
-            --method "$m" 2>/dev/null | step_time_of || true)
-      echo "| $m | $t | - | - | - | - |"
-    done
-    for a in "${agents[@]}" mars mars-nopretrain; do
-      flags=""
-      n=$budget
-      case "$a" in
-        eagle) n=$eagle_budget ;;
-        mars) flags="$mars_flags --encoder $enc" ;;
-        mars-nopretrain) flags="$mars_flags" ;;
-      esac
-      # shellcheck disable=SC2086
-      read -r t wall groups log < <(run "$name" "zoo:$model" "$preset" "$a" "$n" 1 $flags)
-      read -r at_n at_wall < <(reach "$log" "$(best_of "$log")")
-      echo "| $a ($groups groups) | $t | $n | ${wall:--} | $at_n | $at_wall |"
-    done
-  done
-
+  # The tables without their claims, then the claims about Mars alone.
+  "$dplace" bench --show "$results" --models "${benchmarks[@]}" \
+    --methods "$columns" | awk '/^## Claims$/{exit} {print}'
+  "$dplace" bench --claims "$results" --models "${benchmarks[@]}" \
+    --methods mars,mars-nopretrain
   cat <<SPEED
 
 ## Pre-training and learning speed

@@ -32,9 +32,10 @@ if [ ! -f "$results" ]; then
        "first" >&2
   exit 1
 fi
-benchmarks=(inception_v3@p100x4 gnmt@p100x4 bert@p100x4)
-columns="single-gpu,expert,metis,m-etf,post,hierarchical,eagle,mars,mars-nopretrain"
-field() { sed -n "s/^ \"$1\": \"\(.*\)\",*$/\1/p" "$results" | head -1; }
+# shellcheck source=scripts/results-view.sh
+. "$(dirname "$0")/results-view.sh"
+mapfile -t benchmarks < <(present_models "inception_v3@p100x4 gnmt@p100x4 bert@p100x4")
+columns=$(present_labels "single-gpu|expert|metis|m-etf|post|hierarchical|eagle|mars|mars-nopretrain")
 
 option_flags() {
   local flags=""
@@ -115,10 +116,17 @@ found its final best, out of the samples it ran.
 
 HEAD
   # The tables without their claims, then the claims about Mars alone.
-  "$dplace" bench --show "$results" --models "${benchmarks[@]}" \
-    --methods "$columns" | awk '/^## Claims$/{exit} {print}'
-  "$dplace" bench --claims "$results" --models "${benchmarks[@]}" \
-    --methods mars,mars-nopretrain
+  if [ ${#benchmarks[@]} -eq 0 ] || [ -z "$columns" ]; then
+    echo "Not in the results yet (an unfinished run)."
+  else
+    "$dplace" bench --show "$results" --models "${benchmarks[@]}" \
+      --methods "$columns" | awk '/^## Claims$/{exit} {print}'
+  fi
+  mars=$(present_labels "mars|mars-nopretrain")
+  if [ ${#benchmarks[@]} -gt 0 ] && [ -n "$mars" ]; then
+    "$dplace" bench --claims "$results" --models "${benchmarks[@]}" \
+      --methods "$mars"
+  fi
   cat <<SPEED
 
 ## Pre-training and learning speed

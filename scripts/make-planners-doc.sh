@@ -16,17 +16,25 @@ if [ ! -f "$results" ]; then
        "first" >&2
   exit 1
 fi
-eagle=(--models inception_v3@p100x4 gnmt@p100x4 bert@p100x4)
-hp=(--models inception_v3@k40x4 resnet@k40x4 rnnlm@k40x4 nmt-2@k40x2
-    nmt-4@k40x4 nmt-8@k40x8)
-# The paper table of a view (its first Markdown table), without the claims.
+# shellcheck source=scripts/results-view.sh
+. "$(dirname "$0")/results-view.sh"
+eagle="inception_v3@p100x4 gnmt@p100x4 bert@p100x4"
+hp="inception_v3@k40x4 resnet@k40x4 rnnlm@k40x4 nmt-2@k40x2 nmt-4@k40x4 nmt-8@k40x8"
+# table "BENCHMARKS" "COLUMNS": the paper table of that view (its first
+# Markdown table), without the claims.
 table() {
-  "$dplace" bench --show "$results" --no-details "$@" |
-    awk '/^\|/{print; seen=1; next} seen{exit}'
+  local labels
+  local -a models
+  mapfile -t models < <(present_models "$1")
+  labels=$(present_labels "$2")
+  if [ ${#models[@]} -eq 0 ] || [ -z "$labels" ]; then
+    echo "Not in the results yet (an unfinished run)."
+    return
+  fi
+  "$dplace" bench --show "$results" --no-details --models "${models[@]}" \
+    --methods "$labels" | awk '/^\|/{print; seen=1; next} seen{exit}'
 }
-# A string field of the results file ("command", "started_utc").
-field() { sed -n "s/^ \"$1\": \"\(.*\)\",*$/\1/p" "$results" | head -1; }
-seeds=$(tr -d ' \n' <"$results" | sed -n 's/.*"seeds":\[\([0-9,]*\)\],"runs_total".*/\1/p')
+seeds=$(tr -d ' \n' <"$results" | sed -n 's/.*"seeds":\[\([0-9,]*\)\],"started_utc".*/\1/p')
 done_runs=$(sed -n 's/^ "runs_done": \([0-9]*\),*$/\1/p' "$results")
 total_runs=$(sed -n 's/^ "runs_total": \([0-9]*\),*$/\1/p' "$results")
 
@@ -62,7 +70,7 @@ papers trained for hours (EAGLE: 4-6 hours per model on real P100s).
 "Networkx").
 
 HEAD
-  table "${eagle[@]}" --methods "hierarchical,hierarchical (metis grouper),hierarchical (fluid grouper)"
+  table "$eagle" "hierarchical|hierarchical (metis grouper)|hierarchical (fluid grouper)"
   cat <<'MID'
 
 ## EAGLE Table II: placers (METIS grouper)
@@ -71,7 +79,7 @@ The seq2seq placer with attention before the decoder (`attention=before`),
 after it (the Hierarchical Planner's), and the GCN placer.
 
 MID
-  table "${eagle[@]}" --methods "hierarchical (metis, attention before),hierarchical (metis grouper),hierarchical (metis, gcn placer)"
+  table "$eagle" "hierarchical (metis, attention before)|hierarchical (metis grouper)|hierarchical (metis, gcn placer)"
   cat <<'MID'
 
 ## EAGLE Table III: training algorithms (EAGLE's model)
@@ -80,13 +88,13 @@ MID
 with cross-entropy minimisation (`eagle-ce`).
 
 MID
-  table "${eagle[@]}" --methods "eagle (reinforce),eagle,eagle-ce"
+  table "$eagle" "eagle (reinforce)|eagle|eagle-ce"
   cat <<'MID'
 
 ## EAGLE Table IV: final comparison
 
 MID
-  table "${eagle[@]}" --methods "single-gpu,expert,hierarchical,post,eagle,eagle-ce"
+  table "$eagle" "single-gpu|expert|hierarchical|post|eagle|eagle-ce"
   cat <<'MID'
 
 ## Hierarchical Planner Table 1
@@ -97,11 +105,12 @@ planner's reduction against the fastest classical column, the paper's
 "Runtime Reduction" (negative: slower).
 
 MID
-  table "${hp[@]}" --methods "single-cpu,single-gpu,expert,scotch,mincut,hierarchical"
+  table "$hp" "single-cpu|single-gpu|expert|scotch|mincut|hierarchical"
   echo
   # The claims about the columns above, judged on the whole file.
-  "$dplace" bench --claims "$results" --models "${eagle[@]:1}" "${hp[@]:1}" \
-    --methods "hierarchical,hierarchical (metis, attention before),eagle" |
+  mapfile -t models < <(present_models "$eagle $hp")
+  "$dplace" bench --claims "$results" --models "${models[@]}" --methods \
+    "$(present_labels "hierarchical|hierarchical (metis, attention before)|eagle")" |
     sed 's/^## Claims/## Claims of the two papers/'
   cat <<'TAIL'
 

@@ -10,7 +10,9 @@
 # Extra flags go to `dplace bench` to reduce the run, e.g.
 #   scripts/make-results-doc.sh build/dplace --budget-samples 100 --seeds 2
 # Environment: OUT (default docs/results.md), RESULTS (where the JSON and the
-# HTML report go, default build/results).
+# HTML report go, default build/results), RUN (default yes; no: run
+# nothing, only write the document from the results file as it stands, an
+# unfinished run included, with `dplace bench --show`; pass the same flags).
 set -euo pipefail
 dplace=${1:-build/dplace}
 shift || true
@@ -28,15 +30,41 @@ revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
   revision="$revision (with uncommitted changes in the tree)"
 fi
-"$dplace" bench --suite paper "$@" -o "$json" --resume --markdown "$tables" \
-  --report "$results/paper.html" >/dev/null
+run=${RUN:-yes}
+if [ "$run" = no ]; then
+  "$dplace" bench --show "$json" --markdown "$tables"
+  "$dplace" report "$json" -o "$results/paper.html" >/dev/null
+else
+  "$dplace" bench --suite paper "$@" -o "$json" --resume --markdown "$tables" \
+    --report "$results/paper.html" >/dev/null
+fi
 command="dplace bench --suite paper${*:+ $*}"
 seconds=$(sed -n 's/^ "wall_seconds": \([0-9.]*\),*$/\1/p' "$json" | head -1)
+done_runs=$(sed -n 's/^ "runs_done": \([0-9]*\),*$/\1/p' "$json")
+total_runs=$(sed -n 's/^ "runs_total": \([0-9]*\),*$/\1/p' "$json")
 
 {
   cat <<HEAD
 # Results: the papers' comparisons
 
+HEAD
+  if [ "$run" = no ]; then
+    cat <<HEAD
+Generated on ${start%T*} by \`RUN=no scripts/make-results-doc.sh${*:+ $*}\`
+(the checkout at commit $revision), which ran nothing: it wrote the tables
+of the results file of
+
+\`\`\`
+$command -o $json --resume --markdown TABLES --report $results/paper.html
+\`\`\`
+
+as they stood, $done_runs of its $total_runs runs done in $(printf '%.0f' "$seconds") s on this machine
+($(nproc) cores), with \`dplace bench --show $json\`; do not edit them by hand.
+Running the script without RUN=no continues the run. The suite is
+\`src/dplace/suite/suites.json\`; [bench.md](bench.md) explains it and the columns.
+HEAD
+  else
+    cat <<HEAD
 Generated on ${start%T*} by \`scripts/make-results-doc.sh${*:+ $*}\`, which
 ran
 
@@ -48,6 +76,7 @@ in $(printf '%.0f' "$seconds") s on this machine ($(nproc) cores), the checkout 
 $revision, and wrapped its Markdown tables; do not edit them by hand. The suite is
 \`src/dplace/suite/suites.json\`; [bench.md](bench.md) explains it and the columns.
 HEAD
+  fi
   case " $* " in
   *" --budget-"*)
     cat <<NOTE

@@ -120,7 +120,7 @@ HEAD
     echo "Not in the results yet (an unfinished run)."
   else
     "$dplace" bench --show "$results" --models "${benchmarks[@]}" \
-      --methods "$columns" | awk '/^## Claims$/{exit} {print}'
+      --methods "$columns" | awk '/^## Claims$/{stop = 1} !stop'
   fi
   mars=$(present_labels "mars|mars-nopretrain")
   if [ ${#benchmarks[@]} -gt 0 ] && [ -n "$mars" ]; then

@@ -32,7 +32,7 @@ table() {
     return
   fi
   "$dplace" bench --show "$results" --no-details --models "${models[@]}" \
-    --methods "$labels" | awk '/^\|/{print; seen=1; next} seen{exit}'
+    --methods "$labels" | awk '/^\|/ && !done {print; seen = 1; next} seen {done = 1}'
 }
 seeds=$(tr -d ' \n' <"$results" | sed -n 's/.*"seeds":\[\([0-9,]*\)\],"started_utc".*/\1/p')
 done_runs=$(sed -n 's/^ "runs_done": \([0-9]*\),*$/\1/p' "$results")

@@ -655,11 +655,9 @@ void SummariseBenchmark(BenchmarkResults* benchmark) {
 StatusOr<BenchResults> SelectResults(const BenchResults& results,
                                      const std::vector<std::string>& models,
                                      const std::vector<std::string>& labels) {
-  auto keep = [](const std::vector<std::string>& names, const std::string& a,
-                 const std::string& b) {
-    return names.empty() ||
-           std::find(names.begin(), names.end(), a) != names.end() ||
-           std::find(names.begin(), names.end(), b) != names.end();
+  auto named = [](const std::vector<std::string>& names,
+                  const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
   };
   BenchResults out = results;
   out.tables.clear();
@@ -671,12 +669,15 @@ StatusOr<BenchResults> SelectResults(const BenchResults& results,
       models_there.insert(b.name);
       models_there.insert(b.model);
       for (const MethodResults& m : b.methods) labels_there.insert(m.label);
-      if (!keep(models, b.name, b.model)) continue;
+      if (!models.empty() && !named(models, b.name) &&
+          !named(models, b.model)) {
+        continue;
+      }
       models_seen.insert(b.name);
       models_seen.insert(b.model);
       std::vector<MethodResults> methods;
       for (MethodResults& m : b.methods) {
-        if (!keep(labels, m.label, m.label)) continue;
+        if (!labels.empty() && !named(labels, m.label)) continue;
         labels_seen.insert(m.label);
         methods.push_back(std::move(m));
       }

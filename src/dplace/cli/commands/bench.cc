@@ -70,19 +70,26 @@ StatusOr<std::optional<BenchResults>> PreviousResults(const BenchFlags& flags,
   return std::optional<BenchResults>(std::move(previous).value());
 }
 
-// Claims whose benchmark the results have: a reduced run checks what it
-// ran, and says "not run" for the methods it left out.
-std::vector<SuiteClaim> ClaimsOnBenchmarksIn(const Suite& suite,
-                                             const BenchResults& results) {
+// The claims whose table and benchmark `results` hold, and with
+// `method_too` whose method too: a reduced run checks what it ran, and
+// says "not run" for the methods it left out; a view (--show, --claims
+// with filters) keeps the claims about the columns it shows.
+std::vector<SuiteClaim> ClaimsIn(const std::vector<SuiteClaim>& claims,
+                                 const BenchResults& results, bool method_too) {
   std::vector<SuiteClaim> out;
-  for (const SuiteClaim& claim : suite.claims) {
+  for (const SuiteClaim& claim : claims) {
+    bool there = false;
     for (const TableResults& t : results.tables) {
       for (const BenchmarkResults& b : t.benchmarks) {
-        if (t.title == claim.table && b.name == claim.benchmark) {
-          out.push_back(claim);
-        }
+        if (t.title != claim.table || b.name != claim.benchmark) continue;
+        there = there || !method_too ||
+                std::any_of(b.methods.begin(), b.methods.end(),
+                            [&](const MethodResults& m) {
+                              return m.label == claim.method;
+                            });
       }
     }
+    if (there) out.push_back(claim);
   }
   return out;
 }
@@ -94,26 +101,6 @@ Status WriteOrPrint(const std::string& path, const std::string& text,
     return Status::Ok();
   }
   return WriteTextFile(path, text);
-}
-
-// Claims of `claims` about what `selected` holds: its table, benchmark and
-// method.
-std::vector<SuiteClaim> ClaimsOnSelection(const std::vector<SuiteClaim>& claims,
-                                          const BenchResults& selected) {
-  std::vector<SuiteClaim> out;
-  for (const SuiteClaim& claim : claims) {
-    bool there = false;
-    for (const TableResults& t : selected.tables) {
-      for (const BenchmarkResults& b : t.benchmarks) {
-        if (t.title != claim.table || b.name != claim.benchmark) continue;
-        for (const MethodResults& m : b.methods) {
-          there = there || m.label == claim.method;
-        }
-      }
-    }
-    if (there) out.push_back(claim);
-  }
-  return out;
 }
 
 // dplace bench --claims RESULTS or --show RESULTS: the claims sections of
@@ -149,7 +136,8 @@ int PrintResults(const BenchFlags& flags, const std::vector<Suite>& suites,
     const bool everything = flags.models.empty() && flags.methods.empty();
     markdown += ClaimsToMarkdown(
         CheckClaims(everything ? suite->claims
-                               : ClaimsOnSelection(suite->claims, *selected),
+                               : ClaimsIn(suite->claims, *selected,
+                                          /*method_too=*/true),
                     *results));
   }
   Status s = WriteOrPrint(flags.markdown, markdown, out);
@@ -221,8 +209,9 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   const std::string json = BenchResultsToJson(*results);
   const std::string markdown =
       BenchResultsToMarkdown(*results) +
-      ClaimsToMarkdown(
-          CheckClaims(ClaimsOnBenchmarksIn(*filtered, *results), *results));
+      ClaimsToMarkdown(CheckClaims(
+          ClaimsIn(filtered->claims, *results, /*method_too=*/false),
+          *results));
   if (!flags.output.empty()) {
     Status s = WriteTextFileAtomically(flags.output, json);
     if (!s.ok()) return Fail(err, s);

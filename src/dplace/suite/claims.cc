@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "dplace/util/format.h"
 
@@ -24,13 +26,78 @@ const MethodResults* FindMethod(const BenchResults& results,
 }
 
 bool SamplesMeasure(const SuiteClaim& claim) {
-  return claim.measure == "samples_to_best";
+  return claim.measure != "step_time";
 }
 
-// The claim's measure of `m`: NaN when no run is feasible.
-double ValueOf(const SuiteClaim& claim, const MethodResults& m) {
-  const Spread& s = SamplesMeasure(claim) ? m.samples_to_best : m.step_time;
-  return s.count ? s.median : std::nan("");
+bool CommonMeasure(const SuiteClaim& claim) {
+  return claim.measure == "samples_to_common";
+}
+
+double MedianOrNaN(std::vector<double> values) {
+  return values.empty() ? std::nan("") : SpreadOf(std::move(values)).median;
+}
+
+// The samples `run`'s best so far took to reach `level`: the end of the
+// first stretch of its learning curve at or below it; NaN when none is.
+double SamplesToLevel(const RunRecord& run, double level) {
+  const LearningCurve& c = run.curve;
+  for (size_t i = 0; i < c.best_step_time.size(); ++i) {
+    if (c.best_step_time[i] <= level * (1 + 1e-12)) {
+      return static_cast<double>(c.samples[i]);
+    }
+  }
+  return std::nan("");
+}
+
+const RunRecord* FeasibleRun(const MethodResults* m, uint64_t seed) {
+  if (!m) return nullptr;
+  for (const RunRecord& r : m->runs) {
+    if (r.seed == seed && r.placed && r.feasible) return &r;
+  }
+  return nullptr;
+}
+
+// The claim's measure of each of `compared` (the method, then the
+// references; null: not in the results), the median over seeds; NaN when
+// it has no feasible run. "samples_to_common": on each seed where the
+// method and a reference have a feasible run, the common level is the
+// slowest of the compared runs' bests, and each run counts the samples its
+// curve took to reach it.
+std::vector<double> ValuesOf(
+    const SuiteClaim& claim,
+    const std::vector<const MethodResults*>& compared) {
+  std::vector<std::vector<double>> samples(compared.size());
+  if (CommonMeasure(claim)) {
+    for (const RunRecord& own : compared[0]->runs) {
+      std::vector<const RunRecord*> runs;
+      double level = -1;
+      for (const MethodResults* m : compared) {
+        runs.push_back(FeasibleRun(m, own.seed));
+        if (runs.back()) level = std::max(level, runs.back()->step_time);
+      }
+      const bool reference = std::any_of(runs.begin() + 1, runs.end(),
+                                         [](auto* r) { return r != nullptr; });
+      if (!runs[0] || !reference) continue;
+      for (size_t i = 0; i < runs.size(); ++i) {
+        const double s =
+            runs[i] ? SamplesToLevel(*runs[i], level) : std::nan("");
+        if (std::isfinite(s)) samples[i].push_back(s);
+      }
+    }
+  }
+  std::vector<double> values;
+  for (size_t i = 0; i < compared.size(); ++i) {
+    if (!compared[i]) {
+      values.push_back(std::nan(""));
+    } else if (CommonMeasure(claim)) {
+      values.push_back(MedianOrNaN(std::move(samples[i])));
+    } else {
+      const MethodResults& m = *compared[i];
+      const Spread& s = SamplesMeasure(claim) ? m.samples_to_best : m.step_time;
+      values.push_back(s.count ? s.median : std::nan(""));
+    }
+  }
+  return values;
 }
 
 std::string Quantity(const SuiteClaim& claim, double value) {
@@ -81,31 +148,37 @@ ClaimCheck Check(const SuiteClaim& claim, const BenchResults& results) {
                claim.benchmark;
     return c;
   }
-  // The fastest reference with a feasible run; whether any reference ran.
-  bool any_reference = false;
+  std::vector<const MethodResults*> compared = {method};
+  bool any_reference = false;  // Whether any reference ran.
   for (const std::string& label : claim.versus) {
     const MethodResults* m = FindMethod(results, claim, label);
-    if (!m || m->runs.empty()) continue;
-    any_reference = true;
-    const double v = ValueOf(claim, *m);
-    if (std::isfinite(v) && (c.reference.empty() || v < c.reference_value)) {
-      c.reference = label;
-      c.reference_value = v;
-    }
+    if (m && m->runs.empty()) m = nullptr;
+    any_reference = any_reference || m;
+    compared.push_back(m);
   }
   if (!any_reference) {
     c.figure = "not run: the results have none of the references on " +
                claim.benchmark;
     return c;
   }
-  c.value = ValueOf(claim, *method);
+  const std::vector<double> values = ValuesOf(claim, compared);
+  // The fastest reference with a feasible run.
+  for (size_t i = 1; i < values.size(); ++i) {
+    const double v = values[i];
+    if (std::isfinite(v) && (c.reference.empty() || v < c.reference_value)) {
+      c.reference = claim.versus[i - 1];
+      c.reference_value = v;
+    }
+  }
+  c.value = values[0];
   const bool has_value = std::isfinite(c.value);
   const bool has_reference = !c.reference.empty();
   if (has_value && has_reference) {
     c.reduction = 1 - c.value / c.reference_value;
     c.figure = claim.method + " " + Quantity(claim, c.value) + " vs " +
-               c.reference + " " + Quantity(claim, c.reference_value) + ": " +
-               Comparison(claim, c.reduction);
+               c.reference + " " + Quantity(claim, c.reference_value) +
+               (CommonMeasure(claim) ? " to the slower one's best" : "") +
+               ": " + Comparison(claim, c.reduction);
     const bool holds = c.reduction >= claim.min_reduction &&
                        c.reduction <= claim.max_reduction;
     c.verdict = holds ? ClaimVerdict::kHolds : ClaimVerdict::kDoesNotHold;

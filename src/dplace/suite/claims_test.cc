@@ -113,6 +113,51 @@ TEST_F(ClaimsTest, SamplesToBestComparesHowSoonASearchFoundItsBest) {
             "fewer");
 }
 
+// Samples to a common level: on each seed, the slower of the two searches'
+// bests, read from their curves. On seed 1 mars reaches 0.9 s (the other's
+// best) at 100 samples, the other at 300; on seed 2 mars needs 200 to reach
+// the other's 0.75 s, found at 100; seed 3 has no feasible run of the
+// reference and does not count. Medians 150 against 200: 25% fewer, though
+// samples to each run's own best say "as many" (medians 200 and 200).
+TEST(ClaimsCommonLevelTest, SamplesToTheSlowerSearchsBestOnEachSeed) {
+  const char* results = R"json({"format": "dplace.bench-results",
+    "suite": "t", "tables": [{"title": "T", "benchmarks": [
+      {"name": "b", "methods": [
+      {"method": "mars", "runs": [
+        {"seed": 1, "step_time": 0.8, "samples_to_best": 300, "curve": {
+          "samples": [100, 200, 300], "best_step_time": [0.9, 0.85, 0.8]}},
+        {"seed": 2, "step_time": 0.7, "samples_to_best": 200, "curve": {
+          "samples": [100, 200, 300], "best_step_time": [1.0, 0.7, 0.7]}},
+        {"seed": 3, "step_time": 0.6, "samples_to_best": 100, "curve": {
+          "samples": [100, 200, 300], "best_step_time": [0.6, 0.6, 0.6]}}]},
+      {"method": "mars", "label": "mars-nopretrain", "runs": [
+        {"seed": 1, "step_time": 0.9, "samples_to_best": 300, "curve": {
+          "samples": [100, 200, 300], "best_step_time": [1.2, 1.0, 0.9]}},
+        {"seed": 2, "step_time": 0.75, "samples_to_best": 100, "curve": {
+          "samples": [100, 200, 300], "best_step_time": [0.75, 0.75, 0.75]}},
+        {"seed": 3, "step_time": 2.0, "feasible": false}]}
+    ]}]}]})json";
+  StatusOr<BenchResults> r = ParseBenchResults(results, "r.json");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  SuiteClaim claim;
+  claim.paper = "Mars";
+  claim.claim = "pre-training shortens the search";
+  claim.table = "T";
+  claim.benchmark = "b";
+  claim.method = "mars";
+  claim.versus = {"mars-nopretrain"};
+  claim.measure = "samples_to_common";
+  const ClaimCheck c = CheckClaims({claim}, *r).at(0);
+  EXPECT_EQ(c.verdict, ClaimVerdict::kHolds);
+  EXPECT_DOUBLE_EQ(c.value, 150);
+  EXPECT_DOUBLE_EQ(c.reference_value, 200);
+  EXPECT_EQ(c.figure,
+            "mars 150 samples vs mars-nopretrain 200 samples to the slower "
+            "one's best: 25.0% fewer");
+  claim.measure = "samples_to_best";  // The same runs, each to its own best.
+  EXPECT_EQ(CheckClaims({claim}, *r).at(0).verdict, ClaimVerdict::kDoesNotHold);
+}
+
 TEST_F(ClaimsTest, MarkdownHasASectionPerPaperWithTheVerdicts) {
   SuiteClaim other = Claim("post", {"expert"});
   other.paper = "Paper B";

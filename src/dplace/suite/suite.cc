@@ -146,12 +146,13 @@ Status ParseClaim(const json& value, const std::string& path,
   claim->min_reduction = fields.Number("min_reduction", 0.001, -1e300);
   claim->max_reduction = fields.Number("max_reduction", 1e300, -1e300);
   DPLACE_RETURN_IF_ERROR(fields.Finish());
-  if (claim->measure != "step_time" && claim->measure != "samples_to_best") {
-    return InvalidArgumentError(
-        path +
-        ".measure: expected \"step_time\" or \"samples_to_best\", "
-        "got \"" +
-        claim->measure + "\"");
+  if (claim->measure != "step_time" && claim->measure != "samples_to_best" &&
+      claim->measure != "samples_to_common") {
+    return InvalidArgumentError(path +
+                                ".measure: expected \"step_time\", "
+                                "\"samples_to_best\" or \"samples_to_common\", "
+                                "got \"" +
+                                claim->measure + "\"");
   }
   if (claim->versus.empty()) {
     return InvalidArgumentError(path + ".versus: empty");

@@ -67,8 +67,10 @@ struct SuiteClaim {
   std::string benchmark;
   std::string method;               // A label of the table's methods.
   std::vector<std::string> versus;  // Labels; the fastest is the reference.
-  // "step_time" (Default) or "samples_to_best" (how soon a search found its
-  // best), each the median over seeds.
+  // "step_time" (Default), "samples_to_best" (how soon a search found its
+  // own best) or "samples_to_common" (how soon it reached the slower of the
+  // compared searches' bests on the same seed, read from their curves), each
+  // the median over seeds.
   std::string measure = "step_time";
   std::string paper_figure;  // The paper's numbers, as it gives them.
   // The claim holds when dplace's reduction (1 - method / reference) is at

@@ -44,39 +44,31 @@ done_runs=$(sed -n 's/^ "runs_done": \([0-9]*\),*$/\1/p' "$json")
 total_runs=$(sed -n 's/^ "runs_total": \([0-9]*\),*$/\1/p' "$json")
 
 {
+  if [ "$run" = no ]; then
+    how="which ran nothing: it wrote the tables of the results file of"
+    shown=" The tables were read from it with \`dplace bench --show $json\`."
+    prefix="RUN=no "
+  else
+    how="which ran"
+    shown=""
+    prefix=""
+  fi
   cat <<HEAD
 # Results: the papers' comparisons
 
-HEAD
-  if [ "$run" = no ]; then
-    cat <<HEAD
-Generated on ${start%T*} by \`RUN=no scripts/make-results-doc.sh${*:+ $*}\`
-(the checkout at commit $revision), which ran nothing: it wrote the tables
-of the results file of
+Generated on ${start%T*} by \`${prefix}scripts/make-results-doc.sh${*:+ $*}\`
+(the checkout at commit $revision), $how
 
 \`\`\`
 $command -o $json --resume --markdown TABLES --report $results/paper.html
 \`\`\`
 
-as they stood, $done_runs of its $total_runs runs done in $(printf '%.0f' "$seconds") s on this machine
-($(nproc) cores), with \`dplace bench --show $json\`; do not edit them by hand.
-Running the script without RUN=no continues the run. The suite is
-\`src/dplace/suite/suites.json\`; [bench.md](bench.md) explains it and the columns.
+$done_runs of its $total_runs runs done in $(printf '%.0f' "$seconds") s of bench time on this
+machine ($(nproc) cores), over all the parts the run took (bench continues its
+results file where a part stopped).$shown The tables are the tool's; do not
+edit them by hand. The suite is \`src/dplace/suite/suites.json\`;
+[bench.md](bench.md) explains it and the columns.
 HEAD
-  else
-    cat <<HEAD
-Generated on ${start%T*} by \`scripts/make-results-doc.sh${*:+ $*}\`, which
-ran
-
-\`\`\`
-$command -o $json --resume --markdown TABLES --report $results/paper.html
-\`\`\`
-
-in $(printf '%.0f' "$seconds") s on this machine ($(nproc) cores), the checkout at commit
-$revision, and wrapped its Markdown tables; do not edit them by hand. The suite is
-\`src/dplace/suite/suites.json\`; [bench.md](bench.md) explains it and the columns.
-HEAD
-  fi
   case " $* " in
   *" --budget-"*)
     cat <<NOTE

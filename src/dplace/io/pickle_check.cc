@@ -322,9 +322,7 @@ class Checker {
     if (p_.size() - pos_ < n) return "truncated";
     uint64_t v = Read(n);
     if (is_signed && n < 8 && (v >> (8 * n - 1)) != 0) v |= ~0ull << (8 * n);
-    Value number;
-    number.number = static_cast<int64_t>(v);
-    return Push(std::move(number));
+    return Push(Value{Kind::kOther, std::nullopt, static_cast<int64_t>(v), {}});
   }
 
   // A string, bytes or a two's complement integer whose length takes `n`

@@ -25,10 +25,12 @@ trap 'rm -f "$tables"' EXIT
 
 start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 # The checkout's commit when the run started (git cannot tell which commit
-# the binary was built from; build it from the checkout first).
+# the binary was built from; build it from the checkout first). Changes to
+# the documents do not count.
 revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-  revision="$revision (with uncommitted changes in the tree)"
+if [ -n "$(git status --porcelain --untracked-files=no -- . ':!docs' \
+             ':!README.md' 2>/dev/null)" ]; then
+  revision="$revision, with uncommitted changes in the tree"
 fi
 run=${RUN:-yes}
 if [ "$run" = no ]; then

@@ -1,6 +1,7 @@
 #include "dplace/cli/cli_util.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include "dplace/cli/cli.h"
 #include "dplace/method/lower_bound.h"
@@ -100,6 +101,24 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
 }
 
 // The command line, for the record in reports.
+void PrintSearchProgress(const SearchProgress& p, std::ostream& err) {
+  std::string line = "\r" + std::to_string(p.samples);
+  if (p.budget.samples > 0) {
+    const int width = 20;
+    const int filled = static_cast<int>(
+        width *
+        std::min<double>(1, static_cast<double>(p.samples) / p.budget.samples));
+    line = "\r[" + std::string(filled, '#') + std::string(width - filled, ' ') +
+           "] " + std::to_string(p.samples) + "/" +
+           std::to_string(p.budget.samples);
+  }
+  line += " samples, " + Format("%.1f s", p.wall_seconds) + ", best " +
+          (p.best_step_time > 0 ? Format("%.4f s", p.best_step_time)
+                                : std::string("none feasible yet")) +
+          "   ";
+  err << line << std::flush;
+}
+
 std::string CommandLine(int argc, const char* const* argv) {
   std::string line = "dplace";
   for (int i = 1; i < argc; ++i) {

@@ -10,6 +10,7 @@
 
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
+#include "dplace/method/search.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/status.h"
 
@@ -41,6 +42,11 @@ std::string PadRight(std::string s, size_t width);
 // Step time, feasibility, per-device load and memory, bytes moved and the
 // lower bounds of a simulated step.
 void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out);
+
+// A search's progress as one line rewritten in place (it starts with a
+// carriage return and ends without a newline): a bar when the budget has
+// samples, the samples, the wall time and the best step time so far.
+void PrintSearchProgress(const SearchProgress& p, std::ostream& err);
 
 // The command line, for the record in reports.
 std::string CommandLine(int argc, const char* const* argv);

@@ -314,6 +314,7 @@ class SuiteRunner {
         MethodRunOptions run_options;
         run_options.context.search.budget.samples = m.budget_samples;
         run_options.context.search.budget.seconds = m.budget_seconds;
+        run_options.context.search.progress = options_.search_progress;
         StatusOr<MethodRun> run =
             RunMethod(m.method, options, lb.problem, run_options);
         if (!run.ok()) return run.status().WithPrefix(bench.name);

@@ -143,6 +143,9 @@ using BenchProgress = std::function<void(const std::string& line)>;
 struct BenchRunOptions {
   // One line per run as it starts. Default: none.
   BenchProgress progress;
+  // A search's progress after each of its batches (learned placers, mcmc),
+  // from the searching thread. Default: none.
+  std::function<void(const SearchProgress&)> search_progress;
   // Results of an earlier, unfinished run of the same suite, which
   // CheckResumable accepted: its runs are kept, not run again, and only the
   // others run. Not owned. Default: none (run everything).

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <nlohmann/json.hpp>
@@ -560,6 +561,29 @@ TEST_F(ResumeTest, MoreSeedsContinueAFinishedRun) {
   other.seeds = {2, 3};
   EXPECT_THAT(CheckResumable(*first, other, "r.json").message(),
               HasSubstr("definition.seeds[0] is 1, this run's is 2"));
+}
+
+// The search in flight reports to the bench's hook after each batch: post's
+// two runs (seeds 1 and 2) count up to their budget of 24 samples; the
+// classical placers report nothing.
+TEST(BenchProgressTest, EverySearchReportsItsBatches) {
+  BenchRunOptions options;
+  std::vector<int64_t> samples;
+  options.search_progress = [&samples](const SearchProgress& p) {
+    EXPECT_EQ(p.budget.samples, 24);
+    samples.push_back(p.samples);
+  };
+  StatusOr<BenchResults> r =
+      RunSuite(Tiny(), "dplace bench --suite tiny", options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_GE(samples.size(), 4u);
+  EXPECT_EQ(std::count(samples.begin(), samples.end(), 24), 2);
+  EXPECT_EQ(samples.back(), 24);
+  for (size_t i = 1; i < samples.size(); ++i) {
+    if (samples[i - 1] != 24) {
+      EXPECT_GT(samples[i], samples[i - 1]) << i;
+    }
+  }
 }
 
 TEST_F(ResumeTest, ResultsJsonReadsBackToTheSameDocument) {

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <iostream>
 #include <optional>
 #include <vector>
 
@@ -189,9 +190,20 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
       PreviousResults(flags, *filtered);
   if (!previous.ok()) return Fail(err, previous.status());
   BenchRunOptions options;
-  options.progress = [&err](const std::string& line) {
+  // On a terminal, the search in flight shows its progress on a line of its
+  // own, rewritten after each batch and ended when the next run starts.
+  bool search_line = false;
+  options.progress = [&err, &search_line](const std::string& line) {
+    if (search_line) err << "\n";
+    search_line = false;
     err << "dplace: bench " << line << "\n";
   };
+  if (&err == &std::cerr && ::isatty(STDERR_FILENO)) {
+    options.search_progress = [&err, &search_line](const SearchProgress& p) {
+      PrintSearchProgress(p, err);
+      search_line = true;
+    };
+  }
   if (previous->has_value()) {
     options.resume = &**previous;
     err << "dplace: bench continues " << flags.output << ": "
@@ -205,6 +217,7 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   }
   options.max_runs = flags.max_runs;
   StatusOr<BenchResults> results = RunSuite(*filtered, command, options);
+  if (search_line) err << "\n";
   if (!results.ok()) return Fail(err, results.status());
   const std::string json = BenchResultsToJson(*results);
   const std::string markdown =

@@ -70,25 +70,6 @@ std::string CheckpointPath(const PlaceFlags& place) {
   return place.resume;
 }
 
-// A progress line rewritten in place: samples, time, best step time.
-void PrintProgress(const SearchProgress& p, std::ostream& err) {
-  std::string line = "\r" + std::to_string(p.samples);
-  if (p.budget.samples > 0) {
-    const int width = 20;
-    const int filled = static_cast<int>(
-        width *
-        std::min<double>(1, static_cast<double>(p.samples) / p.budget.samples));
-    line = "\r[" + std::string(filled, '#') + std::string(width - filled, ' ') +
-           "] " + std::to_string(p.samples) + "/" +
-           std::to_string(p.budget.samples);
-  }
-  line += " samples, " + Format("%.1f s", p.wall_seconds) + ", best " +
-          (p.best_step_time > 0 ? Format("%.4f s", p.best_step_time)
-                                : std::string("none feasible yet")) +
-          "   ";
-  err << line << std::flush;
-}
-
 // Writes the --report page of one placement.
 Status WritePlacementReport(const PlacementProblem& problem,
                             const MethodRun& run, const std::string& command,
@@ -141,7 +122,7 @@ StatusOr<MethodRunOptions> PlaceRunOptions(const PlaceFlags& place,
       learned && &err == &std::cerr && ::isatty(STDERR_FILENO);
   if (terminal) {
     search.progress = [&err](const SearchProgress& p) {
-      PrintProgress(p, err);
+      PrintSearchProgress(p, err);
     };
   }
   return run_options;

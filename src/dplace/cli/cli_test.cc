@@ -182,6 +182,11 @@ TEST_F(CliTest, BenchRunsInPartsWithResume) {
   EXPECT_EQ(doc.at("runs_done"), 5);
   EXPECT_EQ(doc.at("resumed_commands").size(), 1u);
   EXPECT_EQ(doc.at("tables")[0].at("benchmarks")[0].at("methods").size(), 3u);
+  // The search's state beside the results file (post's checkpoint, log and
+  // run) is gone once its run is in the file.
+  for (const char* ext : {".ckpt", ".jsonl", ".run"}) {
+    EXPECT_FALSE(ReadTextFile(results + ".search" + ext).ok()) << ext;
+  }
 }
 
 TEST_F(CliTest, BenchClaimsFromAResultsFile) {

@@ -45,6 +45,43 @@ std::string SampleRecordLine(
   return line.dump();
 }
 
+StatusOr<std::vector<SampleRecord>> ReadSearchLog(const std::string& path) {
+  DPLACE_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));
+  std::vector<SampleRecord> records;
+  size_t start = 0;
+  for (int line_number = 1; start < text.size(); ++line_number) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const auto number = [&j](const char* key) {
+      return j.is_object() && j.contains(key) && j[key].is_number();
+    };
+    if (!number("sample") || !number("wall_s") || !number("step_time") ||
+        !number("reward") || !j.contains("feasible") ||
+        !j["feasible"].is_boolean() || !j.contains("best_step_time") ||
+        !(j["best_step_time"].is_null() || number("best_step_time"))) {
+      return InvalidArgumentError(
+          "log " + path + ":" + std::to_string(line_number) +
+          ": expected a sample record (sample, wall_s, step_time, feasible, "
+          "reward, best_step_time), got: " +
+          line.substr(0, 80));
+    }
+    SampleRecord r;
+    r.index = j["sample"].get<int64_t>();
+    r.wall_seconds = j["wall_s"].get<double>();
+    r.step_time = j["step_time"].get<double>();
+    r.feasible = j["feasible"].get<bool>();
+    r.reward = j["reward"].get<double>();
+    r.best_step_time =
+        j["best_step_time"].is_null() ? 0 : j["best_step_time"].get<double>();
+    records.push_back(r);
+  }
+  return records;
+}
+
 Status SearchLog::Open(const std::string& path, int64_t resume_at_sample) {
   path_ = path;
   const bool resuming = resume_at_sample >= 0;

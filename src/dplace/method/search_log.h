@@ -26,6 +26,10 @@ std::string SampleRecordLine(
     const SampleRecord& record,
     const std::vector<std::pair<std::string, double>>& extra = {});
 
+// The samples of a log SearchLog wrote, in order (its extra fields are
+// ignored). Errors name the file, the line and what it lacks.
+StatusOr<std::vector<SampleRecord>> ReadSearchLog(const std::string& path);
+
 class SearchLog {
  public:
   // Opens `path` for writing. A fresh search (`resume_at_sample` < 0)

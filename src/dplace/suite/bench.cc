@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <limits>
@@ -14,8 +15,10 @@
 #include <thread>
 
 #include "dplace/io/cluster_json.h"
+#include "dplace/io/file.h"
 #include "dplace/method/lower_bound.h"
 #include "dplace/method/run.h"
+#include "dplace/method/search_log.h"
 #include "dplace/model/load_model.h"
 #include "dplace/util/format.h"
 
@@ -44,6 +47,55 @@ int64_t CurrentRssBytes() {
   int64_t pages = 0, resident = 0;
   if (!(statm >> pages >> resident)) return 0;
   return resident * sysconf(_SC_PAGESIZE);
+}
+
+// The files of the search in flight (BenchRunOptions::search_state): its
+// checkpoint, its log and which run they belong to.
+struct InFlightFiles {
+  explicit InFlightFiles(const std::string& prefix)
+      : checkpoint(prefix + ".ckpt"),
+        log(prefix + ".jsonl"),
+        run(prefix + ".run") {}
+  void Remove() const {
+    for (const std::string* f : {&checkpoint, &log, &run}) {
+      std::remove(f->c_str());
+    }
+  }
+  std::string checkpoint, log, run;
+};
+
+// Points `search` at the in-flight files. When they belong to `run_id` (a
+// killed bench's search of the same run), the search resumes from them and
+// this returns true; files of another run are removed first.
+StatusOr<bool> UseInFlightFiles(const InFlightFiles& files,
+                                const std::string& run_id, int checkpoint_every,
+                                SearchOptions* search) {
+  StatusOr<std::string> owner = ReadTextFile(files.run);
+  const bool resume =
+      owner.ok() && *owner == run_id && std::ifstream(files.checkpoint).good();
+  if (!resume) {
+    files.Remove();
+    DPLACE_RETURN_IF_ERROR(WriteTextFileAtomically(files.run, run_id));
+  }
+  search->checkpoint_path = files.checkpoint;
+  search->checkpoint_every = checkpoint_every;
+  search->log_path = files.log;
+  if (resume) search->resume_path = files.checkpoint;
+  return resume;
+}
+
+// A resumed search's history holds only the samples after its checkpoint;
+// its log holds them all.
+Status TakeWholeHistory(const std::string& log, SearchTrace* trace) {
+  DPLACE_ASSIGN_OR_RETURN(std::vector<SampleRecord> history,
+                          ReadSearchLog(log));
+  if (static_cast<int64_t>(history.size()) != trace->samples) {
+    return InternalError(log + " holds " + std::to_string(history.size()) +
+                         " samples, the search " +
+                         std::to_string(trace->samples));
+  }
+  trace->history = std::move(history);
+  return Status::Ok();
 }
 
 int64_t PeakRssBytes() {
@@ -308,22 +360,50 @@ class SuiteRunner {
       MethodResults& mr = br.methods[k];
       const std::vector<uint64_t> seeds = SeedsOf(suite_, m);
       for (size_t i = mr.runs.size(); i < seeds.size() && !Exhausted(); ++i) {
-        StartRun(bench.name + " " + mr.label + " seed " +
-                 std::to_string(seeds[i]));
         lb.problem.seed = seeds[i];
         MethodRunOptions run_options;
-        run_options.context.search.budget.samples = m.budget_samples;
-        run_options.context.search.budget.seconds = m.budget_seconds;
-        run_options.context.search.progress = options_.search_progress;
+        SearchOptions& search = run_options.context.search;
+        search.budget.samples = m.budget_samples;
+        search.budget.seconds = m.budget_seconds;
+        search.progress = options_.search_progress;
+        const std::string what =
+            bench.name + " " + mr.label + " seed " + std::to_string(seeds[i]);
+        const InFlightFiles in_flight(options_.search_state);
+        const bool keep_state = mr.searched && !options_.search_state.empty();
+        bool resumed = false;
+        if (keep_state) {
+          const json id = {{"table", table.title},
+                           {"benchmark", bench.name},
+                           {"graph_hash", br.graph_hash},
+                           {"cluster", bench.cluster},
+                           {"label", mr.label},
+                           {"method", m.method},
+                           {"options", m.options},
+                           {"budget_samples", m.budget_samples},
+                           {"budget_seconds", m.budget_seconds},
+                           {"seed", seeds[i]}};
+          DPLACE_ASSIGN_OR_RETURN(
+              resumed,
+              UseInFlightFiles(in_flight, id.dump(),
+                               options_.search_checkpoint_every, &search));
+        }
+        StartRun(what + (resumed ? " (continues its search from the last "
+                                   "checkpoint)"
+                                 : ""));
         StatusOr<MethodRun> run =
             RunMethod(m.method, options, lb.problem, run_options);
         if (!run.ok()) return run.status().WithPrefix(bench.name);
+        if (run->search.first_sample_of_this_run > 0) {
+          Status s = TakeWholeHistory(in_flight.log, &run->search);
+          if (!s.ok()) return s.WithPrefix(bench.name);
+        }
         if (mr.searched && mr.budget_samples == 0 && mr.budget_seconds == 0) {
           mr.budget_samples = run->search.samples;
         }
         mr.runs.push_back(RecordOf(seeds[i], lb.cluster, *run));
         SummariseBenchmark(&br);
         DPLACE_RETURN_IF_ERROR(FinishRun());
+        if (keep_state) in_flight.Remove();
       }
     }
     return Status::Ok();

@@ -146,6 +146,14 @@ struct BenchRunOptions {
   // A search's progress after each of its batches (learned placers, mcmc),
   // from the searching thread. Default: none.
   std::function<void(const SearchProgress&)> search_progress;
+  // Path prefix of the search in flight's state: its checkpoint
+  // (PREFIX.ckpt, every `search_checkpoint_every` updates), its log
+  // (PREFIX.jsonl) and which run they belong to (PREFIX.run). A bench
+  // killed mid-search continues that search from its last checkpoint when
+  // the same run starts again (the search resumes exactly: same samples,
+  // same result). The files are removed when the run ends. Default: none.
+  std::string search_state;
+  int search_checkpoint_every = 50;
   // Results of an earlier, unfinished run of the same suite, which
   // CheckResumable accepted: its runs are kept, not run again, and only the
   // others run. Not owned. Default: none (run everything).

@@ -15,6 +15,7 @@
 
 #include "dplace/io/file.h"
 #include "dplace/method/run.h"
+#include "dplace/method/search_log.h"
 #include "dplace/report/html_report.h"
 #include "dplace/testing/xml_check.h"
 
@@ -445,6 +446,68 @@ TEST_F(ResumeTest, KilledRunContinuesWithOnlyTheRunsItLacks) {
             std::string::npos);
 }
 
+// SIGKILL in the middle of post's first search, after its first
+// checkpoint: the next bench continues that search from the checkpoint,
+// and the results are one uninterrupted run's, the search's curve and
+// samples to best included; the search's files are gone at the end.
+TEST_F(ResumeTest, KilledSearchContinuesFromItsCheckpoint) {
+  int started = 0;
+  StatusOr<BenchResults> whole = Run(nullptr, 0, &started);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  std::remove(path_.c_str());
+
+  const std::string state = path_ + ".search";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // LibTorch has threads.
+  EXPECT_EXIT(
+      {
+        BenchRunOptions options;
+        options.search_state = state;
+        options.search_checkpoint_every = 1;
+        options.search_progress = [](const SearchProgress& p) {
+          if (p.samples >= 12) std::raise(SIGKILL);  // Its first batch.
+        };
+        options.checkpoint = [this](const BenchResults& so_far) {
+          return WriteTextFileAtomically(path_, BenchResultsToJson(so_far));
+        };
+        (void)RunSuite(Tiny(), "dplace bench --suite tiny", options);
+      },
+      ::testing::KilledBySignal(SIGKILL), "");
+  const BenchResults killed = ReadBack();
+  EXPECT_EQ(killed.runs_done, 2);  // expert and m-etf.
+  ASSERT_TRUE(ReadTextFile(state + ".ckpt").ok());
+
+  BenchRunOptions options;
+  options.resume = &killed;
+  options.search_state = state;
+  options.search_checkpoint_every = 1;
+  std::vector<std::string> lines;
+  options.progress = [&lines](const std::string& line) {
+    lines.push_back(line);
+  };
+  int64_t first_report = 0;
+  options.search_progress = [&first_report](const SearchProgress& p) {
+    if (first_report == 0) first_report = p.samples;
+  };
+  StatusOr<BenchResults> resumed =
+      RunSuite(Tiny(), "dplace bench --suite tiny", options);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_THAT(lines[0], HasSubstr("post seed 1 (continues its search from "
+                                  "the last checkpoint)"));
+  EXPECT_EQ(first_report, 24);  // The batch after the checkpoint's.
+  EXPECT_EQ(StepTimes(*resumed), StepTimes(*whole));
+  const RunRecord& a = whole->tables[0].benchmarks[0].methods[2].runs[0];
+  const RunRecord& b = resumed->tables[0].benchmarks[0].methods[2].runs[0];
+  EXPECT_EQ(b.samples, 24);
+  EXPECT_EQ(b.samples_to_best, a.samples_to_best);
+  EXPECT_EQ(b.curve.samples, a.curve.samples);
+  EXPECT_EQ(b.curve.best_step_time, a.curve.best_step_time);
+  EXPECT_EQ(b.curve.mean_step_time, a.curve.mean_step_time);
+  for (const char* ext : {".ckpt", ".jsonl", ".run"}) {
+    EXPECT_FALSE(ReadTextFile(state + ext).ok()) << ext;
+  }
+}
+
 TEST_F(ResumeTest, MaxRunsStopsAndTheRestRunsInParts) {
   int started = 0;
   StatusOr<BenchResults> first = Run(nullptr, 3, &started);
@@ -566,6 +629,32 @@ TEST_F(ResumeTest, MoreSeedsContinueAFinishedRun) {
 // The search in flight reports to the bench's hook after each batch: post's
 // two runs (seeds 1 and 2) count up to their budget of 24 samples; the
 // classical placers report nothing.
+TEST(SearchLogTest, ReadsBackWhatTheLogWrote) {
+  const std::string path = ::testing::TempDir() + "/dplace_search_log.jsonl";
+  SampleRecord none{0, 0.5, 9.0, false, -3.0, 0};
+  SampleRecord fits{1, 0.75, 1.25, true, -1.1, 1.25};
+  ASSERT_TRUE(WriteTextFile(path, SampleRecordLine(none) + "\n" +
+                                      SampleRecordLine(fits, {{"groups", 3}}) +
+                                      "\n")
+                  .ok());
+  StatusOr<std::vector<SampleRecord>> read = ReadSearchLog(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ((*read)[0].best_step_time, 0);  // null: none feasible yet.
+  EXPECT_FALSE((*read)[0].feasible);
+  EXPECT_EQ((*read)[1].index, 1);
+  EXPECT_EQ((*read)[1].wall_seconds, 0.75);
+  EXPECT_EQ((*read)[1].step_time, 1.25);
+  EXPECT_EQ((*read)[1].reward, -1.1);
+  EXPECT_EQ((*read)[1].best_step_time, 1.25);
+
+  ASSERT_TRUE(WriteTextFile(path, SampleRecordLine(none) +
+                                      "\n{\"sample\": 1, \"wall_s\": 2}\n")
+                  .ok());
+  EXPECT_THAT(ReadSearchLog(path).status().message(),
+              HasSubstr(path + ":2: expected a sample record"));
+}
+
 TEST(BenchProgressTest, EverySearchReportsItsBatches) {
   BenchRunOptions options;
   std::vector<int64_t> samples;

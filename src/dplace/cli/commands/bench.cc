@@ -211,6 +211,7 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
         << " runs done\n";
   }
   if (!flags.output.empty()) {
+    options.search_state = flags.output + ".search";
     options.checkpoint = [&flags](const BenchResults& so_far) {
       return WriteTextFileAtomically(flags.output, BenchResultsToJson(so_far));
     };

@@ -100,7 +100,6 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
       << Seconds(b.placed_critical_path) << "\n";
 }
 
-// The command line, for the record in reports.
 void PrintSearchProgress(const SearchProgress& p, std::ostream& err) {
   std::string line = "\r" + std::to_string(p.samples);
   if (p.budget.samples > 0) {
@@ -119,6 +118,7 @@ void PrintSearchProgress(const SearchProgress& p, std::ostream& err) {
   err << line << std::flush;
 }
 
+// The command line, for the record in reports.
 std::string CommandLine(int argc, const char* const* argv) {
   std::string line = "dplace";
   for (int i = 1; i < argc; ++i) {

@@ -57,45 +57,48 @@ const RunRecord* FeasibleRun(const MethodResults* m, uint64_t seed) {
   return nullptr;
 }
 
-// The claim's measure of each of `compared` (the method, then the
-// references; null: not in the results), the median over seeds; NaN when
-// it has no feasible run. "samples_to_common": on each seed where the
-// method and a reference have a feasible run, the common level is the
-// slowest of the compared runs' bests, and each run counts the samples its
-// curve took to reach it.
+// "samples_to_common" for each of `compared` (the method, then the
+// references; null: not in the results): on each seed where the method and
+// a reference have a feasible run, the common level is the slowest of the
+// compared runs' bests, and each run counts the samples its curve took to
+// reach it. The median over those seeds; NaN when there is none.
+std::vector<double> SamplesToCommonLevel(
+    const std::vector<const MethodResults*>& compared) {
+  std::vector<std::vector<double>> samples(compared.size());
+  for (const RunRecord& own : compared[0]->runs) {
+    std::vector<const RunRecord*> runs;
+    double level = -1;
+    for (const MethodResults* m : compared) {
+      runs.push_back(FeasibleRun(m, own.seed));
+      if (runs.back()) level = std::max(level, runs.back()->step_time);
+    }
+    const bool reference = std::any_of(runs.begin() + 1, runs.end(),
+                                       [](auto* r) { return r != nullptr; });
+    if (!runs[0] || !reference) continue;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const double s = runs[i] ? SamplesToLevel(*runs[i], level) : std::nan("");
+      if (std::isfinite(s)) samples[i].push_back(s);
+    }
+  }
+  std::vector<double> medians;
+  for (std::vector<double>& s : samples) {
+    medians.push_back(MedianOrNaN(std::move(s)));
+  }
+  return medians;
+}
+
+// The claim's measure of each of `compared` (as above), the median over
+// seeds; NaN when it has no feasible run.
 std::vector<double> ValuesOf(
     const SuiteClaim& claim,
     const std::vector<const MethodResults*>& compared) {
-  std::vector<std::vector<double>> samples(compared.size());
-  if (CommonMeasure(claim)) {
-    for (const RunRecord& own : compared[0]->runs) {
-      std::vector<const RunRecord*> runs;
-      double level = -1;
-      for (const MethodResults* m : compared) {
-        runs.push_back(FeasibleRun(m, own.seed));
-        if (runs.back()) level = std::max(level, runs.back()->step_time);
-      }
-      const bool reference = std::any_of(runs.begin() + 1, runs.end(),
-                                         [](auto* r) { return r != nullptr; });
-      if (!runs[0] || !reference) continue;
-      for (size_t i = 0; i < runs.size(); ++i) {
-        const double s =
-            runs[i] ? SamplesToLevel(*runs[i], level) : std::nan("");
-        if (std::isfinite(s)) samples[i].push_back(s);
-      }
-    }
-  }
+  if (CommonMeasure(claim)) return SamplesToCommonLevel(compared);
   std::vector<double> values;
-  for (size_t i = 0; i < compared.size(); ++i) {
-    if (!compared[i]) {
-      values.push_back(std::nan(""));
-    } else if (CommonMeasure(claim)) {
-      values.push_back(MedianOrNaN(std::move(samples[i])));
-    } else {
-      const MethodResults& m = *compared[i];
-      const Spread& s = SamplesMeasure(claim) ? m.samples_to_best : m.step_time;
-      values.push_back(s.count ? s.median : std::nan(""));
-    }
+  for (const MethodResults* m : compared) {
+    const Spread* s = !m                      ? nullptr
+                      : SamplesMeasure(claim) ? &m->samples_to_best
+                                              : &m->step_time;
+    values.push_back(s && s->count ? s->median : std::nan(""));
   }
   return values;
 }

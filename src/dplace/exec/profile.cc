@@ -172,7 +172,11 @@ StatusOr<double> TimeHandOff(const std::vector<ExecDevice>& devices, int a,
     return InternalError("hand-off benchmark: " + one.infeasible_reason +
                          two.infeasible_reason);
   }
-  return std::max(0.0, (two.step_time - one.step_time) / (ops - 1));
+  const double fastest_two =
+      *std::min_element(two.step_times.begin(), two.step_times.end());
+  const double fastest_one =
+      *std::min_element(one.step_times.begin(), one.step_times.end());
+  return std::max(0.0, (fastest_two - fastest_one) / (ops - 1));
 }
 
 StatusOr<std::vector<CopyFit>> BenchmarkCopies(

@@ -101,8 +101,8 @@ StatusOr<Graph> ReluChain(int ops);
 // Seconds a cross-device edge between devices `a` and `b` adds to a step
 // in which it is all that happens: (chain alternating a, b - chain on a) /
 // edges, for a chain of `ops` 1-element Relus, each placement measured
-// `repeats` steps (the median). At least 0. REQUIRES: ops >= 2,
-// repeats >= 1.
+// `repeats` steps (the fastest: other work on the machine only slows a
+// step). At least 0. REQUIRES: ops >= 2, repeats >= 1.
 StatusOr<double> TimeHandOff(const std::vector<ExecDevice>& devices, int a,
                              int b, int ops, int repeats);
 

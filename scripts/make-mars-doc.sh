@@ -108,7 +108,7 @@ The comparison is a view of the paper suite's results (\`$results\`), which
 $(field command | sed 's/ --markdown [^ ]*//')
 \`\`\`
 
-began on $(field started_utc | cut -c1-10): every learned search ran the papers' 2,400 sampled
+began on $(field started_utc | cut -c1-10)$(continued): every learned search ran the papers' 2,400 sampled
 placements from a random start at its preset's settings, \`mars\` with its
 own pre-training (part of its wall time). [results.md](results.md) has the
 whole suite. In the detail tables, "samples to best" is when a search first

@@ -53,7 +53,7 @@ ${seeds//,/, }), which
 $(field command | sed 's/ --markdown [^ ]*//')
 \`\`\`
 
-began on $(field started_utc | cut -c1-10); [results.md](results.md) has the whole
+began on $(field started_utc | cut -c1-10)$(continued); [results.md](results.md) has the whole
 suite, with every baseline and the detail tables (samples to best, wall
 times). Do not edit the tables by hand.
 

@@ -5,6 +5,27 @@
 # A string field of the results file ("command", "started_utc").
 field() { sed -n "s/^ \"$1\": \"\(.*\)\",*$/\1/p" "$results" | head -1; }
 
+# The commands that continued the run (bench --resume), one per line,
+# without their --markdown file.
+resumed_commands() {
+  sed -n '/^ "resumed_commands": \[/,/^ \]/s/^  "\(.*\)",*$/\1/p' "$results" |
+    sed 's/ --markdown [^ ]*//'
+}
+
+# " (continued N times, the last by `COMMAND`)", or nothing when no
+# command continued the run.
+continued() {
+  local n last
+  n=$(resumed_commands | grep -c .) || true
+  [ "$n" -gt 0 ] || return 0
+  last=$(resumed_commands | tail -1)
+  if [ "$n" -eq 1 ]; then
+    printf ' (continued once, by `%s`)' "$last"
+  else
+    printf ' (continued %d times, the last by `%s`)' "$n" "$last"
+  fi
+}
+
 # Of the benchmarks "a b c" and the columns "x|y|z", those the results hold
 # (an unfinished run may lack some): models one per word, labels joined
 # with commas for --methods.

@@ -15,10 +15,11 @@ resumed_commands() {
 # " (continued N times, the last by `COMMAND`)", or nothing when no
 # command continued the run.
 continued() {
-  local n last
-  n=$(resumed_commands | grep -c .) || true
-  [ "$n" -gt 0 ] || return 0
-  last=$(resumed_commands | tail -1)
+  local commands n last
+  commands=$(resumed_commands)
+  [ -n "$commands" ] || return 0
+  n=$(wc -l <<<"$commands")
+  last=$(tail -1 <<<"$commands")
   if [ "$n" -eq 1 ]; then
     printf ' (continued once, by `%s`)' "$last"
   else

@@ -172,11 +172,10 @@ StatusOr<double> TimeHandOff(const std::vector<ExecDevice>& devices, int a,
     return InternalError("hand-off benchmark: " + one.infeasible_reason +
                          two.infeasible_reason);
   }
-  const double fastest_two =
-      *std::min_element(two.step_times.begin(), two.step_times.end());
-  const double fastest_one =
-      *std::min_element(one.step_times.begin(), one.step_times.end());
-  return std::max(0.0, (fastest_two - fastest_one) / (ops - 1));
+  const auto fastest = [](const ExecResult& r) {
+    return *std::min_element(r.step_times.begin(), r.step_times.end());
+  };
+  return std::max(0.0, (fastest(two) - fastest(one)) / (ops - 1));
 }
 
 StatusOr<std::vector<CopyFit>> BenchmarkCopies(

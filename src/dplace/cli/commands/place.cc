@@ -325,8 +325,8 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
         << " |\n";
   }
   out << "lower bound: " << DescribeLowerBound(lower_bound)
-      << "; no placement beats the larger of the critical path and the total "
-         "work over all devices\n";
+      << "; no placement that fits in memory beats the largest of the "
+         "critical path, the total work and the forced-transfer path\n";
   return best > 0 ? kExitOk : kExitInfeasible;
 }
 

@@ -9,7 +9,10 @@ namespace {
 bool Alike(const CostModel& cost, DeviceId a, DeviceId b) {
   const Device& da = cost.cluster().device(a);
   const Device& db = cost.cluster().device(b);
-  if (da.kind != db.kind || da.memory_bytes != db.memory_bytes) return false;
+  if (da.kind != db.kind || da.memory_bytes != db.memory_bytes ||
+      da.compute_slots != db.compute_slots) {
+    return false;
+  }
   for (OpId op = 0; op < cost.graph().num_ops(); ++op) {
     if (cost.OpTime(op, a) != cost.OpTime(op, b)) return false;
   }

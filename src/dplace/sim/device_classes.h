@@ -1,5 +1,5 @@
-// Devices that are interchangeable for a problem: the same kind and memory,
-// and every op taking the same time on them. The problem-level bounds
+// Devices that are interchangeable for a problem: the same kind, memory and
+// compute slots, and every op taking the same time on them. The problem-level bounds
 // (path_bound.h, work_bound.h) reason about classes instead of devices, so
 // that eight identical GPUs cost what one does.
 #ifndef DPLACE_SIM_DEVICE_CLASSES_H_

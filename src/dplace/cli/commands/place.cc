@@ -161,6 +161,7 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
     out << "placed in " << Format("%.3f", run.wall_seconds) << " s\n";
   }
   if (!note.empty()) out << note << "\n";
+  if (!run.note.empty()) out << run.note << "\n";
   PrintSimResult(cluster, sim, out);
   if (!place.log.empty()) out << "log: " << place.log << "\n";
   if (learned && !search.checkpoint_path.empty()) {

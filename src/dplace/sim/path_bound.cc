@@ -376,9 +376,15 @@ class PathBound {
     std::vector<StepFn> pinned(nc_);  // v's, min over w's class.
     std::vector<StepFn> cond(region.size() * nc_ * 2);
     std::vector<double> best(region.size() * nc_ * 2);
+    // Per class of w and per step of its function: w's run holds exactly
+    // least_w bytes and w finishes at at_w, the step's value.
+    std::vector<std::pair<int, Step>> pins;
     for (int cw = 0; cw < nc_; ++cw) {
-      if (smallest_[Key(w, cw)] == kInfinity) continue;
-      const int64_t least_w = f_[Key(w, cw)].front().m;
+      for (const Step& step : f_[Key(w, cw)]) pins.push_back({cw, step});
+    }
+    for (const auto& [cw, pin] : pins) {
+      const int64_t least_w = pin.m;
+      const StepFn at_w{pin};
       for (size_t i = 0; i < region.size(); ++i) {
         const OpId u = region[i];
         const int64_t s = g_.persistent_bytes(u);
@@ -394,15 +400,15 @@ class PathBound {
             const int64_t from = flag == 1 ? least_w + s : 0;
             for (EdgeId e : g_.in_edges(u)) {
               const OpId a = g_.edge_src(e);
-              StepFn same;
+              static const StepFn kNowhere;
+              const StepFn* same = &kNowhere;
               double moved = kInfinity;
               if (a == w) {
-                if (flag == 1) same = f_[Key(w, cw)];
-                if (flag == 0)
-                  moved = smallest_[Key(w, cw)] + Transfer(e, cw, c);
+                if (flag == 1) same = &at_w;
+                if (flag == 0) moved = pin.g + Transfer(e, cw, c);
               } else {
                 const int j = index.at(a);
-                same = cond[key(j, c, flag)];
+                same = &cond[key(j, c, flag)];
                 for (int c2 = 0; c2 < nc_; ++c2) {
                   for (int f2 = 0; f2 < 2; ++f2) {
                     // a on w's device and u too: not another device.
@@ -414,7 +420,7 @@ class PathBound {
                 }
               }
               need = Max(need,
-                         MinWith(Shifted(same, s, Limit(u, c)), moved, from));
+                         MinWith(Shifted(*same, s, Limit(u, c)), moved, from));
               if (need.empty()) break;
             }
             out = Finish(u, c, need);

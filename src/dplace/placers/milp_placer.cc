@@ -535,7 +535,7 @@ REGISTER_METHOD("milp", 40,
                 "transfers, memory, load; queues relaxed) solved by COIN-OR "
                 "CBC from the best classical placement; its dual bound holds "
                 "for every placement when every op is a unit; options "
-                "seconds (default 60), max_units (200), start (auto)",
+                "seconds (default 20), max_units (200), start (auto)",
                 MakeMilp);
 
 }  // namespace dplace

@@ -11,7 +11,10 @@
 //
 // Equal weights give the total work over all slots; this searches the
 // weights for the largest bound, so a slow CPU no longer counts as a
-// device as fast as a GPU.
+// device as fast as a GPU. The same holds in a window: the ops that cannot
+// start before a (their longest path in, at fastest times) nor end later
+// than b before the step's end (their longest path out) run between a and
+// step - b, so step >= a + b + their work, for every such a and b.
 #ifndef DPLACE_SIM_WORK_BOUND_H_
 #define DPLACE_SIM_WORK_BOUND_H_
 

@@ -151,4 +151,35 @@ double WorkBound(const CostModel& cost) {
   return std::max(best, WindowedBound(cost, scaled, theta, num_classes));
 }
 
+double SerialStepBound(const CostModel& cost) {
+  const Graph& g = cost.graph();
+  const int nd = cost.cluster().num_devices();
+  double total = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    double slowest = 0;
+    for (DeviceId d = 0; d < nd; ++d) {
+      const double t = cost.OpTime(op, d);
+      const double slowdown = cost.cluster().device(d).shared_host_slowdown;
+      if (t < kInfinity) slowest = std::max(slowest, t * (1 + slowdown));
+    }
+    total += slowest;
+  }
+  // Per device pair, the route's latency and seconds per byte, slowest.
+  double latency = 0, per_byte = 0;
+  for (DeviceId a = 0; a < nd; ++a) {
+    for (DeviceId b = 0; b < nd; ++b) {
+      if (a == b) continue;
+      const double l = cost.RouteLatency(a, b);
+      latency = std::max(latency, l);
+      per_byte = std::max(per_byte, cost.TransferTime(1 << 20, a, b) - l);
+    }
+  }
+  per_byte /= 1 << 20;
+  for (EdgeId e = 0; e < g.num_edges(); ++e) {
+    total += latency;
+    if (!g.is_control(e)) total += per_byte * g.tensor_bytes(g.edge_tensor(e));
+  }
+  return total;
+}
+
 }  // namespace dplace

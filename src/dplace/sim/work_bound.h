@@ -25,6 +25,13 @@ namespace dplace {
 // Seconds, at least the total work over all compute slots. Deterministic.
 double WorkBound(const CostModel& cost);
 
+// An upper bound instead: no placement's step, fitting or not, is slower
+// than every op on its slowest allowed device and every tensor over its
+// slowest route, one after another (the simulator never idles while work
+// is ready). The scale of a problem's step times, e.g. for what a search
+// charges a placement that does not fit.
+double SerialStepBound(const CostModel& cost);
+
 }  // namespace dplace
 
 #endif  // DPLACE_SIM_WORK_BOUND_H_

@@ -19,6 +19,7 @@
 #include "dplace/cli/commands/exec_util.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
+#include "dplace/exec/measured_environment.h"
 #include "dplace/io/chrome_trace.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
@@ -448,7 +449,13 @@ int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
     if (!s.ok()) return Fail(err, s);
     mpi.exit_after = static_cast<int64_t>(after);
   }
-  mpi_run.measure_on_workers = place.env == "mpi:measured";
+  if (place.env == "mpi:measured") {
+    // Each worker measures on this host's devices, as the cluster names
+    // them.
+    mpi_run.worker_environment = [](const PlacementProblem& p) {
+      return NewMeasuredEnvironment(*p.graph, *p.cluster, {});
+    };
+  }
   StatusOr<std::unique_ptr<MpiMethodRun>> started =
       MpiMethodRun::Start(mpi_run);
   if (!started.ok()) return Fail(err, started.status());

@@ -25,8 +25,8 @@
 #include <memory>
 #include <random>
 
+#include "dplace/graph/placement.h"
 #include "dplace/graph/random_graph.h"
-#include "dplace/placers/placer_util.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/zoo/zoo.h"
 

@@ -16,11 +16,11 @@
 
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
-#include "dplace/method/lower_bound.h"
 #include "dplace/method/run.h"
-#include "dplace/method/search_log.h"
 #include "dplace/model/load_model.h"
 #include "dplace/report/markdown.h"
+#include "dplace/search/search_log.h"
+#include "dplace/sim/lower_bound.h"
 #include "dplace/util/format.h"
 
 namespace dplace {

@@ -15,8 +15,8 @@
 
 #include "dplace/io/file.h"
 #include "dplace/method/run.h"
-#include "dplace/method/search_log.h"
 #include "dplace/report/html_report.h"
+#include "dplace/search/search_log.h"
 #include "dplace/testing/xml_check.h"
 
 namespace dplace {

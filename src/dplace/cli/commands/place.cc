@@ -7,9 +7,9 @@
 #include <sstream>
 #include <vector>
 
-#include "dplace/method/lower_bound.h"
 #include "dplace/method/run.h"
 #include "dplace/model/load_model.h"
+#include "dplace/sim/lower_bound.h"
 #ifdef DPLACE_WITH_MPI
 #include "dplace/method/mpi_run.h"
 #endif
@@ -26,9 +26,9 @@
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/method/method.h"
-#include "dplace/placers/mcmc.h"
 #include "dplace/report/html_report.h"
 #include "dplace/report/markdown.h"
+#include "dplace/search/mcmc.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
 

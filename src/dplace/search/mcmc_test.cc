@@ -2,7 +2,7 @@
 // is deterministic for a seed, steps over out-of-memory placements without
 // choosing them, resumes where an uninterrupted search ends, and rejects
 // bad options by name.
-#include "dplace/placers/mcmc.h"
+#include "dplace/search/mcmc.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "dplace/cli/cli.h"
-#include "dplace/method/lower_bound.h"
 #include "dplace/model/load_model.h"
+#include "dplace/sim/lower_bound.h"
 #include "dplace/util/format.h"
 
 namespace dplace {

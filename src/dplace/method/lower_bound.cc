@@ -1,11 +1,18 @@
 #include "dplace/method/lower_bound.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "dplace/util/format.h"
 
 namespace dplace {
 namespace {
 
-StepLowerBound Larger(double critical_path, double total_work) {
+StepLowerBound Largest(double critical_path, double total_work,
+                       double memory_path) {
+  if (memory_path > std::max(critical_path, total_work)) {
+    return {memory_path, "forced-transfer path"};
+  }
   if (critical_path >= total_work) return {critical_path, "critical path"};
   return {total_work, "total work"};
 }
@@ -13,14 +20,18 @@ StepLowerBound Larger(double critical_path, double total_work) {
 }  // namespace
 
 StepLowerBound ProblemLowerBound(const Simulator& simulator) {
-  return Larger(simulator.critical_path_bound(), simulator.total_work_bound());
+  return Largest(simulator.critical_path_bound(), simulator.total_work_bound(),
+                 simulator.memory_path_bound());
 }
 
 StepLowerBound ProblemLowerBound(const LowerBounds& bounds) {
-  return Larger(bounds.critical_path, bounds.total_work);
+  return Largest(bounds.critical_path, bounds.total_work, bounds.memory_path);
 }
 
 std::string DescribeLowerBound(const StepLowerBound& bound) {
+  if (std::isinf(bound.seconds)) {
+    return "none: no placement fits in memory (an op fits on no device)";
+  }
   return Format("%.6f s", bound.seconds) + " (" + bound.binding + ")";
 }
 

@@ -16,19 +16,24 @@ namespace dplace {
 struct StepLowerBound {
   double seconds = 0;  // 0: none computed.
   // Which bound binds: "critical path" (the longest dependency chain with
-  // every op on its fastest allowed device and free communication) or
-  // "total work" (every op's fastest time over all compute slots).
+  // every op on its fastest allowed device and free communication),
+  // "total work" (the work over the compute slots, work_bound.h) or
+  // "forced-transfer path" (the longest chain with the transfers that
+  // memory and device kinds force, path_bound.h). Infinite seconds: no
+  // placement fits.
   std::string binding;
 };
 
-// The larger of the critical path and the total work of the problem the
-// simulator was built for.
+// The largest of the critical path, the total work and the forced-transfer
+// path of the problem the simulator was built for: no placement that fits
+// in memory is faster.
 StepLowerBound ProblemLowerBound(const Simulator& simulator);
 
 // The same bound, from a simulated step's bounds.
 StepLowerBound ProblemLowerBound(const LowerBounds& bounds);
 
-// "0.071063 s (total work)": how every command and report prints it.
+// "0.071063 s (total work)", or "none: no placement fits in memory": how
+// every command and report prints it.
 std::string DescribeLowerBound(const StepLowerBound& bound);
 
 }  // namespace dplace

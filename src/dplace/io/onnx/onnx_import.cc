@@ -91,6 +91,16 @@ class Importer {
     return slash == std::string::npos ? "" : name.substr(0, slash);
   }
 
+  // The node index of the first consumer of `tensor` that stays an op (an
+  // un-merged parameter's original is read first by Identity nodes that
+  // become none). REQUIRES: model_.HasLiveConsumer(tensor).
+  int FirstLiveConsumer(const std::string& tensor) const {
+    for (const auto& [node, slot] : model_.Consumers(tensor)) {
+      if (!model_.IsFoldedNode(node)) return node;
+    }
+    return model_.Consumers(tensor).front().first;
+  }
+
   struct Producer {
     OpId op;
     int output;
@@ -108,8 +118,7 @@ class Importer {
       spec.name = UniqueName(name);
       spec.type = WeightIsTrainable(name, *info) ? std::string(kParameterOpType)
                                                  : kConstantOpType;
-      spec.scope =
-          ScopeOf(model_.graph().node(model_.Consumers(name).front().first));
+      spec.scope = ScopeOf(model_.graph().node(FirstLiveConsumer(name)));
       spec.persistent_bytes = info->bytes;
       spec.outputs.push_back(*info);
       producers_[name] = {builder_.AddOp(std::move(spec)), 0};
@@ -308,13 +317,12 @@ class Importer {
           "the running ones)");
     }
     if (!folded.empty()) {
-      findings.push_back(
-          std::to_string(folded.size()) + " Conv weight" +
-          (folded.size() == 1 ? " is" : "s are") +
-          " the exporter's own tensors (" + Examples(folded) +
-          "), so a BatchNorm was folded into " +
-          (folded.size() == 1 ? "it" : "each") +
-          " and its ops, gradients and parameters are missing");
+      findings.push_back(std::to_string(folded.size()) + " Conv weight" +
+                         (folded.size() == 1 ? " is" : "s are") +
+                         " the exporter's own tensors (" + Examples(folded) +
+                         "), so a BatchNorm was folded into " +
+                         (folded.size() == 1 ? "it" : "each") +
+                         " and its ops, gradients and parameters are missing");
     }
     if (!model_.aliases().empty() && dropouts == 0) {
       findings.push_back(
@@ -357,18 +365,21 @@ class Importer {
     const std::string buffer_note =
         buffers == 0
             ? std::string()
-            : "; " + std::to_string(buffers) + " of them pair a buffer "
-              "(running statistics) with a weight of equal value: buffers "
-              "are state, not parameters, and share no gradient";
+            : "; " + std::to_string(buffers) +
+                  " of them pair a buffer "
+                  "(running statistics) with a weight of equal value: buffers "
+                  "are state, not parameters, and share no gradient";
     const bool unmerged = aliases.front().unmerged;
     if (unmerged) {
       warnings_.push_back(
           model_.source() + ": the exporter merged " + n +
           " parameters into others of equal value, which it reads through "
-          "Identity (" + Examples(pairs) +
+          "Identity (" +
+          Examples(pairs) +
           "); each is imported as a parameter of its own, as the model has "
           "it (its own bytes, gradient and update: PyTorch's "
-          "model.parameters() lists each)" + buffer_note +
+          "model.parameters() lists each)" +
+          buffer_note +
           ". A tie (one parameter under two names) is one tensor in the "
           "file and stays one. --keep-merged-parameters reads the file as "
           "it is, one parameter per merged tensor");

@@ -25,7 +25,21 @@ StepLowerBound ProblemLowerBound(const Simulator& simulator) {
 }
 
 StepLowerBound ProblemLowerBound(const LowerBounds& bounds) {
-  return Largest(bounds.critical_path, bounds.total_work, bounds.memory_path);
+  const StepLowerBound computed =
+      Largest(bounds.critical_path, bounds.total_work, bounds.memory_path);
+  if (bounds.proven > computed.seconds) return {bounds.proven, "MILP bound"};
+  return computed;
+}
+
+bool ProvenOptimal(double step_time, const StepLowerBound& bound) {
+  return bound.seconds > 0 && step_time <= bound.seconds * (1 + 1e-9);
+}
+
+std::string DescribeGap(double step_time, const StepLowerBound& bound) {
+  if (!(bound.seconds > 0) || std::isinf(bound.seconds)) return "";
+  return "step time is " + Format("%.3f", step_time / bound.seconds) +
+         "x the lower bound" +
+         (ProvenOptimal(step_time, bound) ? ": optimal" : "");
 }
 
 std::string DescribeLowerBound(const StepLowerBound& bound) {

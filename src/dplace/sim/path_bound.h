@@ -27,6 +27,7 @@
 #define DPLACE_SIM_PATH_BOUND_H_
 
 #include "dplace/cost/cost_model.h"
+#include "dplace/sim/placement.h"
 
 namespace dplace {
 
@@ -35,12 +36,28 @@ struct PathBoundOptions {
   // rounded down (which keeps it a bound) to bound the work at
   // O(edges x classes^2 x max_steps). Default: 64.
   int max_steps = 64;
+  // Where paths meet at an op v, the bound is computed again from the op w
+  // that dominates v, every op between them knowing whether it shares w's
+  // device, so that the paths cannot place w apart; over this many ops in
+  // all, the rest is left to the first computation. Only when memory binds.
+  // Default: 200000.
+  int64_t max_region_ops = 200000;
 };
 
 // The bound in seconds for the problem `cost` was built for: infinity when
 // some op fits on no device (no placement fits). Deterministic.
 double MemoryPathBound(const CostModel& cost,
                        const PathBoundOptions& options = {});
+
+// A placement read off the bound: from the outputs back, each op takes the
+// device class its most critical consumer's bound chose for it, and that
+// consumer's device where the bound kept them together; the groups of ops
+// that share a device then fill their class's devices in topological order
+// while memory lasts. Where the bound's choices agree along every path,
+// its step time is the bound. Needs the functions of every op at once:
+// memory grows with ops x classes x max_steps.
+Placement PathGuidedPlacement(const CostModel& cost,
+                              const PathBoundOptions& options = {});
 
 }  // namespace dplace
 

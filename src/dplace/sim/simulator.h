@@ -46,6 +46,9 @@ struct LowerBounds {
   // that memory forces (MemoryPathBound, path_bound.h); infinity when no
   // placement fits. Not in Max(): an out-of-memory placement may beat it.
   double memory_path = 0;
+  // Any placement that fits: a bound the placing method proved (the MILP's
+  // dual bound, set by RunMethod); 0: none. Not in Max().
+  double proven = 0;
   // Placement: the most loaded device's op time (and time copying for links
   // it is the copier of) over its slots.
   double device_load = 0;

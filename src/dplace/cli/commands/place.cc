@@ -249,6 +249,7 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
     out << "placed in " << Format("%.3f", run.wall_seconds) << " s\n";
   }
   if (!note.empty()) out << note << "\n";
+  if (!run.note.empty()) out << run.note << "\n";
   PrintSimResult(cluster, sim, out);
   if (Status s = PrintModulesAndNext(problem, place, hooks, run, out);
       !s.ok()) {

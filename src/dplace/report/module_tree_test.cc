@@ -186,7 +186,8 @@ TEST(WhatNextTest, FixesToFitAreComputedFromTheModel) {
   }
   EXPECT_GE(gpus, 21'000'000'000);
   // A CPU too small to take the rest: no spilling suggested.
-  const CostModel no_room(g, SmallCluster(4, 8));
+  const Cluster small_cpu = SmallCluster(4, 8);
+  const CostModel no_room(g, small_cpu);
   for (const FitFix& f : FixesToFit(no_room, 32)) {
     EXPECT_THAT(f.change, ::testing::Not(HasSubstr("use_cpu")));
   }

@@ -455,13 +455,23 @@ int PlaceAll(const PlacementProblem& problem, const LoadedModel& model,
       << "lower bound: " << DescribeLowerBound(lower_bound)
       << "; no placement that fits in memory beats the largest of the "
          "critical path, the total work and the forced-transfer path\n";
-  if (BestStepTime(results) > 0) return kExitOk;
-  out << "what next:\n";
+  // What next: the best placement's bottleneck, or what would make the
+  // model fit.
+  const double best = BestStepTime(results);
+  const MethodRun* best_run = nullptr;
+  for (const MethodRun& r : results) {
+    if (best > 0 && r.placed && r.sim.feasible && r.sim.step_time == best) {
+      best_run = &r;
+    }
+  }
+  out << "what next"
+      << (best_run ? " (the best, " + best_run->method + ")" : std::string())
+      << ":\n";
   for (const std::string& line :
-       WhatNextLines(*problem.cost, model, nullptr, lower_bound)) {
+       WhatNextLines(*problem.cost, model, best_run, lower_bound)) {
     out << "  " << line << "\n";
   }
-  return kExitInfeasible;
+  return best > 0 ? kExitOk : kExitInfeasible;
 }
 
 bool IsMpiEnv(const std::string& env) {

@@ -58,8 +58,20 @@ ordered_json TransfersJson(const Cluster& cluster, const SimResult& sim) {
   return {{"bytes", total}, {"links", links}};
 }
 
+// The larger of two bounds (both hold for every placement that fits).
+StepLowerBound Larger(const StepLowerBound& a, const StepLowerBound& b) {
+  return b.seconds > a.seconds ? b : a;
+}
+
+// The bound of a row: the problem's, or the one the method proved
+// (LowerBounds::proven, in ProblemLowerBound of its step) when larger.
+StepLowerBound RowBound(const MethodRun& r, const StepLowerBound& problem) {
+  return r.placed ? Larger(problem, ProblemLowerBound(r.sim.bounds)) : problem;
+}
+
 ordered_json RunJson(const CostModel& cost, const MethodRun& r,
-                     const StepLowerBound& bound) {
+                     const StepLowerBound& problem_bound) {
+  const StepLowerBound bound = RowBound(r, problem_bound);
   const bool fits = r.placed && r.sim.feasible;
   ordered_json row = {
       {"method", r.method},
@@ -135,7 +147,11 @@ std::string PlaceJson(const CostModel& cost, const LoadedModel& model,
                        {"memory_bytes", d.memory_bytes}});
   }
   ordered_json rows = ordered_json::array();
-  for (const MethodRun& r : runs) rows.push_back(RunJson(cost, r, bound));
+  StepLowerBound largest = bound;  // A bound any method proved holds for all.
+  for (const MethodRun& r : runs) {
+    rows.push_back(RunJson(cost, r, bound));
+    largest = Larger(largest, RowBound(r, bound));
+  }
   const MethodRun* best = BestRun(runs);
   const MethodRun* focus =
       best ? best : (runs.size() == 1 ? &runs[0] : nullptr);
@@ -153,12 +169,12 @@ std::string PlaceJson(const CostModel& cost, const LoadedModel& model,
           {"untrained", TallyJson(params.untrained)}}},
         {"warnings", model.warnings}}},
       {"cluster", {{"name", cluster.name()}, {"devices", devices}}},
-      {"lower_bound",
-       bound.seconds > 0 ? NumberOrNull(bound.seconds) : ordered_json(nullptr)},
-      {"lower_bound_binding", bound.binding},
+      {"lower_bound", largest.seconds > 0 ? NumberOrNull(largest.seconds)
+                                          : ordered_json(nullptr)},
+      {"lower_bound_binding", largest.binding},
       {"methods", rows},
       {"best", best ? ordered_json(best->method) : ordered_json(nullptr)},
-      {"what_next", WhatNextLines(cost, model, focus, bound)}};
+      {"what_next", WhatNextLines(cost, model, focus, largest)}};
   return doc.dump(1) + "\n";
 }
 

@@ -581,7 +581,7 @@ TEST_F(CliTest, PlaceWritesAPlacementThatSimulateAccepts) {
   // The example's one-GPU placement, simulated in the demo.
   EXPECT_THAT(r.out, HasSubstr("step time: 0.207971 s\nfeasible: yes\n"));
   EXPECT_THAT(r.out, HasSubstr("method single-gpu: placed in "));
-  EXPECT_THAT(r.out, HasSubstr("x the bound"));
+  EXPECT_THAT(r.out, HasSubstr("x the lower bound"));
   const CliResult sim = Dplace({"simulate", "--graph", kGraph, "--cluster",
                                 "k80x2", "--placement", out});
   ASSERT_EQ(sim.code, kExitOk) << sim.err;
@@ -1081,6 +1081,13 @@ TEST_F(CliTest, PlaceByModuleWithWholeModulesAndADeviceMap) {
   const CliResult simulated = Dplace({"simulate", "--model", model, "--cluster",
                                       "k80x2", "--placement", placement});
   EXPECT_EQ(simulated.code, kExitOk) << simulated.err;
+  // A search starts from placers that split modules: they are moved whole.
+  const CliResult searched = Dplace(
+      {"place", "--model", model, "--batch", "256", "--cluster", "k80x2",
+       "--method", "mcmc", "--budget-samples", "200", "--whole-modules", "2"});
+  ASSERT_EQ(searched.code, kExitOk) << searched.err;
+  EXPECT_THAT(searched.out,
+              HasSubstr("whole modules at depth 2: each on one device"));
   EXPECT_THAT(BadInput(Dplace({"place", "--model", model, "--cluster", "k80x2",
                                "--method", "all", "--by-module"})),
               HasSubstr("not with --method all"));

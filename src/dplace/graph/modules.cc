@@ -121,4 +121,42 @@ StatusOr<Graph> ColocateModules(const Graph& graph, int depth) {
   return std::move(builder).Build();
 }
 
+int KeepGroupsWhole(const Graph& graph, const std::vector<DeviceKind>& kinds,
+                    const std::vector<double>& weight,
+                    std::vector<int32_t>* placement) {
+  std::unordered_map<std::string, std::vector<OpId>> groups;
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    if (!graph.colocation_group(op).empty()) {
+      groups[graph.colocation_group(op)].push_back(op);
+    }
+  }
+  const int devices = static_cast<int>(kinds.size());
+  int moved = 0;
+  for (const auto& [name, ops] : groups) {
+    std::vector<double> on(devices, 0);
+    bool split = false;
+    for (OpId op : ops) {
+      on[(*placement)[op]] += weight[op] + 1e-12;  // Ties: most ops.
+      split = split || (*placement)[op] != (*placement)[ops[0]];
+    }
+    if (!split) continue;
+    auto runs_all = [&](DeviceKind kind) {
+      for (OpId op : ops) {
+        if (!graph.allowed_devices(op).Contains(kind)) return false;
+      }
+      return true;
+    };
+    int best = -1;
+    for (int d = 0; d < devices; ++d) {
+      if (runs_all(kinds[d]) && (best < 0 || on[d] > on[best])) best = d;
+    }
+    if (best < 0) continue;  // No device runs every op of the group.
+    for (OpId op : ops) {
+      moved += (*placement)[op] != best;
+      (*placement)[op] = best;
+    }
+  }
+  return moved;
+}
+
 }  // namespace dplace

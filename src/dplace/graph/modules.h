@@ -41,6 +41,15 @@ std::vector<std::string> ModulePaths(const std::string& scope);
 // those of `graph`. REQUIRES: depth >= 1.
 StatusOr<Graph> ColocateModules(const Graph& graph, int depth);
 
+// Moves every colocation group of `graph` that `placement` splits onto one
+// device: the one its ops' `weight` (e.g. their op times) sums highest on,
+// among the devices every op of the group may run on (`kinds`: each
+// device's kind). For placers that do not keep groups whole. Returns how
+// many ops moved. REQUIRES: placement and weight have an entry per op.
+int KeepGroupsWhole(const Graph& graph, const std::vector<DeviceKind>& kinds,
+                    const std::vector<double>& weight,
+                    std::vector<int32_t>* placement);
+
 }  // namespace dplace
 
 #endif  // DPLACE_GRAPH_MODULES_H_

@@ -80,5 +80,19 @@ TEST(ModulesTest, ColocateModulesKeepsEachModuleWhole) {
   EXPECT_TRUE(deeper->colocation_group(*deeper->FindOp("a2")).empty());
 }
 
+TEST(ModulesTest, KeepGroupsWholeMovesSplitGroupsToTheirHeaviestDevice) {
+  const Graph g = *ColocateModules(TwoBlocks(), 1);
+  // Devices: 0 a CPU, 1 and 2 GPUs. blocks.0 split 1:1 with more time on
+  // device 2; blocks.1 with w whole on device 1.
+  std::vector<int32_t> placement = {0, 1, 2, 1, 1, 1};
+  const std::vector<double> weight = {1, 1, 3, 1, 1, 1};
+  const std::vector<DeviceKind> kinds = {DeviceKind::kCpu, DeviceKind::kGpu,
+                                         DeviceKind::kGpu};
+  EXPECT_EQ(KeepGroupsWhole(g, kinds, weight, &placement), 1);
+  EXPECT_THAT(placement, ElementsAre(0, 2, 2, 1, 1, 1));
+  // Whole already: nothing moves.
+  EXPECT_EQ(KeepGroupsWhole(g, kinds, weight, &placement), 0);
+}
+
 }  // namespace
 }  // namespace dplace

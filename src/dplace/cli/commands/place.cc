@@ -137,9 +137,8 @@ Status PrintModulesAndNext(const PlacementProblem& problem,
         graph, run.placement, place.whole_modules, cluster.num_devices());
     out << "whole modules at depth " << place.whole_modules << ": "
         << (split.empty() ? std::string("each on one device")
-                          : std::to_string(split.size()) + " split (method " +
-                                place.method +
-                                " does not keep colocation groups whole), "
+                          : std::to_string(split.size()) +
+                                " split (no device runs all of their ops), "
                                 "first " +
                                 split[0])
         << "\n";
@@ -317,6 +316,34 @@ StatusOr<std::string> Refine(const PlacementProblem& problem, double seconds,
   return line;
 }
 
+// --whole-modules: a method that does not keep colocation groups whole
+// leaves modules split; their ops move to the device most of each module's
+// op time is on (KeepGroupsWhole) and the step is simulated again. Returns
+// the line saying so; empty when nothing moved.
+StatusOr<std::string> KeepModulesWhole(const PlacementProblem& solved,
+                                       const PlaceFlags& place,
+                                       const MethodRunOptions& run_options,
+                                       MethodRun* run) {
+  const Graph& graph = *solved.graph;
+  std::vector<double> seconds(graph.num_ops());
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    seconds[op] = solved.cost->OpTime(op, run->placement[op]);
+  }
+  std::vector<DeviceKind> kinds;
+  for (const Device& d : solved.cluster->devices()) kinds.push_back(d.kind);
+  const int moved = KeepGroupsWhole(graph, kinds, seconds, &run->placement);
+  if (moved == 0) return std::string();
+  SimOptions sim_options;
+  sim_options.record_timeline = run_options.record_timeline;
+  const std::string before = StepTimeText(run->sim);
+  DPLACE_ASSIGN_OR_RETURN(
+      run->sim, Simulator(*solved.cost).Simulate(run->placement, sim_options));
+  return "whole modules: method " + place.method + " put " +
+         std::to_string(moved) +
+         " ops apart from their module; moved to it: " + before + " -> " +
+         StepTimeText(run->sim);
+}
+
 // dplace place --method NAME: one placer, or a search through the
 // simulated environment; prints the chosen placement.
 int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
@@ -338,6 +365,14 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
     StatusOr<std::string> line =
         Refine(solved, place.refine, hooks.environment, run_options, &*run);
     if (line.ok()) note = *line;
+    if (!line.ok()) run = line.status();
+  }
+  if (run.ok() && run->placed && hooks.constrained) {
+    StatusOr<std::string> line =
+        KeepModulesWhole(solved, place, run_options, &*run);
+    if (line.ok() && !line->empty()) {
+      note += (note.empty() ? "" : "\n") + *line;
+    }
     if (!line.ok()) run = line.status();
   }
   if (run.ok() && run->placed && hooks.after_search) {

@@ -248,8 +248,9 @@ std::string ModuleSection(const Graph& graph, const Cluster& cluster,
       std::to_string(depth) +
       "; each counts its own ops and its descendants' (forward, backward "
       "and update). The bars split the module's compute time (left) and "
-      "memory (right: weights, optimizer slots, scratch and outputs) over "
-      "the devices; hover for figures. Click a module to fold it.</p>\n"
+      "memory (right: its weights, optimizer slots, scratch and outputs, "
+      "summed over the step, not the peak) over the devices; hover for "
+      "figures. Click a module to fold it.</p>\n"
       "<div class=\"modules\">";
   for (size_t r : top) out += render(r);
   out += "</div>\n";

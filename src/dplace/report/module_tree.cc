@@ -145,10 +145,10 @@ std::string DescribeModuleDevices(const Cluster& cluster,
 
 std::string ModuleTable(const Cluster& cluster,
                         const std::vector<ModuleRow>& rows) {
-  std::vector<std::vector<std::string>> cells = {{"module", "ops",
-                                                  "compute (ms)", "memory",
-                                                  "device (share of time, "
-                                                  "memory)"}};
+  std::vector<std::vector<std::string>> cells = {
+      {"module", "ops", "compute (ms)", "weights+outputs",
+       "device (share of time, "
+       "memory)"}};
   for (const ModuleRow& row : rows) {
     cells.push_back({std::string(2 * (row.depth - 1), ' ') + row.path,
                      std::to_string(row.ops),

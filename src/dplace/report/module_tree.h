@@ -33,7 +33,8 @@ struct ModuleRow {
   int ops = 0;
   // Summed op time (CostModel::OpTime on the op's device).
   double compute_seconds = 0;
-  // Summed OpMemoryEstimate: weights, optimizer slots, scratch and outputs.
+  // Summed OpMemoryEstimate: weights, optimizer slots, scratch and outputs
+  // (over the step: not a peak, which depends on when each is freed).
   int64_t memory_bytes = 0;
   std::vector<double> device_seconds;  // Per device.
   std::vector<int64_t> device_bytes;   // Per device.

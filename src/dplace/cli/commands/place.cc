@@ -146,7 +146,8 @@ Status PrintModulesAndNext(const PlacementProblem& problem,
   if (place.by_module >= 0) {
     out << "placement by module (depth " << place.by_module
         << ", model order; compute time and memory of each module's "
-           "forward, backward and update ops):\n"
+           "forward, backward and update ops; weights+outputs: the bytes "
+           "they hold at some point in the step):\n"
         << ModuleTable(cluster,
                        ModuleRows(graph, run.placement, problem.cost,
                                   place.by_module, cluster.num_devices()));

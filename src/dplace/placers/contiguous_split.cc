@@ -8,6 +8,7 @@
 
 #include "dplace/placers/placer.h"
 #include "dplace/placers/placer_util.h"
+#include "dplace/sim/simulator.h"
 
 namespace dplace {
 namespace {
@@ -258,7 +259,7 @@ StatusOr<Placement> AllOnCpu(const PlacementProblem& problem) {
 
 }  // namespace
 
-SplitUnits MakeSplitUnits(const Graph& graph, int max_units) {
+SplitUnits MakeSplitUnits(const Graph& graph, int max_units, UnitOrder order) {
   const HintGroups hints = ColocationHintGroups(graph);
   const int n = hints.num_groups;
   std::vector<int32_t> position(graph.num_ops());
@@ -293,17 +294,38 @@ SplitUnits MakeSplitUnits(const Graph& graph, int max_units) {
   }
   using Entry = std::pair<int32_t, int32_t>;  // Key, component.
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
-  for (int c = 0; c < count; ++c) {
-    if (indegree[c] == 0) ready.push({key[c], c});
+  std::vector<int32_t> stack;  // kDepthFirst: the latest enabled first.
+  for (int c = count - 1; c >= 0; --c) {
+    if (indegree[c] > 0) continue;
+    if (order == UnitOrder::kEarliestFirst) {
+      ready.push({key[c], c});
+    } else {
+      stack.push_back(c);
+    }
   }
   std::vector<int32_t> rank(count, 0);
   int emitted = 0;
-  while (!ready.empty()) {
-    const int32_t c = ready.top().second;
-    ready.pop();
+  while (!ready.empty() || !stack.empty()) {
+    int32_t c;
+    if (order == UnitOrder::kEarliestFirst) {
+      c = ready.top().second;
+      ready.pop();
+    } else {
+      c = stack.back();
+      stack.pop_back();
+    }
     rank[c] = emitted++;
+    // Successors by key, so that the depth-first order visits the earliest
+    // one next.
+    std::sort(next[c].begin(), next[c].end(),
+              [&](int32_t a, int32_t b) { return key[a] > key[b]; });
     for (int32_t d : next[c]) {
-      if (--indegree[d] == 0) ready.push({key[d], d});
+      if (--indegree[d] > 0) continue;
+      if (order == UnitOrder::kEarliestFirst) {
+        ready.push({key[d], d});
+      } else {
+        stack.push_back(d);
+      }
     }
   }
   SplitUnits units;
@@ -422,6 +444,199 @@ StatusOr<Placement> GreedyContiguousSplit(const PlacementProblem& problem,
 
 namespace {
 
+// The contiguous-split DP with dplace's timing: each op of a stretch starts
+// when its inputs have arrived (the producer's finish plus the uncontended
+// transfer between the two devices) and its device is free, stretches'
+// ops in unit order. A state (prefix of j units, a GPUs used) keeps one
+// partial schedule, the one whose ops so far finish earliest, with the
+// finish and device of each op whose tensors later units read: a
+// heuristic over the schedules, exact for each split it evaluates.
+class ScheduledSplit {
+ public:
+  ScheduledSplit(const PlacementProblem& problem, const SplitUnits& units)
+      : problem_(problem),
+        g_(*problem.graph),
+        units_(units),
+        gpus_(problem.cluster->DevicesOfKind(DeviceKind::kGpu)),
+        cpus_(problem.cluster->DevicesOfKind(DeviceKind::kCpu)) {
+    const int u = units.num_units;
+    ops_.resize(u);
+    memory_.assign(u + 1, 0);
+    last_reader_.assign(g_.num_ops(), -1);
+    std::vector<int32_t> position(g_.num_ops());
+    for (size_t i = 0; i < g_.topological_order().size(); ++i) {
+      position[g_.topological_order()[i]] = static_cast<int32_t>(i);
+    }
+    for (OpId op : g_.topological_order()) {
+      const int32_t k = units.unit_of_op[op];
+      ops_[k].push_back(op);
+      int64_t bytes = g_.persistent_bytes(op);
+      for (int i = 0; i < g_.num_outputs(op); ++i) {
+        bytes += g_.tensor_bytes(g_.output(op, i));
+      }
+      memory_[k + 1] += bytes;
+      for (EdgeId e : g_.out_edges(op)) {
+        last_reader_[op] =
+            std::max(last_reader_[op], units.unit_of_op[g_.edge_dst(e)]);
+      }
+    }
+    for (int k = 0; k < u; ++k) memory_[k + 1] += memory_[k];
+    finish_.assign(g_.num_ops(), 0);
+    device_.assign(g_.num_ops(), 0);
+  }
+
+  // Each unit's device; empty when no split fits.
+  std::vector<DeviceId> Solve() {
+    const int u = units_.num_units;
+    const int k = static_cast<int>(gpus_.size());
+    states_.assign(static_cast<size_t>(u + 1) * (k + 1), State());
+    State& first = At(0, 0);
+    first.valid = true;
+    for (int j = 0; j < u; ++j) {
+      for (int a = 0; a <= k; ++a) {
+        if (!At(j, a).valid) continue;
+        if (a < k) Extend(j, a, gpus_[a], a + 1);
+        if (!cpus_.empty()) Extend(j, a, cpus_[0], a);
+      }
+    }
+    int best = -1;
+    for (int a = 0; a <= k; ++a) {
+      if (At(u, a).valid && (best < 0 || At(u, a).time < At(u, best).time)) {
+        best = a;
+      }
+    }
+    if (best < 0) return {};
+    std::vector<DeviceId> device(u);
+    for (int j = u, a = best; j > 0;) {
+      const State& s = At(j, a);
+      for (int x = s.from; x < j; ++x) device[x] = s.device;
+      j = s.from;
+      a = s.from_gpus;
+    }
+    return device;
+  }
+
+ private:
+  struct Frontier {
+    OpId op;
+    double finish;
+    DeviceId device;
+  };
+  struct State {
+    bool valid = false;
+    double time = 0;             // The latest finish so far.
+    double cpu_free = 0;         // When the CPU's last op finishes.
+    std::vector<Frontier> open;  // Ops later units read.
+    int from = 0, from_gpus = 0;
+    DeviceId device = 0;  // Of the stretch that ends here.
+  };
+  State& At(int j, int a) {
+    return states_[static_cast<size_t>(j) * (gpus_.size() + 1) + a];
+  }
+
+  // Stretches [j, x) on `device` for every x the device's memory allows,
+  // each offered to state (x, to_gpus).
+  void Extend(int j, int a, DeviceId device, int to_gpus) {
+    const State& from = At(j, a);
+    for (const Frontier& f : from.open) {
+      finish_[f.op] = f.finish;
+      device_[f.op] = f.device;
+    }
+    const bool cpu = problem_.cluster->device(device).kind == DeviceKind::kCpu;
+    const int64_t capacity = problem_.cluster->device(device).memory_bytes;
+    double free = cpu ? from.cpu_free : 0;
+    double time = from.time;
+    const int u = units_.num_units;
+    const int limit = cpu ? std::min(u, j + kMaxCpuStretch) : u;
+    for (int x = j; x < limit; ++x) {
+      if (!cpu && memory_[x + 1] - memory_[j] > capacity) break;
+      for (OpId op : ops_[x]) {
+        DeviceId d = device;
+        if (!g_.allowed_devices(op).Contains(
+                problem_.cluster->device(d).kind)) {
+          d = AllowedDevices(g_, *problem_.cluster, op)[0];
+        }
+        double ready = 0;
+        for (EdgeId e : g_.in_edges(op)) {
+          const OpId p = g_.edge_src(e);
+          if (units_.unit_of_op[p] > x) continue;  // Read from later: unknown.
+          double arrival = finish_[p];
+          if (device_[p] != d) {
+            arrival +=
+                g_.is_control(e)
+                    ? problem_.cost->RouteLatency(device_[p], d)
+                    : problem_.cost->TransferTime(
+                          g_.tensor_bytes(g_.edge_tensor(e)), device_[p], d);
+          }
+          ready = std::max(ready, arrival);
+        }
+        const double start = d == device ? std::max(ready, free) : ready;
+        finish_[op] = start + problem_.cost->OpTime(op, d);
+        device_[op] = d;
+        if (d == device) free = finish_[op];
+        time = std::max(time, finish_[op]);
+      }
+      Offer(j, a, x + 1, to_gpus, device, time, cpu ? free : from.cpu_free);
+    }
+  }
+
+  void Offer(int j, int a, int x, int to_gpus, DeviceId device, double time,
+             double cpu_free) {
+    State& to = At(x, to_gpus);
+    if (to.valid && to.time <= time) return;
+    const State& from = At(j, a);
+    std::vector<Frontier> open;
+    for (const Frontier& f : from.open) {
+      if (last_reader_[f.op] >= x) open.push_back(f);
+    }
+    for (int y = j; y < x; ++y) {
+      for (OpId op : ops_[y]) {
+        if (last_reader_[op] >= x)
+          open.push_back({op, finish_[op], device_[op]});
+      }
+    }
+    to.valid = true;
+    to.time = time;
+    to.cpu_free = cpu_free;
+    to.open = std::move(open);
+    to.from = j;
+    to.from_gpus = a;
+    to.device = device;
+  }
+
+  // A CPU stretch runs at most this many units (a GPU's, as many as fit).
+  static constexpr int kMaxCpuStretch = 512;
+
+  const PlacementProblem& problem_;
+  const Graph& g_;
+  const SplitUnits& units_;
+  const std::vector<DeviceId> gpus_, cpus_;
+  std::vector<std::vector<OpId>> ops_;  // Per unit, topological order.
+  std::vector<int64_t> memory_;         // Prefix sums over units.
+  std::vector<int32_t> last_reader_;    // Per op: last unit reading it.
+  std::vector<State> states_;
+  std::vector<double> finish_;  // Scratch: per op, while extending.
+  std::vector<DeviceId> device_;
+};
+
+}  // namespace
+
+StatusOr<Placement> ScheduledContiguousSplit(const PlacementProblem& problem,
+                                             int max_units, UnitOrder order) {
+  DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem));
+  const SplitUnits units = MakeSplitUnits(*problem.graph, max_units, order);
+  if (problem.cluster->DevicesOfKind(DeviceKind::kGpu).empty()) {
+    return AllOnCpu(problem);
+  }
+  const std::vector<DeviceId> device = ScheduledSplit(problem, units).Solve();
+  if (device.empty()) {
+    return InfeasibleError("no contiguous split fits the GPUs' memory");
+  }
+  return Expand(problem, units, device);
+}
+
+namespace {
+
 class SplitDpPlacer : public Placer {
  public:
   explicit SplitDpPlacer(SplitOptions options)
@@ -445,6 +660,55 @@ class SplitGreedyPlacer : public Placer {
  private:
   int max_units_;
 };
+
+// split-dp: ScheduledContiguousSplit over both unit orders, the faster in
+// the simulator.
+class ScheduledSplitPlacer : public Placer {
+ public:
+  explicit ScheduledSplitPlacer(int max_units)
+      : Placer("split-dp"), max_units_(max_units) {}
+  StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
+    Simulator simulator(*problem.cost);
+    Placement best;
+    double best_time = 0;
+    bool best_feasible = false;
+    Status why = Status::Ok();
+    for (UnitOrder order :
+         {UnitOrder::kEarliestFirst, UnitOrder::kDepthFirst}) {
+      StatusOr<Placement> p =
+          ScheduledContiguousSplit(problem, max_units_, order);
+      if (!p.ok()) {
+        why = p.status();
+        continue;
+      }
+      DPLACE_ASSIGN_OR_RETURN(SimResult r, simulator.Simulate(*p));
+      if (best.empty() || (r.feasible && !best_feasible) ||
+          (r.feasible == best_feasible && r.step_time < best_time)) {
+        best = *std::move(p);
+        best_time = r.step_time;
+        best_feasible = r.feasible;
+      }
+    }
+    if (best.empty()) return why;
+    return best;
+  }
+
+ private:
+  int max_units_;
+};
+
+StatusOr<std::unique_ptr<Method>> MakeScheduledSplit(
+    const MethodOptions& options) {
+  int max_units = SplitOptions().max_units;
+  OptionReader reader("split-dp", options);
+  reader.Int("max_units", &max_units);
+  DPLACE_RETURN_IF_ERROR(reader.Finish());
+  if (max_units < 1) {
+    return InvalidArgumentError(
+        "method split-dp: option max_units must be >= 1");
+  }
+  return std::unique_ptr<Method>(new ScheduledSplitPlacer(max_units));
+}
 
 StatusOr<std::unique_ptr<Method>> MakeSplitDp(const MethodOptions& options) {
   SplitOptions s;
@@ -485,6 +749,12 @@ REGISTER_METHOD("tarnawski-dp", 33,
                 "under memory; options objective=latency|throughput, "
                 "max_units",
                 MakeSplitDp);
+REGISTER_METHOD("split-dp", 35,
+                "dplace's contiguous-split DP: Tarnawski et al.'s dynamic "
+                "program with each split timed as the simulator runs it (ops "
+                "start when their inputs arrive), over two topological "
+                "orders; option max_units",
+                MakeScheduledSplit);
 REGISTER_METHOD("tarnawski-greedy", 34,
                 "Tarnawski et al.'s latency greedy: the colocation classes in "
                 "topological order fill each GPU in turn while memory lasts, "

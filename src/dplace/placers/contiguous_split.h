@@ -35,7 +35,12 @@ struct SplitUnits {
   int num_units = 0;
   std::vector<int32_t> unit_of_op;
 };
-SplitUnits MakeSplitUnits(const Graph& graph, int max_units);
+// Which topological order of the units: the ready unit with the earliest
+// op first (parallel branches interleave), or the one made ready last
+// (depth first: a branch runs to its end before the next begins).
+enum class UnitOrder { kEarliestFirst, kDepthFirst };
+SplitUnits MakeSplitUnits(const Graph& graph, int max_units,
+                          UnitOrder order = UnitOrder::kEarliestFirst);
 
 enum class SplitObjective {
   // The sum of the stretches' estimates: one sample through the graph.
@@ -55,6 +60,15 @@ struct SplitOptions {
 // only). Errors: nothing fits (kInfeasible).
 StatusOr<Placement> BestContiguousSplit(const PlacementProblem& problem,
                                         const SplitOptions& options);
+
+// dplace's own variant of the DP: the latency of a split is estimated as the
+// simulator times it (each op starts when its inputs have arrived and its
+// device is free, transfers uncontended), not as the paper's calls (a
+// stretch's inputs, compute and outputs in sequence). Each state keeps the
+// partial schedule that finishes earliest, so the DP is a heuristic over
+// schedules. Errors: nothing fits (kInfeasible).
+StatusOr<Placement> ScheduledContiguousSplit(const PlacementProblem& problem,
+                                             int max_units, UnitOrder order);
 
 // The paper's greedy: units in order, each on the current GPU while it
 // fits, else on the next GPU, else (no GPU left, or a unit larger than a

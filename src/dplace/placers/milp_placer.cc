@@ -156,6 +156,7 @@ class MilpModel {
       }
     }
     for (const UnitProblem::Edge& e : units_.edges) Precedence(e);
+    if (n <= kOrderedUnits) Serialize();
     BreakSymmetry();
     Cbc_setObjSense(model_.get(), 1);
   }
@@ -323,6 +324,76 @@ class MilpModel {
     return v;
   }
 
+  // Small programs model each one-slot device's queue too: of two units
+  // that no path orders, on one such device, one runs after the other
+  // (binary o: a before b). M is the serial time of everything.
+  void Serialize() {
+    const int n = units_.num_units;
+    std::vector<std::vector<char>> reach(n, std::vector<char>(n, 0));
+    std::vector<std::vector<int>> out(n);
+    for (const UnitProblem::Edge& e : units_.edges) out[e.from].push_back(e.to);
+    for (int a = 0; a < n; ++a) {  // Depth-first from each unit.
+      std::vector<int> stack = out[a];
+      while (!stack.empty()) {
+        const int b = stack.back();
+        stack.pop_back();
+        if (reach[a][b]) continue;
+        reach[a][b] = 1;
+        for (int c : out[b]) stack.push_back(c);
+      }
+    }
+    const Cluster& c = *problem_.cluster;
+    double big = 0;
+    for (int u = 0; u < n; ++u) {
+      double slowest = 0;
+      for (DeviceId d = 0; d < c.num_devices(); ++d) {
+        if (units_.time[u][d] < kInfinity) {
+          slowest = std::max(slowest, units_.time[u][d]);
+        }
+      }
+      big += slowest;
+    }
+    for (const UnitProblem::Edge& e : units_.edges) {
+      double slowest = 0;
+      for (int ka = 0; ka < classes_.num(); ++ka) {
+        for (int kb = 0; kb < classes_.num(); ++kb) {
+          const double tau = transfers_.Seconds(ka, kb, e.control, e.bytes);
+          if (tau < kInfinity) slowest = std::max(slowest, tau);
+        }
+      }
+      big += slowest;
+    }
+    for (int a = 0; a < n; ++a) {
+      for (int b = a + 1; b < n; ++b) {
+        if (reach[a][b] || reach[b][a]) continue;
+        int order = -1;
+        for (DeviceId d = 0; d < c.num_devices(); ++d) {
+          if (c.device(d).compute_slots != 1 || x_[a][d] < 0 || x_[b][d] < 0) {
+            continue;
+          }
+          if (order < 0) order = AddColumn(0, 1, 0, true);
+          // S[b] >= S[a] + time of a - M (1 - o) - M (2 - x[a][d] - x[b][d]).
+          Row after = Finish(a);
+          after.Add(start_[b], 1);
+          after.Add(order, -big);
+          after.Add(x_[a][d], -big);
+          after.Add(x_[b][d], -big);
+          AddRow(after, 'G', -3 * big);
+          // S[a] >= S[b] + time of b - M o - M (2 - x[a][d] - x[b][d]).
+          Row before = Finish(b);
+          before.Add(start_[a], 1);
+          before.Add(order, big);
+          before.Add(x_[a][d], -big);
+          before.Add(x_[b][d], -big);
+          AddRow(before, 'G', -2 * big);
+        }
+      }
+    }
+  }
+
+  // Programs of at most this many units model the device queues.
+  static constexpr int kOrderedUnits = 40;
+
   // Identical devices are interchangeable: the (j+1)-th of a class takes
   // unit u only if the j-th took a unit at or before u.
   void BreakSymmetry() {
@@ -464,7 +535,7 @@ REGISTER_METHOD("milp", 40,
                 "transfers, memory, load; queues relaxed) solved by COIN-OR "
                 "CBC from the best classical placement; its dual bound holds "
                 "for every placement when every op is a unit; options "
-                "seconds (default 60), max_units (200), start (auto)",
+                "seconds (default 20), max_units (200), start (auto)",
                 MakeMilp);
 
 }  // namespace dplace

@@ -24,8 +24,8 @@
 namespace dplace {
 
 struct MilpOptions {
-  // CBC's time limit. Default: 60.
-  double seconds = 60;
+  // CBC's time limit, wall clock. Default: 20.
+  double seconds = 20;
   // Units of the program: every op when the graph has at most this many,
   // otherwise this many contiguous-split units. Default: 200.
   int max_units = 200;

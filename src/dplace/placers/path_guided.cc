@@ -19,7 +19,7 @@ class PathGuidedPlacer : public Placer {
 
 }  // namespace
 
-REGISTER_METHOD("path-guided", 35,
+REGISTER_METHOD("path-guided", 36,
                 "the placement read off the forced-transfer path bound: each "
                 "op on the device class its most critical consumer's bound "
                 "chose, sharing its device where the bound did",

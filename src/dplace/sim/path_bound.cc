@@ -363,6 +363,106 @@ class PathBound {
     return true;
   }
 
+  // An input op of an op in a pinned region: its function on the op's
+  // device and its arrival from another device.
+  struct Input {
+    OpId op;
+    const StepFn* same;
+    double moved;
+  };
+
+  // Per op of the region: the region's ops it reaches backwards (itself
+  // included), as bits of their index; empty when the region is too large
+  // to sum its branches' memory.
+  static std::vector<std::vector<uint64_t>> Ancestors(
+      const std::vector<OpId>& region,
+      const std::unordered_map<OpId, int>& index, const Graph& g) {
+    std::vector<std::vector<uint64_t>> bits;
+    if (region.size() > kMaxSummedRegion) return bits;
+    const size_t words = (region.size() + 63) / 64;
+    bits.assign(region.size(), std::vector<uint64_t>(words, 0));
+    for (size_t i = 0; i < region.size(); ++i) {  // Topological order.
+      bits[i][i / 64] |= uint64_t{1} << (i % 64);
+      for (EdgeId e : g.in_edges(region[i])) {
+        const auto it = index.find(g.edge_src(e));
+        if (it == index.end()) continue;  // w.
+        for (size_t k = 0; k < words; ++k) bits[i][k] |= bits[it->second][k];
+      }
+    }
+    return bits;
+  }
+  std::vector<std::vector<uint64_t>> Ancestors(
+      const std::vector<OpId>& region,
+      const std::unordered_map<OpId, int>& index) const {
+    return Ancestors(region, index, g_);
+  }
+
+  // What an op needs of its inputs as a function of the memory of its
+  // device before it: each input on that device (its function) or not (its
+  // arrival), the largest over inputs. Where the inputs' ops in the region
+  // share no op (disjoint branches from w), the device holds all their
+  // runs at once: their memories beyond `base` (w's run, for ops on w's
+  // device) add up; otherwise only the largest counts.
+  static StepFn Combine(const std::vector<Input>& inputs, int64_t base, OpId w,
+                        const std::vector<std::vector<uint64_t>>& ancestors,
+                        const std::unordered_map<OpId, int>& index,
+                        int max_steps) {
+    bool disjoint = !ancestors.empty() && inputs.size() > 1;
+    for (size_t a = 0; a < inputs.size() && disjoint; ++a) {
+      if (inputs[a].op == w) continue;
+      const std::vector<uint64_t>& x = ancestors[index.at(inputs[a].op)];
+      for (size_t b = a + 1; b < inputs.size() && disjoint; ++b) {
+        if (inputs[b].op == w) continue;
+        const std::vector<uint64_t>& y = ancestors[index.at(inputs[b].op)];
+        for (size_t k = 0; k < x.size(); ++k) disjoint &= (x[k] & y[k]) == 0;
+      }
+    }
+    if (!disjoint) {
+      StepFn need{{0, 0}};
+      for (const Input& in : inputs) {
+        need = Max(need, MinWith(*in.same, in.moved));
+        if (need.empty()) break;
+      }
+      return need;
+    }
+    StepFn need{{base, 0}};
+    for (const Input& in : inputs) {
+      // On the device: memories add beyond base; elsewhere: its arrival.
+      StepFn both;
+      for (const Step& h : need) {
+        for (const Step& f : *in.same) {
+          if (f.m < base) continue;
+          both.push_back({h.m + f.m - base, std::max(h.g, f.g)});
+        }
+      }
+      std::sort(both.begin(), both.end(), [](const Step& x, const Step& y) {
+        return x.m != y.m ? x.m < y.m : x.g < y.g;
+      });
+      StepFn together;
+      for (const Step& step : both) {
+        if (together.empty() || step.g < together.back().g) {
+          if (!together.empty() && together.back().m == step.m) {
+            together.back().g = step.g;
+          } else {
+            together.push_back(step);
+          }
+        }
+      }
+      StepFn apart = need;
+      for (Step& step : apart) step.g = std::max(step.g, in.moved);
+      if (in.moved == kInfinity) apart.clear();
+      need = Min(together, apart);
+      RoundDown(&need, max_steps);
+      if (need.empty()) break;
+    }
+    return need;
+  }
+  StepFn Combine(const std::vector<Input>& inputs, int64_t base, OpId w,
+                 const std::vector<std::vector<uint64_t>>& ancestors,
+                 const std::unordered_map<OpId, int>& index) const {
+    return Combine(inputs, base, w, ancestors, index, options_.max_steps);
+  }
+
   // v's functions again, with the ops of `region` (v last) each knowing
   // whether it is on w's device (flag 1) for every class of w; the larger
   // of these and FromInputs' is kept, both being bounds.
@@ -376,9 +476,18 @@ class PathBound {
     std::vector<StepFn> pinned(nc_);  // v's, min over w's class.
     std::vector<StepFn> cond(region.size() * nc_ * 2);
     std::vector<double> best(region.size() * nc_ * 2);
+    // Per class of w and per step of its function: w's run holds exactly
+    // least_w bytes and w finishes at at_w, the step's value.
+    std::vector<std::pair<int, Step>> pins;
     for (int cw = 0; cw < nc_; ++cw) {
-      if (smallest_[Key(w, cw)] == kInfinity) continue;
-      const int64_t least_w = f_[Key(w, cw)].front().m;
+      for (const Step& step : f_[Key(w, cw)]) pins.push_back({cw, step});
+    }
+    const std::vector<std::vector<uint64_t>> ancestors =
+        Ancestors(region, index);
+    std::vector<Input> inputs;
+    for (const auto& [cw, pin] : pins) {
+      const int64_t least_w = pin.m;
+      const StepFn at_w{pin};
       for (size_t i = 0; i < region.size(); ++i) {
         const OpId u = region[i];
         const int64_t s = g_.persistent_bytes(u);
@@ -388,21 +497,23 @@ class PathBound {
             out.clear();
             best[key(i, c, flag)] = kInfinity;
             if ((flag == 1 && c != cw) || !Placeable(u, c)) continue;
-            StepFn need{{0, 0}};
             // Back on w's device, u's run shares it with w's: at least the
             // least w's run holds.
             const int64_t from = flag == 1 ? least_w + s : 0;
+            // Per input op: its function on u's device, and its best
+            // arrival from another device (the latest of its tensors).
+            inputs.clear();
             for (EdgeId e : g_.in_edges(u)) {
               const OpId a = g_.edge_src(e);
-              StepFn same;
+              static const StepFn kNowhere;
+              const StepFn* same = &kNowhere;
               double moved = kInfinity;
               if (a == w) {
-                if (flag == 1) same = f_[Key(w, cw)];
-                if (flag == 0)
-                  moved = smallest_[Key(w, cw)] + Transfer(e, cw, c);
+                if (flag == 1) same = &at_w;
+                if (flag == 0) moved = pin.g + Transfer(e, cw, c);
               } else {
                 const int j = index.at(a);
-                same = cond[key(j, c, flag)];
+                same = &cond[key(j, c, flag)];
                 for (int c2 = 0; c2 < nc_; ++c2) {
                   for (int f2 = 0; f2 < 2; ++f2) {
                     // a on w's device and u too: not another device.
@@ -413,10 +524,17 @@ class PathBound {
                   }
                 }
               }
-              need = Max(need,
-                         MinWith(Shifted(same, s, Limit(u, c)), moved, from));
-              if (need.empty()) break;
+              bool merged = false;
+              for (Input& in : inputs) {
+                if (in.op != a) continue;
+                in.moved = std::max(in.moved, moved);
+                merged = true;
+              }
+              if (!merged) inputs.push_back({a, same, moved});
             }
+            StepFn need =
+                Combine(inputs, flag == 1 ? least_w : 0, w, ancestors, index);
+            need = Restricted(Shifted(need, s, Limit(u, c)), from, Limit(u, c));
             out = Finish(u, c, need);
             best[key(i, c, flag)] = Smallest(out);
           }
@@ -435,6 +553,9 @@ class PathBound {
       smallest_[Key(v, c)] = Smallest(at_v);
     }
   }
+
+  // Regions of at most this many ops sum their branches' memory.
+  static constexpr size_t kMaxSummedRegion = 512;
 
   const CostModel& cost_;
   const Graph& g_;

@@ -56,15 +56,26 @@ std::string PageStart(const std::string& title) {
          "margin: 0 4px 0 12px; vertical-align: middle; }\n"
          ".warnings { border: 1px solid #e6ab02; background: #fff8e1; "
          "padding: 4px 12px; font-size: 13px; }\n"
+         // Module rows line up whatever their depth: the name indents
+         // inside its fixed-width cell, after a fold marker of its own.
          ".modules { font-size: 12px; }\n"
-         ".modules details { margin-left: 18px; }\n"
-         ".modules > details { margin-left: 0; }\n"
-         ".modules .leaf { margin-left: 32px; }\n"
-         ".module-row { display: inline-flex; align-items: center; }\n"
-         ".module-row .name { display: inline-block; width: 260px; "
-         "overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }\n"
-         ".module-row .num { display: inline-block; width: 84px; "
-         "text-align: right; margin-right: 8px; "
+         ".modules summary { list-style: none; cursor: pointer; }\n"
+         ".modules summary::-webkit-details-marker { display: none; }\n"
+         ".module-row, .module-head { display: inline-flex; "
+         "align-items: center; }\n"
+         ".module-head { font-weight: bold; }\n"
+         ".module-head .name { padding-left: 14px; }\n"
+         ".module-head .bar { display: inline-block; width: 158px; }\n"
+         ".module-row .name, .module-head .name { display: inline-block; "
+         "box-sizing: border-box; width: 300px; overflow: hidden; "
+         "text-overflow: ellipsis; white-space: nowrap; }\n"
+         ".module-row .name::before { display: inline-block; width: 14px; "
+         "content: ''; }\n"
+         "details[open] > summary .name::before { content: '\\25BE'; }\n"
+         "details:not([open]) > summary .name::before { "
+         "content: '\\25B8'; }\n"
+         ".module-row .num, .module-head .num { display: inline-block; "
+         "width: 104px; text-align: right; margin-right: 8px; "
          "font-variant-numeric: tabular-nums; }\n"
          ".module-row svg { display: inline; margin: 0 8px 0 0; }\n"
          "</style>\n</head>\n<body>\n";
@@ -194,9 +205,11 @@ std::string ModuleRowHtml(const Cluster& cluster,
   return "<span class=\"module-row\" data-path=\"" + Escape(row.path) +
          "\" data-depth=\"" + std::to_string(row.depth) +
          "\" data-position=\"" + std::to_string(row.first_position) +
-         "\"><span class=\"name\" title=\"" + Escape(row.path) + "\">" +
-         Escape(row.path) + "</span><span class=\"num\">" +
-         std::to_string(row.ops) + " ops</span><span class=\"num\">" +
+         "\"><span class=\"name\" style=\"padding-left: " +
+         std::to_string(16 * (row.depth - 1)) + "px\" title=\"" +
+         Escape(row.path) + "\">" + Escape(row.path) +
+         "</span><span class=\"num\">" + std::to_string(row.ops) +
+         " ops</span><span class=\"num\">" +
          Escape(FormatSeconds(row.compute_seconds)) +
          "</span><span class=\"num\">" +
          Escape(FormatBytesScaled(static_cast<double>(row.memory_bytes))) +
@@ -247,11 +260,16 @@ std::string ModuleSection(const Graph& graph, const Cluster& cluster,
       "forward op), down to depth " +
       std::to_string(depth) +
       "; each counts its own ops and its descendants' (forward, backward "
-      "and update). The bars split the module's compute time (left) and "
-      "memory (right: its weights, optimizer slots, scratch and outputs, "
-      "summed over the step, not the peak) over the devices; hover for "
-      "figures. Click a module to fold it.</p>\n"
-      "<div class=\"modules\">";
+      "and update). Bytes held: its weights, optimizer slots, scratch and "
+      "outputs, summed over the step (not a peak). The bars split the "
+      "module's compute time (left) and bytes held (right) over the "
+      "devices; hover for figures. Click a module to fold it.</p>\n"
+      "<div class=\"modules\"><div class=\"leaf\"><span "
+      "class=\"module-head\"><span class=\"name\">module</span><span "
+      "class=\"num\">ops</span><span class=\"num\">compute</span><span "
+      "class=\"num\">bytes held</span><span class=\"bar\">share of "
+      "compute time</span><span class=\"bar\">share of bytes held</span></span>"
+      "</div>";
   for (size_t r : top) out += render(r);
   out += "</div>\n";
   if (cut > 0) {

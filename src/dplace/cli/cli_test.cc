@@ -1105,6 +1105,21 @@ TEST_F(CliTest, InfeasiblePlaceSaysWhatWouldFit) {
                            HasSubstr("to fit: --cluster ")));
 }
 
+// On one device the step is the total work, so the bound proves it: what
+// next says optimal instead of suggesting a search.
+TEST_F(CliTest, PlaceSaysOptimalWhereTheBoundMeetsTheStep) {
+  const std::string one_device = Write("cpu.json", R"({
+  "format": "dplace.cluster", "version": 1, "name": "cpu",
+  "devices": [{"name": "cpu:0", "kind": "cpu", "peak_flops": 1e11,
+               "memory_bandwidth": 1e10, "memory_bytes": 17179869184}]})");
+  const CliResult r = Dplace({"place", "--graph", kGraph, "--cluster",
+                              one_device, "--method", "single-cpu"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("the lower bound (total work): optimal, no "
+                               "placement is faster"));
+  EXPECT_THAT(r.out, Not(HasSubstr("a search may close")));
+}
+
 // A batch that cannot be changed with certainty is bad input: exit 2, one
 // line naming the file, the node and the fix.
 TEST_F(CliTest, ImportRefusesABatchItCannotChange) {

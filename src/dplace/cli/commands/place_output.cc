@@ -112,13 +112,18 @@ std::vector<std::string> WhatNextLines(const CostModel& cost,
                                FindBottleneck(cost, run->sim));
     if (bound.seconds > 0 && std::isfinite(bound.seconds)) {
       const double gap = run->sim.step_time / bound.seconds;
-      lines.push_back("gap: " + Format("%.2fx", gap) + " the lower bound (" +
-                      bound.binding + ")" +
-                      (gap > 1.1
-                           ? "; a search may close part of it: --method mcmc "
-                             "--budget-seconds 60, or --refine 60 from this "
-                             "placement"
-                           : "; within 10% of what any placement can reach"));
+      std::string line = "gap: " + Format("%.2fx", gap) + " the lower bound (" +
+                         bound.binding + ")";
+      if (ProvenOptimal(run->sim.step_time, bound)) {
+        line += ": optimal, no placement is faster";
+      } else if (gap > 1.1) {
+        line +=
+            "; a search may close part of it: --method mcmc "
+            "--budget-seconds 60, or --refine 60 from this placement";
+      } else {
+        line += "; within 10% of what any placement can reach";
+      }
+      lines.push_back(line);
     }
     return lines;
   }

@@ -702,7 +702,7 @@ std::string DetailTableHtml(const json& b) {
           Format("%.0f", m.at("samples_to_best").at("median").get<double>()) +
           " / " + SamplesRun(m);
       seconds =
-          Format("%.2f", m.at("seconds_to_best").at("median").get<double>());
+          Number(m.at("seconds_to_best").at("median").get<double>(), "%.3g");
     }
     const json& wall = m.at("wall_seconds");
     out +=
@@ -715,8 +715,10 @@ std::string DetailTableHtml(const json& b) {
              true) +
         Cell(std::isfinite(vs_bound) ? Format("%.2fx", vs_bound) : "-", true) +
         Cell(samples, true) + Cell(seconds, true) +
+        // Three significant digits: a one-shot placer's milliseconds are
+        // not 0.000.
         Cell(wall.at("count").get<int>()
-                 ? Format("%.3f", wall.at("median").get<double>())
+                 ? Number(wall.at("median").get<double>(), "%.3g")
                  : "-",
              true) +
         "</tr>\n";

@@ -62,8 +62,9 @@ int64_t LargestOp(const Graph& graph) {
   return largest;
 }
 
-// The preset with the least GPU memory in total that holds `peak` in its
-// GPUs together and `largest_op` in each; "" when none does.
+// The preset with the least GPU memory in total whose GPUs together hold
+// `peak` in kFitShare of their memory, and `largest_op` each; "" when none
+// does.
 std::string PresetThatHolds(int64_t peak, int64_t largest_op,
                             int64_t more_than) {
   std::string best;
@@ -72,7 +73,8 @@ std::string PresetThatHolds(int64_t peak, int64_t largest_op,
     StatusOr<Cluster> preset = MakeClusterPreset(name);
     if (!preset.ok()) continue;
     const Capacity c = CapacityOf(*preset);
-    if (c.gpus <= more_than || c.gpus < peak || c.largest_gpu < largest_op) {
+    if (c.gpus <= more_than || kFitShare * static_cast<double>(c.gpus) < peak ||
+        c.largest_gpu < largest_op) {
       continue;
     }
     if (c.gpus < best_total) {
@@ -171,7 +173,8 @@ std::vector<FitFix> FixesToFit(const CostModel& cost, int64_t batch) {
              " together and with the CPU " +
              FormatBytesScaled(static_cast<double>(c.gpus + c.cpus))});
   }
-  const int64_t room = c.num_gpus > 0 ? c.gpus : c.cpus;
+  const int64_t memory = c.num_gpus > 0 ? c.gpus : c.cpus;
+  const double room = kFitShare * static_cast<double>(memory);
   const int64_t activations = peak - weights;
   if (batch > 1 && activations > 0 && weights < room) {
     const int64_t fits = static_cast<int64_t>(
@@ -184,19 +187,23 @@ std::vector<FitFix> FixesToFit(const CostModel& cost, int64_t batch) {
                            " and the activations " +
                            FormatBytesScaled(static_cast<double>(activations)) +
                            " at batch " + std::to_string(batch) +
-                           "; scaled with the batch they fit the " +
-                           FormatBytesScaled(static_cast<double>(room)) +
-                           " of the GPUs at batch " + std::to_string(fits) +
-                           " (an estimate: check it with place)"});
+                           "; scaled with the batch they fill " +
+                           Format("%.0f%%", 100 * kFitShare) + " of the " +
+                           FormatBytesScaled(static_cast<double>(memory)) +
+                           " of the " + (c.num_gpus > 0 ? "GPUs" : "CPUs") +
+                           " at batch " + std::to_string(fits) +
+                           ", room for an uneven split (an estimate: check "
+                           "it with place)"});
     }
   }
   const std::string preset = PresetThatHolds(peak, largest_op, c.gpus);
   if (!preset.empty()) {
     const Capacity p = CapacityOf(*MakeClusterPreset(preset));
-    fixes.push_back(
-        {"--cluster " + preset,
-         need + "; its " + std::to_string(p.num_gpus) + " GPUs hold " +
-             FormatBytesScaled(static_cast<double>(p.gpus)) + " together"});
+    fixes.push_back({"--cluster " + preset,
+                     need + "; its " + std::to_string(p.num_gpus) +
+                         " GPUs hold " +
+                         FormatBytesScaled(static_cast<double>(p.gpus)) +
+                         " together, room for an uneven split"});
   }
   return fixes;
 }

@@ -39,6 +39,11 @@ std::vector<std::string> DescribeBottleneck(const Cluster& cluster,
                                             const SimResult& sim,
                                             const Bottleneck& b);
 
+// The share of the GPUs' memory a suggested batch or preset leaves the
+// step: ops come in uneven sizes, so a placement needs room to spare (a
+// batch whose step fills the GPUs exactly fits on none of them).
+inline constexpr double kFitShare = 0.8;
+
 // A change that would let the model fit in memory.
 struct FitFix {
   std::string change;  // What to give: "--batch 16", "--cluster h100x8", ...
@@ -53,8 +58,9 @@ struct FitFix {
 //   hold less than the peak but the GPUs and the CPU hold it;
 // - a smaller batch, when the model's batch is known (`batch` > 0): the
 //   largest at which the weights plus the activations, scaled with the
-//   batch, fit in the GPUs together;
-// - a preset whose GPUs together hold the peak and each the largest op.
+//   batch, fill kFitShare of the GPUs' memory together;
+// - a preset whose GPUs hold the peak in kFitShare of their memory, and
+//   each the largest op.
 // Empty when none applies.
 std::vector<FitFix> FixesToFit(const CostModel& cost, int64_t batch);
 

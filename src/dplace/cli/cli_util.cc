@@ -5,8 +5,8 @@
 
 #include "dplace/cli/cli.h"
 #include "dplace/graph/parameters.h"
-#include "dplace/method/lower_bound.h"
 #include "dplace/model/load_model.h"
+#include "dplace/sim/lower_bound.h"
 #include "dplace/util/format.h"
 
 namespace dplace {

@@ -26,7 +26,7 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/graph/graph.h"
-#include "dplace/sim/placement.h"
+#include "dplace/graph/placement.h"
 #include "dplace/util/status.h"
 
 namespace dplace {

@@ -130,9 +130,11 @@ StatusOr<LoadedModel> LoadTarnawski(const std::string& text,
       return placement;
     };
   }
-  LoadedModel model{std::move(p.graph), std::move(expert), {}, {}, {}};
-  model.profile = std::move(p.profile);
-  model.cluster = std::move(p.cluster);
+  LoadedModel model{std::move(p.graph),   std::move(expert),
+                    /*warnings=*/{},      std::move(p.profile),
+                    std::move(p.cluster),
+                    /*batch=*/0,
+                    /*optimizer=*/{}};
   return model;
 }
 
@@ -183,9 +185,10 @@ StatusOr<LoadedModel> LoadZooModel(const std::string& text,
                     },
                     /*warnings=*/{},
                     /*profile=*/{},
-                    /*cluster=*/{}};
+                    /*cluster=*/{},
+                    /*batch=*/0,
+                    values.at("optimizer")};
   if (values.count("batch")) model.batch = zoo.params.Int("batch");
-  model.optimizer = values.at("optimizer");
   return model;
 }
 
@@ -283,10 +286,10 @@ StatusOr<LoadedModel> ImportOnnxModel(const std::string& path,
   LoadedModel model{std::move(training).value(),
                     nullptr,
                     std::move(imported.warnings),
-                    {},
-                    {}};
-  model.batch = imported.batch;
-  model.optimizer = std::string(OptimizerName(training_options.optimizer));
+                    /*profile=*/{},
+                    /*cluster=*/{},
+                    imported.batch,
+                    std::string(OptimizerName(training_options.optimizer))};
   return model;
 }
 
@@ -325,7 +328,7 @@ StatusOr<LoadedModel> LoadModel(const std::string& spec,
   if (spec.rfind("tarnawski:", 0) == 0) return LoadTarnawskiSpec(spec);
   if (spec.rfind("random:", 0) == 0) {
     DPLACE_ASSIGN_OR_RETURN(Graph graph, MakeRandomModel(spec));
-    return LoadedModel{std::move(graph), nullptr, {}, {}, {}};
+    return LoadedModel{std::move(graph), nullptr, {}, {}, {}, 0, {}};
   }
   if (LooksLikeTarnawskiJson(FileHead(spec))) {
     DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(spec));
@@ -333,10 +336,9 @@ StatusOr<LoadedModel> LoadModel(const std::string& spec,
   }
   GraphFileInfo info;
   DPLACE_ASSIGN_OR_RETURN(Graph graph, ReadGraphJson(spec, {}, &info));
-  LoadedModel model{
-      std::move(graph), nullptr, std::move(info.warnings), {}, {}};
-  model.batch = info.batch;
-  model.optimizer = std::move(info.optimizer);
+  LoadedModel model{std::move(graph), nullptr,    std::move(info.warnings),
+                    /*profile=*/{},
+                    /*cluster=*/{},   info.batch, std::move(info.optimizer)};
   if (Status s = CheckGraphFileOptions(spec, model, options); !s.ok()) {
     return s;
   }

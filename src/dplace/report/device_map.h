@@ -12,7 +12,7 @@
 
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
-#include "dplace/sim/placement.h"
+#include "dplace/graph/placement.h"
 
 namespace dplace {
 

@@ -8,9 +8,9 @@
 #include <sstream>
 #include <vector>
 
-#include "dplace/method/lower_bound.h"
 #include "dplace/method/run.h"
 #include "dplace/model/load_model.h"
+#include "dplace/sim/lower_bound.h"
 #ifdef DPLACE_WITH_MPI
 #include "dplace/method/mpi_run.h"
 #endif
@@ -29,11 +29,11 @@
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/method/method.h"
-#include "dplace/placers/mcmc.h"
 #include "dplace/report/device_map.h"
 #include "dplace/report/html_report.h"
 #include "dplace/report/markdown.h"
 #include "dplace/report/module_tree.h"
+#include "dplace/search/mcmc.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
 
@@ -386,9 +386,11 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
                         header, trace, out, err, hooks);
 }
 
-// The one search --method all runs, and its budget: small enough for a
+// The searches --method all runs, and their budget: small enough for a
 // table, enough for mcmc to improve on its start.
-constexpr const char* kAllSearch = "mcmc";
+bool IsAllSearch(const std::string& name) {
+  return name == "mcmc" || name == "auto";
+}
 constexpr int64_t kAllSearchSamples = 2000;
 constexpr double kAllSearchSeconds = 10;
 
@@ -460,7 +462,7 @@ int PlaceAll(const PlacementProblem& problem, const LoadedModel& model,
              std::ostream& err) {
   std::vector<MethodRun> results;
   for (const MethodEntry* e : Methods()) {
-    const bool search = e->name == kAllSearch;
+    const bool search = IsAllSearch(e->name);
     StatusOr<std::unique_ptr<Method>> method = MakeMethod(e->name);
     if (method.ok() && (*method)->traits().searches && !search) continue;
     err << "dplace: placing with " << e->name << " ...\n";
@@ -481,8 +483,13 @@ int PlaceAll(const PlacementProblem& problem, const LoadedModel& model,
       results.push_back(std::move(run).value());
     }
   }
-  const StepLowerBound lower_bound =
-      ProblemLowerBound(Simulator(*problem.cost));
+  // The largest bound: the problem's, or one a method proved (the MILP's).
+  StepLowerBound lower_bound = ProblemLowerBound(Simulator(*problem.cost));
+  for (const MethodRun& r : results) {
+    if (r.placed && r.sim.bounds.proven > lower_bound.seconds) {
+      lower_bound = ProblemLowerBound(r.sim.bounds);
+    }
+  }
   if (json) {
     out << PlaceJson(*problem.cost, model, results, lower_bound);
     return BestStepTime(results) > 0 ? kExitOk : kExitInfeasible;
@@ -490,7 +497,8 @@ int PlaceAll(const PlacementProblem& problem, const LoadedModel& model,
   out << header << PlaceAllTable(*problem.cluster, results, lower_bound.seconds)
       << "lower bound: " << DescribeLowerBound(lower_bound)
       << "; no placement that fits in memory beats the largest of the "
-         "critical path, the total work and the forced-transfer path\n";
+         "critical path, the total work, the forced-transfer path and a "
+         "proven bound\n";
   // What next: the best placement's bottleneck, or what would make the
   // model fit.
   const double best = BestStepTime(results);

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "dplace/cost/cost_model.h"
-#include "dplace/method/lower_bound.h"
 #include "dplace/method/run.h"
 #include "dplace/model/load_model.h"
+#include "dplace/sim/lower_bound.h"
 
 namespace dplace {
 

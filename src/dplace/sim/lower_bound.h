@@ -4,8 +4,8 @@
 // bound binds. (A placement's own bounds, such as its most loaded device,
 // are properties of that placement, not of the problem; simulate lists
 // them apart.)
-#ifndef DPLACE_METHOD_LOWER_BOUND_H_
-#define DPLACE_METHOD_LOWER_BOUND_H_
+#ifndef DPLACE_SIM_LOWER_BOUND_H_
+#define DPLACE_SIM_LOWER_BOUND_H_
 
 #include <string>
 
@@ -24,6 +24,9 @@ struct StepLowerBound {
   // fits.
   std::string binding;
 };
+
+// The binding name of a bound a placing method proved.
+inline constexpr char kProvenBoundName[] = "MILP bound";
 
 // The largest of the critical path, the total work and the forced-transfer
 // path of the problem the simulator was built for: no placement that fits
@@ -47,4 +50,4 @@ std::string DescribeLowerBound(const StepLowerBound& bound);
 
 }  // namespace dplace
 
-#endif  // DPLACE_METHOD_LOWER_BOUND_H_
+#endif  // DPLACE_SIM_LOWER_BOUND_H_

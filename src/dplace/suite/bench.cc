@@ -564,9 +564,10 @@ std::string GapCell(const BenchmarkResults& b, const MethodResults& m) {
 
 std::string DetailTable(const BenchmarkResults& b) {
   std::string out =
-      "`" + b.model + "` on `" + b.cluster + "`: graph " + b.graph_name + ", " +
-      std::to_string(b.ops) + " ops, " + std::to_string(b.devices) +
-      " devices; lower bound " +
+      "`" + b.model + "` on " +
+      (b.cluster.empty() ? "the cluster it brings" : "`" + b.cluster + "`") +
+      ": graph " + b.graph_name + ", " + std::to_string(b.ops) + " ops, " +
+      std::to_string(b.devices) + " devices; lower bound " +
       DescribeLowerBound({b.lower_bound, b.lower_bound_binding}) +
       "; best baseline " +
       (b.best_baseline.empty()

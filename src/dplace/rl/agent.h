@@ -264,7 +264,7 @@ class Agent : public Method {
   virtual void DoLoad(torch::serialize::InputArchive* archive) = 0;
 
   // The search's SearchOptions::average_gradients, for the agent's gradient
-  // steps (GradientStep in agent_parts.h); empty when there is none.
+  // steps (GradientStep in policy_agent.h); empty when there is none.
   const GradientAveraging& gradient_averaging() const {
     return average_gradients_;
   }

@@ -170,10 +170,8 @@ class PostAgent : public PolicyAgent {
   torch::Tensor allowed_;  // [G, D] bool.
   SoftmaxPolicy policy_{nullptr};
   std::unique_ptr<torch::optim::SGD> optimizer_;
-  // T per co-location group. On nmt@k40x2 (435 groups), seed 1, 40,000
-  // samples of post: 2 found better placements up to 10,000 samples
-  // (0.782 s against 0.831 s) but stalled (0.737 s at 40,000); 10 and 20
-  // lagged throughout; 5 was the best at 40,000 (0.725 s; docs/agents.md).
+  // T per co-location group: 5 did best of 2, 5, 10 and 20 per group
+  // (docs/agents.md, "Post's exploration schedule").
   static constexpr int64_t kHalvingSamplesPerGroup = 5;
   int64_t halving_samples_ = 1;  // T.
   int64_t samples_ = 0;          // Seen by this agent, for ε's decay.

@@ -126,7 +126,7 @@ MID
   cat <<'TAIL'
 
 What these tables reproduce of the papers' claims, and why, is discussed in
-[agents.md](agents.md#findings-on-the-planners-benchmarks).
+[notes/agents-findings.md](notes/agents-findings.md#2026-11-22-findings-on-the-planners-benchmarks).
 TAIL
 } >"$out.tmp"
 mv "$out.tmp" "$out"

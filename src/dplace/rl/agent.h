@@ -86,11 +86,11 @@ struct SearchSettings {
   std::string scope_marker = "step_";
   // LibTorch's and OpenBLAS's threads during the search (restored after);
   // 0: as they are. A policy's few-row products are too little work to
-  // share (docs/performance.md). Default: 1.
+  // share (docs/notes/learned-placer-speed.md). Default: 1.
   int threads = 1;
   // Threads sharing a batch's placements where the policy splits them
   // (ColocRL's, Mars's, the planners' seq2seq placer): the same draws,
-  // gradients equal to rounding (docs/performance.md, "Two workers").
+  // gradients equal to rounding (docs/notes/learned-placer-speed.md).
   // Default: 2.
   int workers = 2;
   // Start from a classical placement: the placements of this method (one

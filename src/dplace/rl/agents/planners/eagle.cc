@@ -14,7 +14,7 @@ PlannerSettings EagleSettings(PlannerAlgorithm algorithm) {
   s.batch = 10;
   s.hidden = 512;
   // Not EAGLE's 0.01, 0.01 and 4 epochs: at those, each update moved the
-  // policy off what it had learned (docs/agents.md, "EAGLE's PPO").
+  // policy off what it had learned (docs/notes/warm-start.md, "EAGLE's PPO").
   s.learning_rate = 0.001;
   s.entropy_bonus = 0;
   s.ppo_epochs = 1;

@@ -110,7 +110,7 @@ struct PlannerSettings {
   // (EAGLE, which, like Post, keeps learning from the OOM signal).
   int64_t valid_only_after = 500;
   // PPO. Default: clip 0.3, entropy 0.01, 4 epochs (EAGLE's paper; the
-  // eagle presets run 0 and 1, docs/agents.md "EAGLE's PPO").
+  // eagle presets run 0 and 1, docs/notes/warm-start.md, "EAGLE's PPO").
   double clip = 0.3;
   double entropy_bonus = 0.01;
   int ppo_epochs = 4;

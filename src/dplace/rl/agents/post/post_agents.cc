@@ -171,7 +171,7 @@ class PostAgent : public PolicyAgent {
   SoftmaxPolicy policy_{nullptr};
   std::unique_ptr<torch::optim::SGD> optimizer_;
   // T per co-location group: 5 did best of 2, 5, 10 and 20 per group
-  // (docs/agents.md, "Post's exploration schedule").
+  // (docs/notes/post-exploration-schedule.md).
   static constexpr int64_t kHalvingSamplesPerGroup = 5;
   int64_t halving_samples_ = 1;  // T.
   int64_t samples_ = 0;          // Seen by this agent, for ε's decay.

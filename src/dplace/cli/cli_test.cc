@@ -87,8 +87,9 @@ TEST_F(CliTest, PlaceSimulateAndReportShowOneLowerBound) {
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string bound = r.out.substr(
       at + prefix.size(), r.out.find(';', at) - at - prefix.size());
-  EXPECT_THAT(bound, ::testing::MatchesRegex(
-                         "[0-9.]+ s \\((critical path|total work)\\)"));
+  EXPECT_THAT(bound,
+              ::testing::MatchesRegex("[0-9.]+ s \\((critical path|total work|"
+                                      "forced-transfer path)\\)"));
   StatusOr<std::string> html = ReadTextFile(report);
   ASSERT_TRUE(html.ok());
   EXPECT_THAT(*html, HasSubstr("<td>" + bound + "; step time is "));
@@ -280,7 +281,7 @@ TEST_F(CliTest, BenchShowsPartOfAResultsFile) {
 
 TEST_F(CliTest, BenchBadInput) {
   EXPECT_THAT(BadInput(Dplace({"bench", "--suite", "smok"})),
-              HasSubstr("unknown suite \"smok\" (suites: smoke, paper, "
+              HasSubstr("unknown suite \"smok\" (suites: smoke, paper, peer, "
                         "local-search, scale)"));
   EXPECT_THAT(
       BadInput(Dplace({"bench", "--suite", "smoke", "--methods", "eagel"})),

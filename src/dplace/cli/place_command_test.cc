@@ -46,7 +46,7 @@ TEST_F(PlaceCommandTest, PlaceWritesAPlacementThatSimulateAccepts) {
   // The example's one-GPU placement, simulated in the demo.
   EXPECT_THAT(r.out, HasSubstr("step time: 0.207971 s\nfeasible: yes\n"));
   EXPECT_THAT(r.out, HasSubstr("method single-gpu: placed in "));
-  EXPECT_THAT(r.out, HasSubstr("x the bound"));
+  EXPECT_THAT(r.out, HasSubstr("x the lower bound"));
   const CliResult sim = Dplace({"simulate", "--graph", kGraph, "--cluster",
                                 "k80x2", "--placement", out});
   ASSERT_EQ(sim.code, kExitOk) << sim.err;
@@ -89,7 +89,7 @@ TEST_F(PlaceCommandTest, PlaceBadInput) {
   EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
                                "--method", "m-etff"})),
               AllOf(HasSubstr("unknown method \"m-etff\" (methods: single-cpu"),
-                    HasSubstr("m-sct, mcmc, post, ")));
+                    HasSubstr("m-sct, tarnawski-dp, ")));
   EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
                                "--method", "expert"})),
               HasSubstr("no human-expert placement"));
@@ -99,7 +99,7 @@ TEST_F(PlaceCommandTest, PlaceBadInput) {
       HasSubstr("unknown option \"depht\" (options: depth)"));
   EXPECT_THAT(
       BadInput(Dplace({"place", "--graph", kGraph, "--method", "single-gpu"})),
-      HasSubstr("place needs --model (or --graph), --cluster"));
+      HasSubstr("give --cluster (a preset"));
 }
 
 TEST_F(PlaceCommandTest, PlaceWithoutAGpuIsInfeasible) {

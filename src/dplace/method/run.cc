@@ -64,6 +64,8 @@ StatusOr<MethodRun> RunMethod(Method* method, const PlacementProblem& problem,
   if (!sim.ok()) return sim.status().WithPrefix("method " + run.method);
   run.placed = true;
   run.sim = std::move(sim).value();
+  run.sim.bounds.proven = placed->lower_bound;
+  run.note = std::move(placed->note);
   return run;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dplace/sim/lower_bound.h"
 #include "dplace/suite/bench.h"
 
 namespace dplace {
@@ -103,6 +104,16 @@ LearningCurve CurveOf(const std::vector<SampleRecord>& history,
 }
 
 void SummariseBenchmark(BenchmarkResults* benchmark) {
+  // A bound a method proved (the MILP's) holds for every method's
+  // placement: the benchmark's bound is the largest.
+  for (const MethodResults& m : benchmark->methods) {
+    for (const RunRecord& r : m.runs) {
+      if (r.proven_bound > benchmark->lower_bound) {
+        benchmark->lower_bound = r.proven_bound;
+        benchmark->lower_bound_binding = kProvenBoundName;
+      }
+    }
+  }
   for (MethodResults& m : benchmark->methods) {
     Summarise(benchmark->lower_bound, &m);
   }

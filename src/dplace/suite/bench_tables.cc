@@ -85,11 +85,21 @@ double SamplesRun(const MethodResults& m) {
   return SpreadOf(samples).median;
 }
 
+// The median's certified gap, "1.07x", or "1.00x optimal" when the bound
+// proves the median optimal.
+std::string GapCell(const BenchmarkResults& b, const MethodResults& m) {
+  if (!std::isfinite(m.vs_lower_bound)) return "-";
+  const bool optimal =
+      ProvenOptimal(m.step_time.median, {b.lower_bound, b.lower_bound_binding});
+  return Format("%.2fx", m.vs_lower_bound) + (optimal ? " optimal" : "");
+}
+
 std::string DetailTable(const BenchmarkResults& b) {
   std::string out =
-      "`" + b.model + "` on `" + b.cluster + "`: graph " + b.graph_name + ", " +
-      std::to_string(b.ops) + " ops, " + std::to_string(b.devices) +
-      " devices; lower bound " +
+      "`" + b.model + "` on " +
+      (b.cluster.empty() ? "the cluster it brings" : "`" + b.cluster + "`") +
+      ": graph " + b.graph_name + ", " + std::to_string(b.ops) + " ops, " +
+      std::to_string(b.devices) + " devices; lower bound " +
       DescribeLowerBound({b.lower_bound, b.lower_bound_binding}) +
       "; best baseline " +
       (b.best_baseline.empty()
@@ -129,10 +139,7 @@ std::string DetailTable(const BenchmarkResults& b) {
     if (note.size() > 160) note = note.substr(0, 157) + "...";
     const bool searched = m.searched && m.step_time.count;
     table.AddRow({name, std::to_string(m.runs.size()), StepTimeCell(m),
-                  Percent(m.reduction_vs_best_baseline),
-                  std::isfinite(m.vs_lower_bound)
-                      ? Format("%.2fx", m.vs_lower_bound)
-                      : "-",
+                  Percent(m.reduction_vs_best_baseline), GapCell(b, m),
                   searched ? Format("%.0f", m.samples_to_best.median) + " / " +
                                  Format("%.0f", SamplesRun(m))
                            : "-",

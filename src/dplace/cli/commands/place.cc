@@ -164,6 +164,7 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
     out << "placed in " << Format("%.3f", run.wall_seconds) << " s\n";
   }
   if (!note.empty()) out << note << "\n";
+  if (!run.note.empty()) out << run.note << "\n";
   PrintSimResult(cluster, sim, out);
   if (!place.log.empty()) out << "log: " << place.log << "\n";
   if (searches && !search.checkpoint_path.empty()) {
@@ -257,9 +258,11 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
                         header, trace, out, err);
 }
 
-// The one search --method all runs, and its budget: small enough for a
+// The searches --method all runs, and their budget: small enough for a
 // table, enough for mcmc to improve on its start.
-constexpr const char* kAllSearch = "mcmc";
+bool IsAllSearch(const std::string& name) {
+  return name == "mcmc" || name == "auto";
+}
 constexpr int64_t kAllSearchSamples = 2000;
 constexpr double kAllSearchSeconds = 10;
 
@@ -330,7 +333,7 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
              std::ostream& err) {
   std::vector<MethodRun> results;
   for (const MethodEntry* e : Methods()) {
-    const bool search = e->name == kAllSearch;
+    const bool search = IsAllSearch(e->name);
     StatusOr<std::unique_ptr<Method>> method = MakeMethod(e->name);
     if (method.ok() && (*method)->traits().searches && !search) continue;
     err << "dplace: placing with " << e->name << " ...\n";
@@ -351,12 +354,18 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
       results.push_back(std::move(run).value());
     }
   }
-  const StepLowerBound lower_bound =
-      ProblemLowerBound(Simulator(*problem.cost));
+  // The largest bound: the problem's, or one a method proved (the MILP's).
+  StepLowerBound lower_bound = ProblemLowerBound(Simulator(*problem.cost));
+  for (const MethodRun& r : results) {
+    if (r.placed && r.sim.bounds.proven > lower_bound.seconds) {
+      lower_bound = ProblemLowerBound(r.sim.bounds);
+    }
+  }
   out << PlaceAllTable(*problem.cluster, results, lower_bound.seconds)
       << "lower bound: " << DescribeLowerBound(lower_bound)
-      << "; no placement beats the larger of the critical path and the total "
-         "work over all devices\n";
+      << "; no placement that fits in memory beats the largest of the "
+         "critical path, the total work, the forced-transfer path and a "
+         "proven bound\n";
   return BestStepTime(results) > 0 ? kExitOk : kExitInfeasible;
 }
 
@@ -541,7 +550,8 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
       "gap to the lower bound and the time placing took");
   AddGraphFlags(place, &flags->graph, /*required=*/false);
   place->add_option("--cluster", flags->cluster,
-                    "preset name (see `dplace cluster list`) or cluster .json");
+                    "preset name (see `dplace cluster list`) or cluster "
+                    ".json; a Tarnawski et al. input brings its own");
   place->add_option("--method", flags->method,
                     "method name (see --list), or `all` "
                     "for a table comparing every classical placer");
@@ -631,7 +641,7 @@ StatusOr<std::unique_ptr<Method>> MakePlaceMethod(const PlaceFlags& place,
 
 int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
   if (place.list) return PlaceList(out);
-  if (place.graph.empty() || place.cluster.empty() || place.method.empty()) {
+  if (place.graph.empty() || place.method.empty()) {
     return Fail(err, InvalidArgumentError(
                          "place needs --model (or --graph), --cluster and "
                          "--method (or --list)"));
@@ -663,9 +673,9 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
   StatusOr<LoadedModel> model = LoadModel(place.graph);
   if (!model.ok()) return Fail(err, model.status());
   PrintWarnings(model->warnings, err);
-  StatusOr<Cluster> cluster = LoadCluster(place.cluster);
+  StatusOr<Cluster> cluster = ClusterFor(*model, place.cluster);
   if (!cluster.ok()) return Fail(err, cluster.status());
-  StatusOr<ProfileTable> profile = LoadProfile(place.profile);
+  StatusOr<ProfileTable> profile = ProfileFor(*model, place.profile);
   if (!profile.ok()) return Fail(err, profile.status());
   const Graph& graph = model->graph;
   const CostModel cost(graph, *cluster, *profile);

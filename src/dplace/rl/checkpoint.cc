@@ -15,7 +15,7 @@
 #include "dplace/io/file.h"
 #include "dplace/io/pickle_check.h"
 #include "dplace/io/zip_records.h"
-#include "dplace/rl/agent_parts.h"
+#include "dplace/rl/policy_agent.h"
 
 namespace dplace {
 namespace {

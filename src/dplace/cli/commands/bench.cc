@@ -303,16 +303,16 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
                     "or repeat it");
   bench
       ->add_option("--budget-samples", flags->filter.budget_samples,
-                   "learned placers: samples per search, replacing the "
-                   "suite's budgets")
+                   "searches (learned placers, mcmc): samples per search, "
+                   "replacing the suite's budgets")
       ->check(CLI::PositiveNumber);
   bench
       ->add_option("--budget-scale", flags->filter.budget_scale,
-                   "learned placers: multiply the suite's sample budgets")
+                   "searches: multiply the suite's sample budgets")
       ->check(CLI::PositiveNumber);
   bench
       ->add_option("--budget-seconds", flags->filter.budget_seconds,
-                   "learned placers: wall seconds per search (with the "
+                   "searches: wall seconds per search (with the "
                    "sample budget, whichever ends first)")
       ->check(CLI::PositiveNumber);
   bench

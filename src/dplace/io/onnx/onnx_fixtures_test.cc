@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dplace/graph/parameters.h"
 #include "dplace/graph/training.h"
 #include "dplace/io/file.h"
 #include "dplace/io/onnx/constant_folding.h"
@@ -19,6 +20,7 @@ namespace dplace {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ContainsRegex;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -389,11 +391,10 @@ TEST(OnnxImportTest, ExportsThatCannotBeTrainingGraphsWarn) {
 // Every operator PyTorch put in the fixtures has a cost formula.
 TEST(OnnxImportTest, FixtureOperatorsAreAllCosted) {
   std::vector<std::pair<std::string, int>> fixtures = TrainingModeFixtures();
-  fixtures.insert(fixtures.end(),
-                  {{"small_cnn_eval.onnx", 0},
-                   {"aliased_mlp.onnx", 0},
-                   {"transformer_untrained.onnx", 0},
-                   {"cnn_eval_bn.onnx", 0}});
+  fixtures.insert(fixtures.end(), {{"small_cnn_eval.onnx", 0},
+                                   {"aliased_mlp.onnx", 0},
+                                   {"transformer_untrained.onnx", 0},
+                                   {"cnn_eval_bn.onnx", 0}});
   for (const auto& [file, batch] : fixtures) {
     SCOPED_TRACE(file);
     const OnnxImport imported = ImportFixture(file, batch);
@@ -424,6 +425,23 @@ TEST(OnnxImportTest, TransformerShapeArithmeticFoldsAway) {
   const double macs =
       3 * 64 * 2 * (4 * 256 * 256 + 2 * 256 * 1024 + 2 * 64 * 256);
   EXPECT_NEAR(ForwardFlops(g) / (2 * macs), 1.0, 0.03);
+}
+
+// The trained parameters of a forward graph, as PyTorch counts them: the
+// tensors, and the numbers in them.
+std::pair<int, int64_t> TrainedParameters(const Graph& forward) {
+  StatusOr<Graph> training = ExpandForTraining(forward);
+  EXPECT_TRUE(training.ok()) << training.status().message();
+  if (!training.ok()) std::abort();
+  const ParameterCounts counts = CountParameters(*training);
+  return {counts.trained.tensors, counts.trained.elements};
+}
+
+int64_t ParameterElementsOf(const std::string& stem) {
+  StatusOr<std::string> text = ReadTextFile(kFixtures + stem + ".json");
+  EXPECT_TRUE(text.ok()) << text.status().message();
+  if (!text.ok()) std::abort();
+  return nlohmann::json::parse(*text).at("parameter_elements").get<int64_t>();
 }
 
 // An untrained nn.TransformerEncoder exported as torch.onnx.export does by
@@ -479,9 +497,9 @@ TEST(OnnxImportTest, MergedParametersAreUnmergedToPyTorchsCount) {
 TEST(OnnxImportTest, EvalModeBatchNormIsFlaggedAndBuffersAreNotParameters) {
   const ExportFacts facts = FactsOf("cnn_eval_bn");
   const OnnxImport imported = ImportFixture("cnn_eval_bn.onnx");
-  EXPECT_EQ(TrainedParameters(imported.forward),
-            std::make_pair(facts.parameters,
-                           ParameterElementsOf("cnn_eval_bn")));
+  EXPECT_EQ(
+      TrainedParameters(imported.forward),
+      std::make_pair(facts.parameters, ParameterElementsOf("cnn_eval_bn")));
   ASSERT_GE(imported.warnings.size(), 1u);
   EXPECT_THAT(imported.warnings[0],
               AllOf(HasSubstr("eval-mode"),

@@ -75,7 +75,7 @@ StatusOr<bool> UseInFlightFiles(const InFlightFiles& files,
       owner.ok() && *owner == run_id && std::ifstream(files.checkpoint).good();
   if (!resume) {
     files.Remove();
-    DPLACE_RETURN_IF_ERROR(WriteTextFileAtomically(files.run, run_id));
+    DPLACE_RETURN_IF_ERROR(WriteTextFile(files.run, run_id));
   }
   search->checkpoint_path = files.checkpoint;
   search->checkpoint_every = checkpoint_every;

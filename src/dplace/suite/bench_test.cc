@@ -386,7 +386,7 @@ class ResumeTest : public ::testing::Test {
     options.max_runs = max_runs;
     options.progress = [started](const std::string&) { ++*started; };
     options.checkpoint = [this](const BenchResults& so_far) {
-      return WriteTextFileAtomically(path_, BenchResultsToJson(so_far));
+      return WriteTextFile(path_, BenchResultsToJson(so_far));
     };
     return RunSuite(Tiny(), "dplace bench --suite tiny", options);
   }
@@ -418,7 +418,7 @@ TEST_F(ResumeTest, KilledRunContinuesWithOnlyTheRunsItLacks) {
           if (++runs == 3) std::raise(SIGKILL);
         };
         options.checkpoint = [this](const BenchResults& so_far) {
-          return WriteTextFileAtomically(path_, BenchResultsToJson(so_far));
+          return WriteTextFile(path_, BenchResultsToJson(so_far));
         };
         (void)RunSuite(Tiny(), "dplace bench --suite tiny", options);
       },
@@ -467,7 +467,7 @@ TEST_F(ResumeTest, KilledSearchContinuesFromItsCheckpoint) {
           if (p.samples >= 12) std::raise(SIGKILL);  // Its first batch.
         };
         options.checkpoint = [this](const BenchResults& so_far) {
-          return WriteTextFileAtomically(path_, BenchResultsToJson(so_far));
+          return WriteTextFile(path_, BenchResultsToJson(so_far));
         };
         (void)RunSuite(Tiny(), "dplace bench --suite tiny", options);
       },

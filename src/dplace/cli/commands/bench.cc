@@ -213,7 +213,7 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   if (!flags.output.empty()) {
     options.search_state = flags.output + ".search";
     options.checkpoint = [&flags](const BenchResults& so_far) {
-      return WriteTextFileAtomically(flags.output, BenchResultsToJson(so_far));
+      return WriteTextFile(flags.output, BenchResultsToJson(so_far));
     };
   }
   options.max_runs = flags.max_runs;
@@ -227,7 +227,7 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
           ClaimsIn(filtered->claims, *results, /*method_too=*/false),
           *results));
   if (!flags.output.empty()) {
-    Status s = WriteTextFileAtomically(flags.output, json);
+    Status s = WriteTextFile(flags.output, json);
     if (!s.ok()) return Fail(err, s);
   }
   if (!flags.markdown.empty()) {

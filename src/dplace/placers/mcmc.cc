@@ -444,8 +444,8 @@ class Walk {
                 {"max_shift", settings_.max_shift}};
   }
 
-  // Written to a temporary file first, so a search killed while writing
-  // leaves the previous checkpoint whole.
+  // Written whole or not at all, with a checksum (WriteChecksummedFile),
+  // so a search killed while writing leaves the previous checkpoint whole.
   Status Save() const {
     if (options_.checkpoint_path.empty()) return Status::Ok();
     std::ostringstream rng;
@@ -465,24 +465,18 @@ class Walk {
            {"best", s_.best},
            {"best_step_time", s_.best_step_time},
            {"best_feasible", s_.best_feasible}};
-    const std::string& path = options_.checkpoint_path;
-    const std::string tmp = path + ".tmp";
-    DPLACE_RETURN_IF_ERROR(
-        WriteTextFile(tmp, j.dump() + "\n").WithPrefix("checkpoint"));
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      return InvalidArgumentError("checkpoint " + path +
-                                  ": cannot replace it with " + tmp);
-    }
-    return Status::Ok();
+    return WriteChecksummedFile(options_.checkpoint_path, j.dump() + "\n")
+        .WithPrefix("checkpoint");
   }
 
   Status LoadCheckpoint(const std::string& path) {
-    StatusOr<std::string> text = ReadTextFile(path);
+    StatusOr<std::string> text = ReadChecksummedFile(path);
     if (!text.ok()) return text.status().WithPrefix("checkpoint");
     auto bad = [&](const std::string& what) {
       return InvalidArgumentError("checkpoint " + path + ": " + what);
     };
     const json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return bad("not an mcmc checkpoint (not JSON)");
     if (!j.is_object() || !j.contains("meta") || !j["meta"].is_object() ||
         j["meta"].value("format", "") != kCheckpointFormat) {
       return bad("not an mcmc checkpoint");

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dplace/env/environment.h"
+#include "dplace/io/file.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/testing/placer_test_util.h"
 #include "dplace/testing/small_dags.h"
@@ -253,6 +254,26 @@ TEST(McmcTest, ResumedAfterAKillEndsWhereAnUninterruptedSearchEnds) {
   ASSERT_FALSE(other.ok());
   EXPECT_THAT(other.status().message(),
               HasSubstr("made for another search: batch is 4"));
+
+  // One changed byte, or a file cut short, is refused as such (no longer
+  // as "not an mcmc checkpoint").
+  const std::string file = *ReadTextFile(resumed.checkpoint_path);
+  for (size_t at :
+       {size_t{0}, file.find("\"samples\"") + 12, file.size() - 2}) {
+    std::string flipped = file;
+    flipped[at] = static_cast<char>(flipped[at] ^ 0x01);
+    ASSERT_TRUE(WriteTextFile(resumed.resume_path, flipped).ok());
+    other = Search(z.p.problem, options, resumed);
+    ASSERT_FALSE(other.ok());
+    EXPECT_THAT(other.status().message(),
+                HasSubstr("killed.ckpt: checksum mismatch: the file is "
+                          "corrupt"))
+        << at;
+  }
+  ASSERT_TRUE(
+      WriteTextFile(resumed.resume_path, file.substr(0, file.size() / 2)).ok());
+  EXPECT_THAT(Search(z.p.problem, options, resumed).status().message(),
+              HasSubstr("killed.ckpt: no dplace checksum line at its end"));
 }
 
 TEST(McmcTest, BadOptionsAreErrorsNamingTheMethodAndKey) {

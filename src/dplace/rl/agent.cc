@@ -296,7 +296,7 @@ StatusOr<CheckpointInfo> Agent::CheckCheckpoint(const PlacementProblem& problem,
   LoopState s;
   DPLACE_RETURN_IF_ERROR(InitPolicy(problem, setup).WithPrefix(method));
   DPLACE_RETURN_IF_ERROR(LoadCheckpointBytes(
-      bytes, source, CheckpointMeta(name(), setup, s),
+      bytes, source, CheckpointMeta(*this, setup, s),
       [this](torch::serialize::InputArchive* a) { DoLoad(a); }, &s));
   CheckpointInfo info;
   info.samples = s.samples;
@@ -335,7 +335,7 @@ class SearchLoop {
     DPLACE_RETURN_IF_ERROR(agent_.InitPolicy(problem_, setup_));
     if (!options_.resume_path.empty()) {
       DPLACE_RETURN_IF_ERROR(LoadCheckpoint(
-          options_.resume_path, CheckpointMeta(agent_.name(), setup_, s_),
+          options_.resume_path, CheckpointMeta(agent_, setup_, s_),
           [this](torch::serialize::InputArchive* a) { agent_.DoLoad(a); },
           &s_));
     }
@@ -586,7 +586,7 @@ class SearchLoop {
   Status Save() {
     if (options_.checkpoint_path.empty()) return Status::Ok();
     return WriteCheckpoint(
-        options_.checkpoint_path, CheckpointMeta(agent_.name(), setup_, s_),
+        options_.checkpoint_path, CheckpointMeta(agent_, setup_, s_),
         [this](torch::serialize::OutputArchive* a) { agent_.DoSave(a); });
   }
 

@@ -4,18 +4,22 @@
 #define DPLACE_CLI_CLI_UTIL_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
+#include "dplace/io/file.h"
 #include "dplace/method/search.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/status.h"
 
 namespace CLI {
 class App;
+class Validator;
 }  // namespace CLI
 
 namespace dplace {
@@ -23,6 +27,14 @@ namespace dplace {
 // Prints `status` as the one line "dplace: error: ..." on `err`; returns
 // kExitBadInput.
 int Fail(std::ostream& err, const Status& status);
+
+// The files a command writes, as {flag, path}; an empty path is skipped.
+using OutputFlags = std::vector<std::pair<std::string, std::string>>;
+// Locks every output of a command before its work starts (OutputLock): a
+// path that cannot be written, one another dplace is writing, or one named
+// by two flags is refused at once, not after a search; the error begins
+// with the flag. The locks are held until the returned vector goes.
+StatusOr<std::vector<OutputLock>> ClaimOutputs(const OutputFlags& outputs);
 
 // The graph of a --model spec (see LoadModel).
 StatusOr<Graph> LoadGraph(const std::string& spec,
@@ -35,6 +47,15 @@ void PrintWarnings(const std::vector<std::string>& warnings, std::ostream& err);
 // Adds --graph and --model to `cmd`, both bound to `spec`; one of them is
 // required unless `required` is false.
 void AddGraphFlags(CLI::App* cmd, std::string* spec, bool required = true);
+
+// Checks of a numeric flag whose error says in one line what is allowed
+// ("--seed: -1 is not allowed: expected a whole number from 0 to
+// 18446744073709551615"), where CLI11's own print a 309-digit range.
+// WholeNumber: digits only, no sign, in [min, max].
+CLI::Validator WholeNumber(uint64_t min, uint64_t max);
+// A number above `min` (AtLeast: or equal to it).
+CLI::Validator NumberAbove(double min);
+CLI::Validator NumberAtLeast(double min);
 
 // `s` padded with spaces to `width` characters.
 std::string PadRight(std::string s, size_t width);

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -178,10 +179,18 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
                            "--show and --claims read a results file and run "
                            "nothing: without --suite, --resume and -o"));
     }
+    StatusOr<std::vector<OutputLock>> claims =
+        ClaimOutputs({{"--markdown", flags.markdown}});
+    if (!claims.ok()) return Fail(err, claims.status());
     return PrintResults(flags, *suites, out, err);
   }
   StatusOr<Suite> suite = FindSuite(*suites, flags.suite);
   if (!suite.ok()) return Fail(err, suite.status());
+  StatusOr<std::vector<OutputLock>> claims =
+      ClaimOutputs({{"-o", flags.output},
+                    {"--markdown", flags.markdown},
+                    {"--report", flags.report}});
+  if (!claims.ok()) return Fail(err, claims.status());
   flags.filter.methods = SplitList(flags.methods);
   flags.filter.models = flags.models;
   StatusOr<Suite> filtered = FilterSuite(*suite, flags.filter);
@@ -305,20 +314,20 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
       ->add_option("--budget-samples", flags->filter.budget_samples,
                    "learned placers: samples per search, replacing the "
                    "suite's budgets")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, std::numeric_limits<int64_t>::max()));
   bench
       ->add_option("--budget-scale", flags->filter.budget_scale,
                    "learned placers: multiply the suite's sample budgets")
-      ->check(CLI::PositiveNumber);
+      ->check(NumberAbove(0));
   bench
       ->add_option("--budget-seconds", flags->filter.budget_seconds,
                    "learned placers: wall seconds per search (with the "
                    "sample budget, whichever ends first)")
-      ->check(CLI::PositiveNumber);
+      ->check(NumberAbove(0));
   bench
       ->add_option("--seeds", flags->filter.max_seeds,
                    "only the first N seeds of each method")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, std::numeric_limits<int>::max()));
   bench->add_flag(
       "--resume", flags->resume,
       "continue the run whose results are in -o FILE: its finished runs are "
@@ -331,7 +340,7 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
       ->add_option("--max-runs", flags->max_runs,
                    "stop after this many runs, leaving -o FILE unfinished "
                    "for --resume (runs the suite in parts)")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, std::numeric_limits<int>::max()));
   return bench;
 }
 

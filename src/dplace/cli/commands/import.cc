@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <limits>
 #include <vector>
 
 #include "dplace/cli/cli.h"
@@ -22,7 +23,7 @@ CLI::App* AddImportCommand(CLI::App* parent, ImportFlags* flags) {
       ->add_option("--batch", flags->batch,
                    "batch size: the first dim of the data inputs (default: "
                    "the model's; needed when it is symbolic)")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, std::numeric_limits<int64_t>::max()));
   import
       ->add_option("--optimizer", flags->optimizer,
                    "optimizer of the update ops: sgd, momentum, rmsprop, "
@@ -36,6 +37,9 @@ CLI::App* AddImportCommand(CLI::App* parent, ImportFlags* flags) {
 
 // dplace import: ONNX model -> training graph JSON.
 int RunImport(const ImportFlags& flags, std::ostream& out, std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims =
+      ClaimOutputs({{"-o", flags.output}});
+  if (!claims.ok()) return Fail(err, claims.status());
   OnnxImportOptions options;
   options.batch = flags.batch;
   const Optimizer optimizer = *ParseOptimizer(flags.optimizer);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/method/method.h"
+#include "dplace/method/search_log.h"
 #include "dplace/placers/mcmc.h"
 #include "dplace/report/html_report.h"
 #include "dplace/sim/simulator.h"
@@ -68,6 +70,31 @@ std::string CheckpointPath(const PlaceFlags& place) {
     return (has_ext ? log.substr(0, dot) : log) + ".ckpt";
   }
   return place.resume;
+}
+
+// Checks and locks every file `place` writes (ClaimOutputs), before any
+// work: a bad path fails at once, not after a search.
+StatusOr<std::vector<OutputLock>> ClaimPlaceOutputs(const PlaceFlags& place) {
+  const bool searches = IsSearchMethod(place.method);
+  return ClaimOutputs(
+      {{"--out", place.out},
+       {"--trace", place.trace},
+       {"--report", place.report},
+       {"--log", place.log},
+       {place.checkpoint.empty() ? "checkpoint" : "--checkpoint",
+        searches ? CheckpointPath(place) : ""}});
+}
+
+// A resumed search drops a last log line that a crash or a full disk cut
+// short (TornLastLogLine); says so on `err`.
+void WarnOfATornLog(const PlaceFlags& place, std::ostream& err) {
+  if (place.resume.empty() || place.log.empty()) return;
+  const std::string torn = TornLastLogLine(place.log);
+  if (torn.empty()) return;
+  err << "dplace: warning: log " << place.log
+      << ": its last line was cut short by an interrupted write ("
+      << torn.substr(0, 40) << (torn.size() > 40 ? "..." : "")
+      << "); dropped, as the checkpoint does not hold its sample\n";
 }
 
 // Writes the --report page of one placement.
@@ -436,6 +463,15 @@ int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
   }
   // CheckEnv let only learned placers through.
   const bool learned = true;
+  StatusOr<std::vector<OutputLock>> claims = std::vector<OutputLock>();
+  if (ranks.role() == MpiRole::kPrintingController) {
+    claims = ClaimPlaceOutputs(place);
+    WarnOfATornLog(place, err);
+  }
+  if (!claims.ok()) {
+    Fail(err, claims.status());
+    ranks.Abort(kExitBadInput);
+  }
   MethodRunOptions run_options;  // A worker's are not used.
   if (ranks.role() != MpiRole::kWorker) {
     StatusOr<MethodRunOptions> made =
@@ -510,8 +546,10 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
                     "for a table comparing every classical placer");
   place->add_option("--option", flags->options,
                     "key=value setting of the method (repeatable)");
-  place->add_option("--seed", flags->seed,
-                    "seed of randomised methods (default: 1)");
+  place
+      ->add_option("--seed", flags->seed,
+                   "seed of randomised methods (default: 1)")
+      ->check(WholeNumber(0, std::numeric_limits<uint64_t>::max()));
   place->add_option("--out", flags->out, "write the placement JSON");
   place->add_option("--trace", flags->trace,
                     "write the placement's Chrome trace (open in Perfetto)");
@@ -547,13 +585,13 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
                    "--env mpi: controller ranks training one policy, each "
                    "with its own workers and baseline, gradients averaged "
                    "(default: 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, std::numeric_limits<int>::max()));
   place
       ->add_option("--mpi-timeout", flags->mpi_timeout,
                    "--env mpi: seconds one evaluation may take before the "
                    "placement goes to another worker; 0: never (default: "
                    "60)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberAtLeast(0));
   // Test hooks of the MPI environment, hidden from --help.
   place->add_option("--mpi-slow-worker", flags->mpi_slow_worker)->group("");
   place->add_option("--mpi-exit-worker", flags->mpi_exit_worker)->group("");
@@ -614,6 +652,13 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
     return Fail(err, NotFoundError("unknown method \"" + place.method +
                                    "\" (methods: " + MethodNames() + ")"));
   }
+  // Under MPI, the rank that writes them claims them (PlaceWithMpi).
+  StatusOr<std::vector<OutputLock>> claims = std::vector<OutputLock>();
+  if (!IsMpiEnv(place.env)) {
+    claims = ClaimPlaceOutputs(place);
+    WarnOfATornLog(place, err);
+  }
+  if (!claims.ok()) return Fail(err, claims.status());
   StatusOr<LoadedModel> model = LoadModel(place.graph);
   if (!model.ok()) return Fail(err, model.status());
   PrintWarnings(model->warnings, err);

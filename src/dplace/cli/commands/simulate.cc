@@ -36,6 +36,9 @@ CLI::App* AddSimulateCommand(CLI::App* parent, SimulateFlags* flags) {
 
 int RunSimulate(const SimulateFlags& flags, std::ostream& out,
                 std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims =
+      ClaimOutputs({{"--trace", flags.trace}});
+  if (!claims.ok()) return Fail(err, claims.status());
   StatusOr<Graph> graph = LoadGraph(flags.graph, &err);
   if (!graph.ok()) return Fail(err, graph.status());
   StatusOr<Cluster> cluster = LoadCluster(flags.cluster);

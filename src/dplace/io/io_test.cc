@@ -272,6 +272,36 @@ TEST(GraphJsonErrorTest, MalformedJsonNamesSourceAndLine) {
   EXPECT_THAT(message, HasSubstr("line 4"));
 }
 
+// A key named twice would silently mean its last value: refused in every
+// JSON file, naming the file, the object's path and the key.
+TEST(GraphJsonErrorTest, AKeyTwiceNamesFilePathAndKey) {
+  EXPECT_EQ(GraphError(GraphText(R"([
+      {"name": "a", "type": "Const"},
+      {"name": "b", "type": "Neg", "flops": 10, "flops": 20}])")),
+            "bad_graph.json: ops[1]: the key \"flops\" appears twice (each "
+            "key may appear once in an object)");
+  EXPECT_THAT(GraphError(R"({"format": "dplace.graph", "version": 1,
+      "ops": [], "version": 1})"),
+              HasSubstr("bad_graph.json: top level: the key \"version\""));
+  EXPECT_THAT(GraphError(GraphText(R"([{"name": "a", "type": "C",
+      "outputs": [{"shape": [2]}, {"shape": [2], "shape": [3]}]}])")),
+              HasSubstr("ops[0].outputs[1]: the key \"shape\" appears twice"));
+  StatusOr<Cluster> cluster = ParseClusterJson(
+      R"({"format": "dplace.cluster", "version": 1, "name": "c",
+          "devices": [{"name": "cpu:0", "name": "gpu:0"}]})",
+      "c.json");
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_THAT(cluster.status().message(),
+              HasSubstr("c.json: devices[0]: the key \"name\" appears twice"));
+  StatusOr<ProfileTable> profile = ParseProfileJson(
+      R"({"format": "dplace.profile", "version": 1,
+          "by_type": {"MatMul": {"gpu": 2e-3}, "MatMul": {"gpu": 1}}})",
+      "p.json");
+  ASSERT_FALSE(profile.ok());
+  EXPECT_THAT(profile.status().message(),
+              HasSubstr("p.json: by_type: the key \"MatMul\" appears twice"));
+}
+
 TEST(GraphJsonErrorTest, WrongTypeNamesPathAndExpectation) {
   const std::string message = GraphError(GraphText(R"([
       {"name": "a", "type": "Const"},
@@ -717,6 +747,21 @@ TEST_F(PlacementJsonTest, RoundTrip) {
       ParsePlacementJson(text_, "p.json", graph_, cluster_);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   EXPECT_EQ(*parsed, placement_);
+}
+
+// An op placed twice: the second device would win silently.
+TEST_F(PlacementJsonTest, AnOpPlacedTwiceIsRefused) {
+  const std::string key = "\"dense/matmul\": ";
+  std::string text = text_;
+  const size_t at = text.find(key);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, key + "\"cpu:0\", ");
+  StatusOr<Placement> p =
+      ParsePlacementJson(text, "twice.placement.json", graph_, cluster_);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(),
+            "twice.placement.json: placement: the key \"dense/matmul\" "
+            "appears twice (each key may appear once in an object)");
 }
 
 TEST_F(PlacementJsonTest, GraphNameIsInformational) {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dplace/io/file.h"
+#include "dplace/io/json_parse.h"
 
 namespace dplace {
 namespace {
@@ -28,14 +29,16 @@ Status TruncateLog(const std::string& path, int64_t samples) {
   text.resize(text.size() - TornLastLine(text).size());
   std::string kept;
   size_t start = 0;
-  while (start < text.size()) {
+  for (int line_number = 1; start < text.size(); ++line_number) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
     const std::string line = text.substr(start, end - start);
     start = end + 1;
     if (line.empty()) continue;
-    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("sample") ||
+    DPLACE_ASSIGN_OR_RETURN(
+        const json j,
+        ParseJson(line, "log " + path + ":" + std::to_string(line_number)));
+    if (!j.is_object() || !j.contains("sample") ||
         !j["sample"].is_number_integer()) {
       return InvalidArgumentError(
           "log " + path +
@@ -77,7 +80,9 @@ StatusOr<std::vector<SampleRecord>> ReadSearchLog(const std::string& path) {
     const std::string line = text.substr(start, end - start);
     start = end + 1;
     if (line.empty()) continue;
-    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    DPLACE_ASSIGN_OR_RETURN(
+        const json j,
+        ParseJson(line, "log " + path + ":" + std::to_string(line_number)));
     const auto number = [&j](const char* key) {
       return j.is_object() && j.contains(key) && j[key].is_number();
     };

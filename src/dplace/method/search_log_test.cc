@@ -13,6 +13,7 @@
 namespace dplace {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
 std::string Line(int64_t sample) {
@@ -64,10 +65,23 @@ TEST_F(SearchLogTest, OtherBadLinesStillBlockAResume) {
     Status opened = log.Open(path_, /*resume_at_sample=*/1);
     ASSERT_FALSE(opened.ok());
     EXPECT_THAT(opened.message(),
-                HasSubstr("a line that is not a sample record"));
+                AnyOf(HasSubstr("a line that is not a sample record"),
+                      HasSubstr(":2: malformed JSON")));
   }
   EXPECT_EQ(TornLastLogLine(path_), "");
   EXPECT_EQ(TornLastLogLine(path_ + ".missing"), "");
+}
+
+TEST_F(SearchLogTest, ALineThatNamesAKeyTwiceIsRefused) {
+  ASSERT_TRUE(WriteTextFile(path_, Line(0) + "{\"sample\": 1, \"sample\": 0, "
+                                             "\"wall_s\": 0}\n")
+                  .ok());
+  const std::string message = ReadSearchLog(path_).status().message();
+  EXPECT_THAT(message, HasSubstr(path_ + ":2: top level: the key \"sample\" "
+                                         "appears twice"));
+  SearchLog log;
+  EXPECT_THAT(log.Open(path_, 1).message(),
+              HasSubstr("the key \"sample\" appears twice"));
 }
 
 }  // namespace

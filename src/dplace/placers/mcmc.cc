@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dplace/io/file.h"
+#include "dplace/io/json_parse.h"
 #include "dplace/method/search_log.h"
 #include "dplace/placers/placer_util.h"
 #include "dplace/placers/start_placements.h"
@@ -475,8 +476,9 @@ class Walk {
     auto bad = [&](const std::string& what) {
       return InvalidArgumentError("checkpoint " + path + ": " + what);
     };
-    const json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return bad("not an mcmc checkpoint (not JSON)");
+    StatusOr<json> parsed = ParseJson(*text, "checkpoint " + path);
+    if (!parsed.ok()) return parsed.status();
+    const json& j = *parsed;
     if (!j.is_object() || !j.contains("meta") || !j["meta"].is_object() ||
         j["meta"].value("format", "") != kCheckpointFormat) {
       return bad("not an mcmc checkpoint");

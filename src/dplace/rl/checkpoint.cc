@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "dplace/io/file.h"
+#include "dplace/io/json_parse.h"
 #include "dplace/io/pickle_check.h"
 #include "dplace/io/zip_records.h"
 #include "dplace/rl/agent_parts.h"
@@ -385,8 +386,10 @@ Status LoadCheckpointBytes(const std::string& bytes, const std::string& path,
       return InvalidArgumentError("checkpoint " + path +
                                   ": meta is not a byte string");
     }
-    const json meta = json::parse(TensorString(meta_tensor), nullptr,
-                                  /*allow_exceptions=*/false);
+    StatusOr<json> parsed =
+        ParseJson(TensorString(meta_tensor), "checkpoint " + path + ": meta");
+    if (!parsed.ok()) return parsed.status();
+    const json& meta = *parsed;
     if (!meta.is_object()) {
       return InvalidArgumentError("checkpoint " + path +
                                   ": meta is not a JSON object");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "dplace/io/file.h"
+#include "dplace/io/json_parse.h"
 #include "dplace/util/format.h"
 
 namespace dplace {
@@ -333,7 +334,9 @@ StatusOr<EncoderFileInfo> LoadEncoder(const std::string& path,
       return InvalidArgumentError(where +
                                   "not a dplace encoder file (no metadata)");
     }
-    meta = json::parse(StringOf(meta_tensor));
+    StatusOr<json> parsed = ParseJson(StringOf(meta_tensor), where + "meta");
+    if (!parsed.ok()) return parsed.status();
+    meta = std::move(parsed).value();
   } catch (const std::exception& e) {
     return InvalidArgumentError(
         where +

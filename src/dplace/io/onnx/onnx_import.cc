@@ -116,6 +116,20 @@ class Importer {
            "' (" + node.op_type() + ")";
   }
   const ::onnx::GraphProto& graph() const { return model_.graph(); }
+  // Why `node`'s outputs have no shape when libonnx has no schema for its
+  // op type in its domain (and the model defines no such function): names
+  // the type and the domain. Empty for an operator libonnx knows.
+  std::string UnknownOperator(const NodeProto& node) const {
+    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    if (functions_.count(node.domain() + ":" + node.op_type()) > 0 ||
+        ::onnx::OpSchemaRegistry::Schema(node.op_type(), domain) != nullptr) {
+      return "";
+    }
+    return "op type '" + node.op_type() + "' of domain '" +
+           (domain.empty() ? "ai.onnx" : domain) +
+           "' is unknown to libonnx, so the shapes of its outputs cannot be "
+           "inferred; declare them in the model's value_info";
+  }
 
   Status Parse(const std::string& bytes) {
     if (!model_.ParseFromString(bytes)) {
@@ -682,6 +696,16 @@ class Importer {
           folded_nodes_.count(i) || typed.count(node.input(0))) {
         continue;
       }
+      for (int p = 0; p < graph().node_size(); ++p) {  // Its producer's fault?
+        const NodeProto& producer = graph().node(p);
+        const auto& outputs = producer.output();
+        if (std::find(outputs.begin(), outputs.end(), node.input(0)) !=
+                outputs.end() &&
+            !UnknownOperator(producer).empty()) {
+          return Error(Describe(producer, p) + ": " +
+                       UnknownOperator(producer));
+        }
+      }
       return Error(Describe(node, i) + ": input '" + node.input(0) +
                    "' has no type (shape inference could not infer it)");
     }
@@ -984,8 +1008,10 @@ class Importer {
     for (int k : kept) {
       StatusOr<TensorInfo> info = InfoOf(node.output(k));
       if (!info.ok()) {
-        return Error(Describe(node, index) + ": output '" + node.output(k) +
-                     "': " + info.status().message());
+        const std::string unknown = UnknownOperator(node);
+        return Error(
+            Describe(node, index) + ": output '" + node.output(k) +
+            "': " + (unknown.empty() ? info.status().message() : unknown));
       }
       tensors.outputs.push_back(*info);
     }

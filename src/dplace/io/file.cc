@@ -100,7 +100,9 @@ StatusOr<std::string> ReadTextFile(const std::string& path,
                                   " bytes (FileLimits::max_file_bytes)");
     }
   }
-  if (in.bad()) return InvalidArgumentError(path + ": read failed");
+  if (in.bad()) {
+    return InvalidArgumentError(path + ": cannot read: " + Reason(errno));
+  }
   return contents;
 }
 

@@ -476,8 +476,8 @@ class Walk {
     auto bad = [&](const std::string& what) {
       return InvalidArgumentError("checkpoint " + path + ": " + what);
     };
-    StatusOr<json> parsed = ParseJson(*text, "checkpoint " + path);
-    if (!parsed.ok()) return parsed.status();
+    StatusOr<json> parsed = ParseJson(*text, "not an mcmc checkpoint");
+    if (!parsed.ok()) return parsed.status().WithPrefix("checkpoint " + path);
     const json& j = *parsed;
     if (!j.is_object() || !j.contains("meta") || !j["meta"].is_object() ||
         j["meta"].value("format", "") != kCheckpointFormat) {

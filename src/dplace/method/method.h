@@ -75,6 +75,14 @@ struct PlaceResult {
   Placement placement;
   // A search's trace; all zero and empty for a method that places once.
   SearchTrace search;
+  // A lower bound the method proved on the step time of every placement
+  // of the problem that fits in memory, in seconds (the MILP's dual bound
+  // when every op was a unit of its program); 0: none. Callers take the
+  // larger of it and ProblemLowerBound.
+  double lower_bound = 0;
+  // One line on how the method placed, for the user ("CBC: 96 units, ...");
+  // empty: nothing to say.
+  std::string note;
 };
 
 class Method {

@@ -59,6 +59,8 @@ StatusOr<MethodRun> RunMethod(const std::string& method,
   if (!sim.ok()) return sim.status().WithPrefix("method " + method);
   run.placed = true;
   run.sim = std::move(sim).value();
+  run.sim.bounds.proven = placed->lower_bound;
+  run.note = std::move(placed->note);
   return run;
 }
 

@@ -40,7 +40,10 @@ struct MethodRun {
   std::string error;
   StatusCode error_code = StatusCode::kOk;
   Placement placement;
-  SimResult sim;            // Of `placement`, when placed.
+  // Of `placement`, when placed; its bounds.proven is the bound the method
+  // proved (PlaceResult::lower_bound).
+  SimResult sim;
+  std::string note;         // PlaceResult::note.
   double wall_seconds = 0;  // Placing, or the whole search.
   SearchTrace search;       // A search's trace; empty otherwise.
 };

@@ -6,9 +6,15 @@
 namespace dplace {
 
 std::vector<std::string> AutoStartMethods(const PlacementProblem& problem) {
-  std::vector<std::string> names = {"mincut", "m-etf", "round-robin",
-                                    "single-gpu"};
-  if (problem.expert) names.insert(names.begin(), "expert");
+  std::vector<std::string> names;
+  for (const MethodEntry* entry : Methods()) {
+    // The MILP has a time budget of its own (auto gives it one); random
+    // is one sample of what a search does better.
+    if (entry->name == "milp" || entry->name == "random") continue;
+    if (entry->name == "expert" && !problem.expert) continue;
+    if (TraitsOf(*entry).searches) continue;
+    names.push_back(entry->name);
+  }
   return names;
 }
 

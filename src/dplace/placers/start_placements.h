@@ -15,8 +15,9 @@
 
 namespace dplace {
 
-// The methods "auto" tries, in this order: expert (only where the problem
-// has one), mincut, m-etf, round-robin, single-gpu.
+// The methods "auto" tries: every registered method that places once, in
+// listing order, but the MILP (which takes a time budget) and random; the
+// expert only where the problem has one.
 std::vector<std::string> AutoStartMethods(const PlacementProblem& problem);
 
 // OK when `start` is "auto" or a registered method that places once;

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "dplace/sim/path_bound.h"
+#include "dplace/sim/work_bound.h"
 #include "dplace/util/format.h"
 
 namespace dplace {
@@ -833,7 +835,6 @@ Simulator::Simulator(const CostModel& cost)
       scratch_(std::make_unique<Scratch>()) {
   const Graph& g = cost.graph();
   std::vector<double> finish(g.num_ops(), 0.0);
-  double work = 0;
   for (OpId op : g.topological_order()) {
     double start = 0;
     for (EdgeId e : g.in_edges(op)) {
@@ -841,9 +842,9 @@ Simulator::Simulator(const CostModel& cost)
     }
     finish[op] = start + cost.FastestOpTime(op);
     critical_path_ = std::max(critical_path_, finish[op]);
-    work += cost.FastestOpTime(op);
   }
-  total_work_ = work / cost.cluster().total_compute_slots();
+  total_work_ = WorkBound(cost);
+  memory_path_ = MemoryPathBound(cost);
 }
 
 Simulator::~Simulator() = default;
@@ -851,6 +852,7 @@ Simulator::Simulator(Simulator&&) noexcept = default;
 
 double Simulator::critical_path_bound() const { return critical_path_; }
 double Simulator::total_work_bound() const { return total_work_; }
+double Simulator::memory_path_bound() const { return memory_path_; }
 
 int Simulator::ResumePoint(const Placement& placement, bool paths) {
   Scratch& s = *scratch_;
@@ -937,6 +939,7 @@ StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
   }
   result.bounds.critical_path = critical_path_;
   result.bounds.total_work = total_work_;
+  result.bounds.memory_path = memory_path_;
   if (options.compute_bounds) {
     run.ComputeBounds();
   } else {

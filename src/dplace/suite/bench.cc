@@ -194,10 +194,10 @@ StatusOr<MethodOptions> OptionsOf(const SuiteMethod& m,
 // What RunSuite needs of one loaded benchmark. Not movable: the problem
 // points into it.
 struct LoadedBenchmark {
-  LoadedBenchmark(LoadedModel m, Cluster c)
+  LoadedBenchmark(LoadedModel m, Cluster c, const ProfileTable& profile)
       : model(std::move(m)),
         cluster(std::move(c)),
-        cost(model.graph, cluster),
+        cost(model.graph, cluster, profile),
         problem(ProblemOf(model, cost, /*seed=*/1)) {}  // Runs set theirs.
   LoadedBenchmark(const LoadedBenchmark&) = delete;
   LoadedBenchmark& operator=(const LoadedBenchmark&) = delete;
@@ -210,8 +210,9 @@ struct LoadedBenchmark {
 StatusOr<std::unique_ptr<LoadedBenchmark>> Load(const std::string& model,
                                                 const std::string& cluster) {
   DPLACE_ASSIGN_OR_RETURN(LoadedModel m, LoadModel(model));
-  DPLACE_ASSIGN_OR_RETURN(Cluster c, LoadCluster(cluster));
-  return std::make_unique<LoadedBenchmark>(std::move(m), std::move(c));
+  DPLACE_ASSIGN_OR_RETURN(Cluster c, ClusterFor(m, cluster));
+  DPLACE_ASSIGN_OR_RETURN(ProfileTable profile, ProfileFor(m, ""));
+  return std::make_unique<LoadedBenchmark>(std::move(m), std::move(c), profile);
 }
 
 int CountRuns(const Suite& suite) {

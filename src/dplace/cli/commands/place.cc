@@ -188,6 +188,7 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
     out << "placed in " << Format("%.3f", run.wall_seconds) << " s\n";
   }
   if (!note.empty()) out << note << "\n";
+  if (!run.note.empty()) out << run.note << "\n";
   PrintSimResult(cluster, sim, out);
   if (!place.log.empty()) out << "log: " << place.log << "\n";
   if (learned && !search.checkpoint_path.empty()) {
@@ -352,8 +353,8 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
         << " |\n";
   }
   out << "lower bound: " << DescribeLowerBound(lower_bound)
-      << "; no placement beats the larger of the critical path and the total "
-         "work over all devices\n";
+      << "; no placement that fits in memory beats the largest of the "
+         "critical path, the total work and the forced-transfer path\n";
   return best > 0 ? kExitOk : kExitInfeasible;
 }
 
@@ -540,7 +541,8 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
       "gap to the lower bound and the time placing took");
   AddGraphFlags(place, &flags->graph, /*required=*/false);
   place->add_option("--cluster", flags->cluster,
-                    "preset name (see `dplace cluster list`) or cluster .json");
+                    "preset name (see `dplace cluster list`) or cluster "
+                    ".json; a Tarnawski et al. input brings its own");
   place->add_option("--method", flags->method,
                     "placer or learned placer name (see --list), or `all` "
                     "for a table comparing every classical placer");
@@ -623,7 +625,7 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
 
 int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
   if (place.list) return PlaceList(out);
-  if (place.graph.empty() || place.cluster.empty() || place.method.empty()) {
+  if (place.graph.empty() || place.method.empty()) {
     return Fail(err, InvalidArgumentError(
                          "place needs --model (or --graph), --cluster and "
                          "--method (or --list)"));
@@ -662,9 +664,9 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
   StatusOr<LoadedModel> model = LoadModel(place.graph);
   if (!model.ok()) return Fail(err, model.status());
   PrintWarnings(model->warnings, err);
-  StatusOr<Cluster> cluster = LoadCluster(place.cluster);
+  StatusOr<Cluster> cluster = ClusterFor(*model, place.cluster);
   if (!cluster.ok()) return Fail(err, cluster.status());
-  StatusOr<ProfileTable> profile = LoadProfile(place.profile);
+  StatusOr<ProfileTable> profile = ProfileFor(*model, place.profile);
   if (!profile.ok()) return Fail(err, profile.status());
   const Graph& graph = model->graph;
   const CostModel cost(graph, *cluster, *profile);

@@ -10,8 +10,8 @@
 #include <limits>
 
 #include "dplace/cli/cli.h"
-#include "dplace/method/lower_bound.h"
 #include "dplace/model/load_model.h"
+#include "dplace/sim/lower_bound.h"
 #include "dplace/util/format.h"
 
 namespace dplace {

@@ -20,7 +20,7 @@
 
 #include "dplace/cost/cost_model.h"
 #include "dplace/io/file.h"
-#include "dplace/sim/placement.h"
+#include "dplace/graph/placement.h"
 
 namespace dplace {
 

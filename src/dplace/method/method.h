@@ -28,9 +28,9 @@
 
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
+#include "dplace/graph/placement.h"
 #include "dplace/method/options.h"
 #include "dplace/method/search.h"
-#include "dplace/sim/placement.h"
 
 namespace dplace {
 
@@ -44,6 +44,10 @@ struct PlacementProblem {
   std::function<Placement()> expert;
   uint64_t seed = 1;
 };
+
+// Checks that every op may run on some device of the cluster and, when
+// `need_gpu`, that the cluster has a GPU; errors name the op or the cluster.
+Status CheckPlaceable(const PlacementProblem& problem, bool need_gpu = false);
 
 // What kind of method it is, for callers that treat kinds differently.
 struct MethodTraits {

@@ -56,6 +56,9 @@ StatusOr<MethodRun> RunMethod(const std::string& method,
                               const MethodOptions& options,
                               const PlacementProblem& problem,
                               const MethodRunOptions& run_options);
+// As above, with a method the caller made (and asked for its traits).
+StatusOr<MethodRun> RunMethod(Method* method, const PlacementProblem& problem,
+                              const MethodRunOptions& run_options);
 
 }  // namespace dplace
 

@@ -6,8 +6,8 @@
 #include <queue>
 #include <utility>
 
+#include "dplace/graph/placement.h"
 #include "dplace/placers/placer.h"
-#include "dplace/placers/placer_util.h"
 #include "dplace/sim/simulator.h"
 
 namespace dplace {

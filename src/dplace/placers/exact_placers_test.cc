@@ -2,17 +2,13 @@
 // the brute-force optimum of small DAGs (or, where the simulator's queues
 // cannot follow its schedule, a bound below it), its bound never exceeds it;
 // Tarnawski et al.'s contiguous-split DP finds the best split of a chain
-// under memory, their greedy fills GPUs in order; auto beats every one-shot
-// placer and proves optimality where the bound meets the step.
+// under memory, their greedy fills GPUs in order.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "dplace/env/environment.h"
 #include "dplace/graph/random_graph.h"
-#include "dplace/method/lower_bound.h"
-#include "dplace/method/run.h"
 #include "dplace/placers/contiguous_split.h"
 #include "dplace/placers/milp_placer.h"
 #include "dplace/sim/simulator.h"
@@ -23,7 +19,6 @@
 namespace dplace {
 namespace {
 
-using ::testing::HasSubstr;
 using testing_dags::BruteForceOptimum;
 using testing_dags::Dag;
 using testing_dags::Gpus;
@@ -187,37 +182,6 @@ TEST(ContiguousSplitTest, BackwardOpsFollowTheirForwardUnit) {
       }
     }
   }
-}
-
-// auto on a small problem: at least as fast as every one-shot placer, and
-// where the MILP's or the path bound meets its step, it says optimal.
-TEST(AutoTest, BeatsEveryOneShotPlacerAndCertifiesTheChain) {
-  Dag dag;
-  OpId last = dag.Op("op0", 1, 4 * kGB / 10);
-  for (int i = 1; i < 4; ++i) {
-    const OpId op = dag.Op("op" + std::to_string(i), 1, 4 * kGB / 10);
-    dag.Edge(last, op, kGB / 10);
-    last = op;
-  }
-  PlacerTestProblem p(std::move(dag).Build(), Gpus(2, 1e9, kGB));
-  MethodRunOptions options;
-  options.context.search.budget.samples = 200;
-  options.environment_threads = 1;
-  StatusOr<MethodRun> run = RunMethod("auto", {}, p.problem, options);
-  ASSERT_TRUE(run.ok()) << run.status().message();
-  ASSERT_TRUE(run->placed);
-  for (const MethodEntry* e : Methods()) {
-    if (TraitsOf(*e).searches || e->name == "milp") continue;
-    StatusOr<MethodRun> one = RunMethod(e->name, {}, p.problem, {});
-    ASSERT_TRUE(one.ok());
-    if (!one->placed || !one->sim.feasible) continue;
-    EXPECT_LE(run->sim.step_time, one->sim.step_time * (1 + 1e-12)) << e->name;
-  }
-  const StepLowerBound bound = ProblemLowerBound(run->sim.bounds);
-  EXPECT_TRUE(ProvenOptimal(run->sim.step_time, bound))
-      << run->sim.step_time << " against " << DescribeLowerBound(bound);
-  EXPECT_THAT(DescribeGap(run->sim.step_time, bound), HasSubstr("optimal"));
-  EXPECT_THAT(run->note, HasSubstr("one-shot placers"));
 }
 
 }  // namespace

@@ -10,9 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "dplace/graph/placement.h"
 #include "dplace/placers/contiguous_split.h"
-#include "dplace/placers/placer_util.h"
-#include "dplace/placers/start_placements.h"
 #include "dplace/sim/device_classes.h"
 #include "dplace/sim/simulator.h"
 
@@ -460,18 +459,17 @@ StatusOr<MilpResult> SolveMilp(const PlacementProblem& problem,
 
 namespace {
 
-// "milp": the program from the best of the start's placements (simulated),
-// keeping whichever of that start and CBC's best simulates faster.
+// "milp": the program from the fastest, in the simulator, of the start
+// methods' placements, keeping whichever of that start and CBC's best
+// simulates faster.
 class MilpMethod : public Method {
  public:
-  MilpMethod(MilpOptions options, std::string start)
-      : Method("milp"), options_(options), start_(std::move(start)) {}
+  MilpMethod(MilpOptions options, std::vector<std::string> starts)
+      : Method("milp"), options_(options), starts_(std::move(starts)) {}
 
  protected:
   StatusOr<PlaceResult> DoPlace(const PlacementProblem& problem,
                                 const PlaceContext& context) override {
-    DPLACE_ASSIGN_OR_RETURN(std::vector<Placement> starts,
-                            StartCandidates(problem, start_));
     Simulator simulator(*problem.cost);
     Placement best;
     double best_time = kInfinity;
@@ -486,7 +484,12 @@ class MilpMethod : public Method {
       }
       return Status::Ok();
     };
-    for (const Placement& p : starts) DPLACE_RETURN_IF_ERROR(consider(p));
+    for (const std::string& name : starts_) {
+      DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Method> method, MakeMethod(name));
+      StatusOr<PlaceResult> placed = method->Place(problem);
+      // A placer that cannot place this problem is not a start.
+      if (placed.ok()) DPLACE_RETURN_IF_ERROR(consider(placed->placement));
+    }
     DPLACE_ASSIGN_OR_RETURN(MilpResult milp,
                             SolveMilp(problem, best, options_));
     DPLACE_RETURN_IF_ERROR(consider(milp.placement));
@@ -505,12 +508,14 @@ class MilpMethod : public Method {
 
  private:
   MilpOptions options_;
-  std::string start_;
+  std::vector<std::string> starts_;
 };
 
+// The start, as option start=NAME: one method that places once, or "best"
+// (the default): the fastest of the splits, m-ETF and mincut.
 StatusOr<std::unique_ptr<Method>> MakeMilp(const MethodOptions& options) {
   MilpOptions s;
-  std::string start = "auto";
+  std::string start = "best";
   OptionReader reader("milp", options);
   reader.Double("seconds", &s.seconds);
   reader.Int("max_units", &s.max_units);
@@ -523,9 +528,18 @@ StatusOr<std::unique_ptr<Method>> MakeMilp(const MethodOptions& options) {
     return bad("seconds must be > 0");
   }
   if (s.max_units < 2) return bad("max_units must be >= 2");
-  const Status ok = CheckStartMethod(start);
-  if (!ok.ok()) return bad("start=" + start + ": " + ok.message());
-  return std::unique_ptr<Method>(new MilpMethod(s, start));
+  std::vector<std::string> starts = {"split-dp", "tarnawski-dp", "m-etf",
+                                     "mincut"};
+  if (start != "best") {
+    const MethodEntry* entry = FindMethod(start);
+    if (entry == nullptr || start == "milp" || TraitsOf(*entry).searches) {
+      return bad("start=" + start +
+                 ": expected best or a method that places once (methods: " +
+                 MethodNames() + ")");
+    }
+    starts = {start};
+  }
+  return std::unique_ptr<Method>(new MilpMethod(s, std::move(starts)));
 }
 
 }  // namespace
@@ -535,7 +549,7 @@ REGISTER_METHOD("milp", 40,
                 "transfers, memory, load; queues relaxed) solved by COIN-OR "
                 "CBC from the best classical placement; its dual bound holds "
                 "for every placement when every op is a unit; options "
-                "seconds (default 20), max_units (200), start (auto)",
+                "seconds (default 20), max_units (200), start (best)",
                 MakeMilp);
 
 }  // namespace dplace

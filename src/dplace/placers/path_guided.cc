@@ -1,8 +1,8 @@
 // "path-guided": the placement the forced-transfer path bound reads off
 // (sim/path_bound.h): where the bound's choices agree along every path,
 // its step time is the bound itself, so the certificate comes with it.
+#include "dplace/graph/placement.h"
 #include "dplace/placers/placer.h"
-#include "dplace/placers/placer_util.h"
 #include "dplace/sim/path_bound.h"
 
 namespace dplace {

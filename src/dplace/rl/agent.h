@@ -270,7 +270,7 @@ class Agent : public Method {
   }
 
  private:
-  friend class SearchLoop;  // The search loop of DoPlace (agent.cc).
+  friend class AgentSearch;  // The search of DoPlace (agent.cc).
 
   // DoInit under the problem's torch seed, LibTorch's exceptions as errors.
   Status InitPolicy(const PlacementProblem& problem, const AgentSetup& setup);

@@ -27,7 +27,7 @@
 #define DPLACE_SIM_PATH_BOUND_H_
 
 #include "dplace/cost/cost_model.h"
-#include "dplace/sim/placement.h"
+#include "dplace/graph/placement.h"
 
 namespace dplace {
 

@@ -30,6 +30,66 @@ double Dual(const std::vector<double>& scaled, const std::vector<double>& theta,
   return sum;
 }
 
+// The work of the ops that can neither start before a nor end later than
+// b before the step's end must fit between a and step - b: step >= a + b +
+// their work (the dual above, over those ops). a and b run over a grid of
+// the critical path; an op counts for a threshold below its earliest start
+// (its head: the longest path to it at fastest times) and its tail (the
+// longest path after it).
+double WindowedBound(const CostModel& cost, const std::vector<double>& scaled,
+                     const std::vector<double>& theta, int num_classes) {
+  const Graph& g = cost.graph();
+  const int n = g.num_ops();
+  std::vector<double> head(n, 0), tail(n, 0);
+  double path = 0;
+  for (OpId v : g.topological_order()) {
+    for (EdgeId e : g.in_edges(v)) {
+      const OpId u = g.edge_src(e);
+      head[v] = std::max(head[v], head[u] + cost.FastestOpTime(u));
+    }
+    path = std::max(path, head[v] + cost.FastestOpTime(v));
+  }
+  const std::vector<OpId>& order = g.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    for (EdgeId e : g.out_edges(*it)) {
+      const OpId w = g.edge_dst(e);
+      tail[*it] = std::max(tail[*it], tail[w] + cost.FastestOpTime(w));
+    }
+  }
+  if (!(path > 0)) return 0;
+  constexpr int kGrid = 64;
+  const double step = path / kGrid;
+  // work[i][j]: the dual's work of ops with head >= i step, tail >= j step.
+  std::vector<double> work((kGrid + 2) * (kGrid + 2), 0);
+  std::vector<int64_t> ops((kGrid + 2) * (kGrid + 2), 0);  // How many.
+  auto at = [&](int i, int j) -> double& { return work[i * (kGrid + 2) + j]; };
+  auto count = [&](int i, int j) -> int64_t& {
+    return ops[i * (kGrid + 2) + j];
+  };
+  for (OpId v = 0; v < n; ++v) {
+    double w = kInfinity;
+    for (int c = 0; c < num_classes; ++c) {
+      const double t = scaled[static_cast<size_t>(v) * num_classes + c];
+      if (t < kInfinity) w = std::min(w, theta[c] * t);
+    }
+    if (w == kInfinity) continue;
+    const int i = std::min(kGrid, static_cast<int>(head[v] / step));
+    const int j = std::min(kGrid, static_cast<int>(tail[v] / step));
+    at(i, j) += w;
+    ++count(i, j);
+  }
+  double best = 0;
+  for (int i = kGrid; i >= 0; --i) {
+    for (int j = kGrid; j >= 0; --j) {
+      at(i, j) += at(i + 1, j) + at(i, j + 1) - at(i + 1, j + 1);
+      count(i, j) += count(i + 1, j) + count(i, j + 1) - count(i + 1, j + 1);
+      // Only a window some op must run in says anything.
+      if (count(i, j) > 0) best = std::max(best, (i + j) * step + at(i, j));
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 double WorkBound(const CostModel& cost) {
@@ -88,7 +148,38 @@ double WorkBound(const CostModel& cost) {
       }
     }
   }
-  return best;
+  return std::max(best, WindowedBound(cost, scaled, theta, num_classes));
+}
+
+double SerialStepBound(const CostModel& cost) {
+  const Graph& g = cost.graph();
+  const int nd = cost.cluster().num_devices();
+  double total = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    double slowest = 0;
+    for (DeviceId d = 0; d < nd; ++d) {
+      const double t = cost.OpTime(op, d);
+      const double slowdown = cost.cluster().device(d).shared_host_slowdown;
+      if (t < kInfinity) slowest = std::max(slowest, t * (1 + slowdown));
+    }
+    total += slowest;
+  }
+  // Per device pair, the route's latency and seconds per byte, slowest.
+  double latency = 0, per_byte = 0;
+  for (DeviceId a = 0; a < nd; ++a) {
+    for (DeviceId b = 0; b < nd; ++b) {
+      if (a == b) continue;
+      const double l = cost.RouteLatency(a, b);
+      latency = std::max(latency, l);
+      per_byte = std::max(per_byte, cost.TransferTime(1 << 20, a, b) - l);
+    }
+  }
+  per_byte /= 1 << 20;
+  for (EdgeId e = 0; e < g.num_edges(); ++e) {
+    total += latency;
+    if (!g.is_control(e)) total += per_byte * g.tensor_bytes(g.edge_tensor(e));
+  }
+  return total;
 }
 
 }  // namespace dplace

@@ -11,7 +11,10 @@
 //
 // Equal weights give the total work over all slots; this searches the
 // weights for the largest bound, so a slow CPU no longer counts as a
-// device as fast as a GPU.
+// device as fast as a GPU. The same holds in a window: the ops that cannot
+// start before a (their longest path in, at fastest times) nor end later
+// than b before the step's end (their longest path out) run between a and
+// step - b, so step >= a + b + their work, for every such a and b.
 #ifndef DPLACE_SIM_WORK_BOUND_H_
 #define DPLACE_SIM_WORK_BOUND_H_
 
@@ -21,6 +24,13 @@ namespace dplace {
 
 // Seconds, at least the total work over all compute slots. Deterministic.
 double WorkBound(const CostModel& cost);
+
+// An upper bound instead: no placement's step, fitting or not, is slower
+// than every op on its slowest allowed device and every tensor over its
+// slowest route, one after another (the simulator never idles while work
+// is ready). The scale of a problem's step times, e.g. for what a search
+// charges a placement that does not fit.
+double SerialStepBound(const CostModel& cost);
 
 }  // namespace dplace
 

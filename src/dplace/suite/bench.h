@@ -79,7 +79,7 @@ struct BenchmarkResults {
   int ops = 0;
   int devices = 0;
   int gpus = 0;
-  double lower_bound = 0;           // ProblemLowerBound (method/lower_bound.h).
+  double lower_bound = 0;           // ProblemLowerBound (sim/lower_bound.h).
   std::string lower_bound_binding;  // Which bound binds.
   // The classical method with the fastest median (empty when none fits).
   std::string best_baseline;

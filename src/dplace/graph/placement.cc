@@ -1,6 +1,7 @@
-#include "dplace/sim/placement.h"
+#include "dplace/graph/placement.h"
 
 #include <string>
+#include <unordered_map>
 
 namespace dplace {
 
@@ -44,6 +45,33 @@ Placement SingleDevicePlacement(const Graph& graph, const Cluster& cluster,
     }
   }
   return placement;
+}
+
+std::vector<DeviceId> AllowedDevices(const Graph& graph, const Cluster& cluster,
+                                     OpId op) {
+  std::vector<DeviceId> out;
+  const DeviceKindSet allowed = graph.allowed_devices(op);
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+    if (allowed.Contains(cluster.device(d).kind)) out.push_back(d);
+  }
+  return out;
+}
+
+HintGroups ColocationHintGroups(const Graph& graph) {
+  HintGroups out;
+  out.group.resize(graph.num_ops());
+  std::unordered_map<std::string, int32_t> ids;
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const std::string& hint = graph.colocation_group(op);
+    if (hint.empty()) {
+      out.group[op] = out.num_groups++;
+      continue;
+    }
+    auto [it, inserted] = ids.emplace(hint, out.num_groups);
+    if (inserted) ++out.num_groups;
+    out.group[op] = it->second;
+  }
+  return out;
 }
 
 }  // namespace dplace

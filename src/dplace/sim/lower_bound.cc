@@ -1,4 +1,4 @@
-#include "dplace/method/lower_bound.h"
+#include "dplace/sim/lower_bound.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,9 @@
-// A placement: the device of every op.
-#ifndef DPLACE_SIM_PLACEMENT_H_
-#define DPLACE_SIM_PLACEMENT_H_
+// A placement: the device of every op; the devices an op may take and the
+// ops its colocation hint keeps together.
+#ifndef DPLACE_GRAPH_PLACEMENT_H_
+#define DPLACE_GRAPH_PLACEMENT_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "dplace/cluster/cluster.h"
@@ -24,6 +26,20 @@ Status ValidatePlacement(const Graph& graph, const Cluster& cluster,
 Placement SingleDevicePlacement(const Graph& graph, const Cluster& cluster,
                                 DeviceId device);
 
+// Devices of `cluster` that op `op` may run on, in device order.
+std::vector<DeviceId> AllowedDevices(const Graph& graph, const Cluster& cluster,
+                                     OpId op);
+
+// Ops grouped by their colocation hint (the training expansion puts each
+// forward op with its gradient ops, and each parameter with its update).
+// group[op] in [0, num_groups); ops without a hint get a group of their own.
+// Groups are numbered in order of their first op.
+struct HintGroups {
+  int num_groups = 0;
+  std::vector<int32_t> group;
+};
+HintGroups ColocationHintGroups(const Graph& graph);
+
 }  // namespace dplace
 
-#endif  // DPLACE_SIM_PLACEMENT_H_
+#endif  // DPLACE_GRAPH_PLACEMENT_H_

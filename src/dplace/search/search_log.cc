@@ -1,4 +1,4 @@
-#include "dplace/method/search_log.h"
+#include "dplace/search/search_log.h"
 
 #include <nlohmann/json.hpp>
 

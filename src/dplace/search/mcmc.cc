@@ -1,4 +1,4 @@
-#include "dplace/placers/mcmc.h"
+#include "dplace/search/mcmc.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,9 +14,8 @@
 
 #include "dplace/io/file.h"
 #include "dplace/io/json_parse.h"
-#include "dplace/method/search_log.h"
-#include "dplace/placers/placer_util.h"
-#include "dplace/placers/start_placements.h"
+#include "dplace/search/search_loop.h"
+#include "dplace/search/start_placements.h"
 
 namespace dplace {
 namespace {
@@ -186,13 +185,9 @@ class Proposer {
   int64_t max_shift_ = 1;
 };
 
-// Everything a checkpoint holds.
+// What a checkpoint holds beside the loop's SearchState.
 struct WalkState {
-  int64_t samples = 0;
-  int64_t batches = 0;
   int64_t restarts = 0;
-  double wall_seconds = 0;  // Of the runs before this one.
-  std::mt19937_64 rng;
   // Proposals since the walk last found a better group placement.
   int64_t since_improvement = 0;
   std::vector<DeviceId> current;  // Group devices; cost as below.
@@ -200,82 +195,63 @@ struct WalkState {
   std::vector<DeviceId> anchor;  // The best group placement: restarts here.
   double anchor_cost = 0;
   // The best placement evaluated (the start as given included).
-  bool has_best = false;
   Placement best;
-  double best_step_time = 0;
-  bool best_feasible = false;
 };
 
 // A search's placements: the start's candidates, then the walk.
 using StartPlacements = std::function<StatusOr<std::vector<Placement>>()>;
 
-// One walk, step by step: Start, RunBatch while BudgetLeft, Finish.
-class Walk {
+// One walk: the loop (search_loop.h) with mcmc's proposals.
+class Walk : public SearchLoop {
  public:
   Walk(const PlacementProblem& problem, const McmcSettings& settings,
-       std::string start_name, const PlaceContext& context)
-      : problem_(problem),
+       std::string start_name, StartPlacements start,
+       const PlaceContext& context)
+      : SearchLoop(problem, context),
         settings_(settings),
         start_name_(std::move(start_name)),
-        environment_(context.environment),
-        options_(context.search),
-        clock_(options_.clock ? options_.clock : SteadyClock()) {}
+        start_(std::move(start)) {}
 
-  Status Start(const StartPlacements& start) {
-    DPLACE_RETURN_IF_ERROR(CheckRequest());
-    space_ = MakeGroupSpace(*problem_.graph, *problem_.cluster);
+ protected:
+  StatusOr<int> DoStart() override {
+    space_ = MakeGroupSpace(*problem().graph, *problem().cluster);
     proposer_.emplace(space_, settings_);
-    const bool resuming = !options_.resume_path.empty();
-    if (resuming) DPLACE_RETURN_IF_ERROR(LoadCheckpoint(options_.resume_path));
-    // Cooperating controllers (SearchOptions::sampling_stream) walk apart.
-    if (!resuming) {
-      s_.rng.seed(problem_.seed ^
-                  (options_.sampling_stream * 0x9E3779B97F4A7C15ull));
-    }
-    if (!options_.log_path.empty()) {
-      DPLACE_RETURN_IF_ERROR(
-          log_.Open(options_.log_path, resuming ? s_.samples : -1));
-    }
-    trace_.num_groups = space_.num_groups();
-    trace_.first_sample_of_this_run = s_.samples;
-    batches_at_checkpoint_ = s_.batches;
-    start_ = clock_();
-    if (resuming) return Status::Ok();
-    DPLACE_ASSIGN_OR_RETURN(std::vector<Placement> candidates, start());
+    return space_.num_groups();
+  }
+
+  Status DoResume(const std::string& path) override {
+    return LoadCheckpoint(path);
+  }
+
+  Status DoBegin(bool resumed) override {
+    if (resumed) return Status::Ok();
+    DPLACE_ASSIGN_OR_RETURN(std::vector<Placement> candidates, start_());
     return EvaluateStart(std::move(candidates));
   }
 
-  bool BudgetLeft() const {
-    const SearchBudget& budget = options_.budget;
-    return !(budget.samples > 0 && s_.samples >= budget.samples) &&
-           !(budget.seconds > 0 && Wall() >= budget.seconds);
-  }
+  int64_t BatchSize() const override { return settings_.batch; }
 
   // Proposes a batch from the current placement, evaluates it, and moves to
   // the best proposal that passes the Metropolis test (in order, one
-  // uniform draw each); then restarts, checkpoints and reports when due.
-  Status RunBatch() {
-    int64_t k = settings_.batch;
-    if (options_.budget.samples > 0) {
-      k = std::min<int64_t>(k, options_.budget.samples - s_.samples);
-    }
+  // uniform draw each); then restarts from the best when due.
+  StatusOr<BatchReport> DoBatch(int64_t k) override {
     std::vector<std::vector<DeviceId>> proposals(k, s_.current);
     std::vector<Placement> placements;
     for (std::vector<DeviceId>& p : proposals) {
-      proposer_->Propose(&p, &s_.rng);
+      proposer_->Propose(&p, &state().rng);
       placements.push_back(
-          Expand(space_, *problem_.graph, *problem_.cluster, p));
+          Expand(space_, *problem().graph, *problem().cluster, p));
     }
     DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
-                            environment_->Evaluate(placements));
+                            environment()->Evaluate(placements));
     int64_t chosen = -1;
     double chosen_cost = 0;
     bool improved = false;
     for (int64_t i = 0; i < k; ++i) {
-      DPLACE_RETURN_IF_ERROR(
-          Record(s_.samples + i, placements[i], measured[i]));
+      DPLACE_RETURN_IF_ERROR(Record(placements[i], measured[i]));
       const double cost = Cost(measured[i]);
-      const double u = std::uniform_real_distribution<double>(0, 1)(s_.rng);
+      const double u =
+          std::uniform_real_distribution<double>(0, 1)(state().rng);
       const bool accepted =
           cost <= s_.current_cost ||
           u < std::exp(-settings_.beta * (cost - s_.current_cost) /
@@ -290,9 +266,6 @@ class Walk {
         improved = true;
       }
     }
-    DPLACE_RETURN_IF_ERROR(log_.Flush());
-    s_.samples += k;
-    ++s_.batches;
     if (chosen >= 0) {
       s_.current = std::move(proposals[chosen]);
       s_.current_cost = chosen_cost;
@@ -304,36 +277,29 @@ class Walk {
       s_.since_improvement = 0;
       ++s_.restarts;
     }
-    DPLACE_RETURN_IF_ERROR(CheckpointWhenDue());
-    ReportProgress(measured, chosen >= 0);
-    return Status::Ok();
+    BatchReport report;
+    report.updates = 1;  // mcmc counts batches.
+    report.stats = {{"moved", chosen >= 0 ? 1.0 : 0.0},
+                    {"current_step_time", s_.current_cost},
+                    {"restarts", static_cast<double>(s_.restarts)}};
+    return report;
   }
 
-  StatusOr<PlaceResult> Finish() {
-    s_.wall_seconds = Wall();
-    DPLACE_RETURN_IF_ERROR(Save());
-    PlaceResult result;
-    result.placement = s_.best;
-    result.search = std::move(trace_);
-    result.search.samples = s_.samples;
-    result.search.updates = s_.batches;
-    result.search.wall_seconds = s_.wall_seconds;
-    result.search.best_step_time = s_.best_step_time;
-    result.search.best_feasible = s_.best_feasible;
-    return result;
-  }
+  StatusOr<Placement> BestPlacement() const override { return s_.best; }
 
  private:
-  Status CheckRequest() const {
-    return CheckSearchRequest(problem_, environment_, options_);
-  }
-
-  double Wall() const { return s_.wall_seconds + (clock_() - start_); }
-
   // What the walk minimises: the step time, or the failing step time when
   // the placement does not fit.
   double Cost(const Measurement& m) const {
     return m.feasible ? m.step_time : settings_.failing_step_time;
+  }
+
+  // The loop's record of a sample, the best placement kept.
+  Status Record(const Placement& placement, const Measurement& m) {
+    DPLACE_ASSIGN_OR_RETURN(const bool best,
+                            SearchLoop::Record(m, settings_.failing_step_time));
+    if (best) s_.best = placement;
+    return Status::Ok();
   }
 
   // Evaluates the start's candidates as given and starts the walk from the
@@ -341,100 +307,39 @@ class Walk {
   Status EvaluateStart(std::vector<Placement> candidates) {
     for (const Placement& p : candidates) {
       DPLACE_RETURN_IF_ERROR(
-          ValidatePlacement(*problem_.graph, *problem_.cluster, p)
+          ValidatePlacement(*problem().graph, *problem().cluster, p)
               .WithPrefix("start " + start_name_));
     }
     DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
-                            environment_->Evaluate(candidates));
+                            environment()->Evaluate(candidates));
     size_t best = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      DPLACE_RETURN_IF_ERROR(Record(s_.samples + static_cast<int64_t>(i),
-                                    candidates[i], measured[i]));
+      DPLACE_RETURN_IF_ERROR(Record(candidates[i], measured[i]));
       if (Cost(measured[i]) < Cost(measured[best])) best = i;
     }
-    s_.samples += static_cast<int64_t>(candidates.size());
     s_.current = Snap(space_, candidates[best]);
     s_.current_cost = Cost(measured[best]);
     Placement snapped =
-        Expand(space_, *problem_.graph, *problem_.cluster, s_.current);
+        Expand(space_, *problem().graph, *problem().cluster, s_.current);
     if (snapped != candidates[best]) {
       DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> m,
-                              environment_->Evaluate({snapped}));
-      DPLACE_RETURN_IF_ERROR(Record(s_.samples, snapped, m[0]));
-      ++s_.samples;
+                              environment()->Evaluate({snapped}));
+      DPLACE_RETURN_IF_ERROR(Record(snapped, m[0]));
       s_.current_cost = Cost(m[0]);
     }
     s_.anchor = s_.current;
     s_.anchor_cost = s_.current_cost;
-    DPLACE_RETURN_IF_ERROR(log_.Flush());
     return Status::Ok();
-  }
-
-  // The best so far, a log line and a trace record of sample `index`.
-  Status Record(int64_t index, const Placement& placement,
-                const Measurement& m) {
-    if (!s_.has_best || (m.feasible && !s_.best_feasible) ||
-        (m.feasible == s_.best_feasible && m.step_time < s_.best_step_time)) {
-      s_.has_best = true;
-      s_.best = placement;
-      s_.best_step_time = m.step_time;
-      s_.best_feasible = m.feasible;
-    }
-    SampleRecord r;
-    r.index = index;
-    r.wall_seconds = Wall();
-    r.step_time = m.step_time;
-    r.feasible = m.feasible;
-    r.reward = -std::sqrt(Cost(m));
-    r.best_step_time = s_.best_feasible ? s_.best_step_time : 0;
-    trace_.history.push_back(r);
-    if (!log_.is_open()) return Status::Ok();
-    return log_.Append(r);
-  }
-
-  Status CheckpointWhenDue() {
-    if (s_.batches - batches_at_checkpoint_ < options_.checkpoint_every) {
-      return Status::Ok();
-    }
-    batches_at_checkpoint_ = s_.batches;
-    const double saved_wall = s_.wall_seconds;
-    s_.wall_seconds = Wall();
-    Status saved = Save();
-    s_.wall_seconds = saved_wall;
-    return saved;
-  }
-
-  void ReportProgress(const std::vector<Measurement>& measured,
-                      bool moved) const {
-    if (!options_.progress) return;
-    double sum = 0;
-    int feasible = 0;
-    for (const Measurement& m : measured) {
-      if (!m.feasible) continue;
-      sum += m.step_time;
-      ++feasible;
-    }
-    SearchProgress p;
-    p.samples = s_.samples;
-    p.updates = s_.batches;
-    p.wall_seconds = Wall();
-    p.budget = options_.budget;
-    p.batch_mean_step_time = feasible ? sum / feasible : 0;
-    p.best_step_time = s_.best_feasible ? s_.best_step_time : 0;
-    p.agent_stats = {{"moved", moved ? 1.0 : 0.0},
-                     {"current_step_time", s_.current_cost},
-                     {"restarts", static_cast<double>(s_.restarts)}};
-    options_.progress(p);
   }
 
   // What must match for a checkpoint to continue this search.
   json Meta() const {
     return json{{"format", kCheckpointFormat},
                 {"version", kCheckpointVersion},
-                {"graph_hash", problem_.graph->hash()},
-                {"cluster", problem_.cluster->name()},
+                {"graph_hash", problem().graph->hash()},
+                {"cluster", problem().cluster->name()},
                 {"num_groups", space_.num_groups()},
-                {"seed", problem_.seed},
+                {"seed", problem().seed},
                 {"start", start_name_},
                 {"beta", settings_.beta},
                 {"batch", settings_.batch},
@@ -447,27 +352,26 @@ class Walk {
 
   // Written whole or not at all, with a checksum (WriteChecksummedFile),
   // so a search killed while writing leaves the previous checkpoint whole.
-  Status Save() const {
-    if (options_.checkpoint_path.empty()) return Status::Ok();
+  Status DoSave(const std::string& path) const override {
+    const SearchState& loop = state();
     std::ostringstream rng;
-    rng << s_.rng;
+    rng << loop.rng;
     json j{{"meta", Meta()},
-           {"samples", s_.samples},
-           {"batches", s_.batches},
+           {"samples", loop.samples},
+           {"batches", loop.updates},
            {"restarts", s_.restarts},
-           {"wall_seconds", s_.wall_seconds},
+           {"wall_seconds", loop.wall_seconds},
            {"rng", rng.str()},
            {"since_improvement", s_.since_improvement},
            {"current", s_.current},
            {"current_cost", s_.current_cost},
            {"anchor", s_.anchor},
            {"anchor_cost", s_.anchor_cost},
-           {"has_best", s_.has_best},
+           {"has_best", loop.has_best},
            {"best", s_.best},
-           {"best_step_time", s_.best_step_time},
-           {"best_feasible", s_.best_feasible}};
-    return WriteChecksummedFile(options_.checkpoint_path, j.dump() + "\n")
-        .WithPrefix("checkpoint");
+           {"best_step_time", loop.best_step_time},
+           {"best_feasible", loop.best_feasible}};
+    return WriteChecksummedFile(path, j.dump() + "\n").WithPrefix("checkpoint");
   }
 
   Status LoadCheckpoint(const std::string& path) {
@@ -492,22 +396,23 @@ class Walk {
                    ", this search has " + value.dump());
       }
     }
+    SearchState& loop = state();
     try {
-      s_.samples = j.at("samples").get<int64_t>();
-      s_.batches = j.at("batches").get<int64_t>();
+      loop.samples = j.at("samples").get<int64_t>();
+      loop.updates = j.at("batches").get<int64_t>();
       s_.restarts = j.at("restarts").get<int64_t>();
-      s_.wall_seconds = j.at("wall_seconds").get<double>();
+      loop.wall_seconds = j.at("wall_seconds").get<double>();
       s_.since_improvement = j.at("since_improvement").get<int64_t>();
       s_.current = j.at("current").get<std::vector<DeviceId>>();
       s_.current_cost = j.at("current_cost").get<double>();
       s_.anchor = j.at("anchor").get<std::vector<DeviceId>>();
       s_.anchor_cost = j.at("anchor_cost").get<double>();
-      s_.has_best = j.at("has_best").get<bool>();
+      loop.has_best = j.at("has_best").get<bool>();
       s_.best = j.at("best").get<Placement>();
-      s_.best_step_time = j.at("best_step_time").get<double>();
-      s_.best_feasible = j.at("best_feasible").get<bool>();
+      loop.best_step_time = j.at("best_step_time").get<double>();
+      loop.best_feasible = j.at("best_feasible").get<bool>();
       std::istringstream rng(j.at("rng").get<std::string>());
-      rng >> s_.rng;
+      rng >> loop.rng;
       if (rng.fail()) return bad("rng: not a generator state");
     } catch (const json::exception& e) {
       return bad(std::string("malformed: ") + e.what());
@@ -527,7 +432,8 @@ class Walk {
       }
       return true;
     };
-    if (!s_.has_best || s_.samples < 1 || s_.batches < 0 ||
+    const SearchState& loop = state();
+    if (!loop.has_best || loop.samples < 1 || loop.updates < 0 ||
         !in_range(s_.current) || !in_range(s_.anchor) ||
         !(s_.current_cost > 0) || !(s_.anchor_cost > 0)) {
       return InvalidArgumentError("checkpoint " + path +
@@ -535,23 +441,16 @@ class Walk {
                                   "problem's");
     }
     Status valid =
-        ValidatePlacement(*problem_.graph, *problem_.cluster, s_.best);
+        ValidatePlacement(*problem().graph, *problem().cluster, s_.best);
     return valid.WithPrefix("checkpoint " + path + ": best");
   }
 
-  const PlacementProblem& problem_;
   const McmcSettings& settings_;
   const std::string start_name_;
-  Environment* environment_;
-  const SearchOptions& options_;
-  const Clock clock_;
+  const StartPlacements start_;
   GroupSpace space_;
   std::optional<Proposer> proposer_;
   WalkState s_;
-  SearchLog log_;
-  SearchTrace trace_;
-  double start_ = 0;  // clock_() when this run began.
-  int64_t batches_at_checkpoint_ = 0;
 };
 
 StatusOr<PlaceResult> RunWalk(const PlacementProblem& problem,
@@ -559,10 +458,7 @@ StatusOr<PlaceResult> RunWalk(const PlacementProblem& problem,
                               const std::string& start_name,
                               const StartPlacements& start,
                               const PlaceContext& context) {
-  Walk walk(problem, settings, start_name, context);
-  DPLACE_RETURN_IF_ERROR(walk.Start(start));
-  while (walk.BudgetLeft()) DPLACE_RETURN_IF_ERROR(walk.RunBatch());
-  return walk.Finish();
+  return Walk(problem, settings, start_name, start, context).Run();
 }
 
 class McmcMethod : public Method {

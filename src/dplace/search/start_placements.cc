@@ -1,4 +1,4 @@
-#include "dplace/placers/start_placements.h"
+#include "dplace/search/start_placements.h"
 
 #include <memory>
 #include <utility>

@@ -9,10 +9,10 @@
 #include <cmath>
 #include <memory>
 
-#include "dplace/placers/mcmc.h"
 #include "dplace/placers/milp_placer.h"
-#include "dplace/placers/placer_util.h"
-#include "dplace/placers/start_placements.h"
+#include "dplace/search/mcmc.h"
+#include "dplace/search/search_loop.h"
+#include "dplace/search/start_placements.h"
 #include "dplace/util/format.h"
 
 namespace dplace {

@@ -6,8 +6,8 @@
 //   DPLACE_RETURN_IF_ERROR(log.Open(path, /*resume_at_sample=*/-1));
 //   DPLACE_RETURN_IF_ERROR(log.Append(record));
 //   DPLACE_RETURN_IF_ERROR(log.Flush());  // After each batch.
-#ifndef DPLACE_METHOD_SEARCH_LOG_H_
-#define DPLACE_METHOD_SEARCH_LOG_H_
+#ifndef DPLACE_SEARCH_SEARCH_LOG_H_
+#define DPLACE_SEARCH_SEARCH_LOG_H_
 
 #include <cstdint>
 #include <fstream>
@@ -59,4 +59,4 @@ class SearchLog {
 
 }  // namespace dplace
 
-#endif  // DPLACE_METHOD_SEARCH_LOG_H_
+#endif  // DPLACE_SEARCH_SEARCH_LOG_H_

@@ -9,8 +9,8 @@
 //   PlaceContext context;  // environment and search.budget are required.
 //   StatusOr<PlaceResult> refined =
 //       RefinePlacement(problem, placement, *settings, context);
-#ifndef DPLACE_PLACERS_MCMC_H_
-#define DPLACE_PLACERS_MCMC_H_
+#ifndef DPLACE_SEARCH_MCMC_H_
+#define DPLACE_SEARCH_MCMC_H_
 
 #include <cstdint>
 #include <string>
@@ -59,4 +59,4 @@ StatusOr<PlaceResult> RefinePlacement(const PlacementProblem& problem,
 
 }  // namespace dplace
 
-#endif  // DPLACE_PLACERS_MCMC_H_
+#endif  // DPLACE_SEARCH_MCMC_H_

@@ -4,8 +4,8 @@
 // bound binds. (A placement's own bounds, such as its most loaded device,
 // are properties of that placement, not of the problem; simulate lists
 // them apart.)
-#ifndef DPLACE_METHOD_LOWER_BOUND_H_
-#define DPLACE_METHOD_LOWER_BOUND_H_
+#ifndef DPLACE_SIM_LOWER_BOUND_H_
+#define DPLACE_SIM_LOWER_BOUND_H_
 
 #include <string>
 
@@ -47,4 +47,4 @@ std::string DescribeLowerBound(const StepLowerBound& bound);
 
 }  // namespace dplace
 
-#endif  // DPLACE_METHOD_LOWER_BOUND_H_
+#endif  // DPLACE_SIM_LOWER_BOUND_H_

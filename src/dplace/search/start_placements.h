@@ -5,8 +5,8 @@
 //   DPLACE_RETURN_IF_ERROR(CheckStartMethod("auto"));
 //   StatusOr<std::vector<Placement>> starts = StartCandidates(problem, "auto");
 //   ... evaluate them and start from the fastest ...
-#ifndef DPLACE_PLACERS_START_PLACEMENTS_H_
-#define DPLACE_PLACERS_START_PLACEMENTS_H_
+#ifndef DPLACE_SEARCH_START_PLACEMENTS_H_
+#define DPLACE_SEARCH_START_PLACEMENTS_H_
 
 #include <string>
 #include <vector>
@@ -33,4 +33,4 @@ StatusOr<std::vector<Placement>> StartCandidates(
 
 }  // namespace dplace
 
-#endif  // DPLACE_PLACERS_START_PLACEMENTS_H_
+#endif  // DPLACE_SEARCH_START_PLACEMENTS_H_

@@ -1,6 +1,6 @@
 // A search's JSONL log: a resumed search keeps the lines before its
 // checkpoint, and drops a last line that a crash or a full disk cut short.
-#include "dplace/method/search_log.h"
+#include "dplace/search/search_log.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -193,9 +193,12 @@ void PrintSearchProgress(const SearchProgress& p, std::ostream& err) {
 
 // The command line, for the record in reports.
 std::string CommandLine(int argc, const char* const* argv) {
+  return CommandLine(std::vector<std::string>(argv + 1, argv + argc));
+}
+
+std::string CommandLine(const std::vector<std::string>& args) {
   std::string line = "dplace";
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
+  for (const std::string& arg : args) {
     const bool plain = arg.find_first_of(" \"'$\\") == std::string::npos;
     line += " " + (plain ? arg : "'" + arg + "'");
   }

@@ -71,6 +71,8 @@ void PrintSearchProgress(const SearchProgress& p, std::ostream& err);
 
 // The command line, for the record in reports.
 std::string CommandLine(int argc, const char* const* argv);
+// "dplace" and `args`, quoted where a shell needs it.
+std::string CommandLine(const std::vector<std::string>& args);
 
 }  // namespace dplace
 

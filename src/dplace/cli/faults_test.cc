@@ -4,13 +4,25 @@
 // Skipped, saying why, where no namespace can be made. A failed write is
 // one error line naming the file and "No space left on device" (exit 2),
 // the file written before stays whole, and no temporary is left.
+//
+// And searches stopped by SIGTERM or SIGINT: they end after the batch in
+// flight with their checkpoint, say how to resume, exit 143 / 130, and
+// the command they print ends where an uninterrupted search ends.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
+#include <regex>
 #include <string>
+#include <thread>
 
+#include "dplace/io/file.h"
 #include "dplace/testing/shell_run.h"
 
 namespace dplace {
@@ -99,6 +111,100 @@ TEST_F(FullDiskTest, AnOutputThatDoesNotFitLeavesTheOldFile) {
             "dplace: error: full/t.json: cannot write: No space left on "
             "device\nrc=2\n"
             ".\n..\ng.json\nt.json\nold\nold\n");
+}
+
+class StopSignalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "dplace_faults_test_" +
+           std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_ + "/whole");
+    std::filesystem::create_directories(dir_ + "/stopped");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Runs `search` in dir_/stopped (through sh, which execs dplace), sends
+  // `signal` once its first checkpoint C.ckpt is there, and returns its
+  // wait status.
+  int RunAndSignal(const std::string& search, int signal) {
+    const std::string script =
+        "cd " + dir_ + "/stopped && exec " + search + " > out.txt 2> err.txt";
+    const char* argv[] = {"sh", "-c", script.c_str(), nullptr};
+    pid_t pid = 0;
+    if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr,
+                    const_cast<char* const*>(argv), environ) != 0) {
+      return -1;
+    }
+    const std::string checkpoint = dir_ + "/stopped/C.ckpt";
+    int status = 0;
+    while (!std::filesystem::exists(checkpoint)) {
+      if (waitpid(pid, &status, WNOHANG) == pid) return status;  // Done.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ::kill(pid, signal);
+    waitpid(pid, &status, 0);
+    return status;
+  }
+
+  // The log without its wall times.
+  static std::string LogWithoutWallTimes(const std::string& path) {
+    StatusOr<std::string> text = ReadTextFile(path);
+    return std::regex_replace(text.ok() ? *text : "",
+                              std::regex("\"wall_s\":[^,}]*,?"), "");
+  }
+
+  // The search `flags` on the example graph, stopped by `signal` after its
+  // first checkpoint, then continued by the command it printed: the same
+  // placement and log as an uninterrupted search.
+  void StopAndResume(const std::string& flags, int signal) {
+    const std::string search =
+        kDplace + " place --model " + kGraph + " --cluster k80x2 --seed 1 " +
+        flags + " --log d.jsonl --checkpoint C.ckpt --out p.json";
+    const ShellRun whole = Shell("cd " + dir_ + "/whole && " + search);
+    ASSERT_EQ(whole.code, 0) << whole.out;
+
+    const int status = RunAndSignal(search, signal);
+    const std::string stopped = dir_ + "/stopped/";
+    const std::string err = *ReadTextFile(stopped + "err.txt");
+    ASSERT_TRUE(WIFEXITED(status)) << "killed, not stopped: " << err;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + signal) << err;
+    const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+    EXPECT_THAT(err, MatchesRegex("dplace: " + name +
+                                  ": the search stopped after [0-9]+ "
+                                  "samples of [0-9]+; checkpoint C.ckpt "
+                                  "written; to continue it: dplace place "
+                                  ".* --resume C.ckpt\n"));
+    EXPECT_THAT(*ReadTextFile(stopped + "out.txt"),
+                HasSubstr("stopped by a signal: the best so far"));
+    // The line it printed, run as it is.
+    const std::string line = err.substr(err.find("to continue it: dplace ") +
+                                        std::string("to continue it: ").size());
+    const std::string command =
+        kDplace + line.substr(std::string("dplace").size());
+    const ShellRun resumed = Shell("cd " + stopped + " && " + command);
+    ASSERT_EQ(resumed.code, 0) << resumed.out;
+    EXPECT_THAT(resumed.out, HasSubstr("(resumed at "));
+    EXPECT_EQ(*ReadTextFile(stopped + "p.json"),
+              *ReadTextFile(dir_ + "/whole/p.json"));
+    EXPECT_EQ(LogWithoutWallTimes(stopped + "d.jsonl"),
+              LogWithoutWallTimes(dir_ + "/whole/d.jsonl"));
+  }
+
+  std::string dir_;
+};
+
+TEST_F(StopSignalTest, PostStoppedBySigtermResumesToTheSameEnd) {
+  StopAndResume("--method post --budget-samples 2400", SIGTERM);
+}
+
+TEST_F(StopSignalTest, McmcStoppedBySigtermResumesToTheSameEnd) {
+  StopAndResume("--method mcmc --budget-samples 20000", SIGTERM);
+}
+
+TEST_F(StopSignalTest, McmcStoppedBySigintResumesToTheSameEnd) {
+  StopAndResume("--method mcmc --budget-samples 20000", SIGINT);
 }
 
 }  // namespace

@@ -314,9 +314,11 @@ class SuiteRunner {
   }
 
  private:
-  // Whether this session has run options.max_runs runs.
+  // Whether this session has run options.max_runs runs, or was asked to
+  // stop.
   bool Exhausted() const {
-    return options_.max_runs > 0 && new_runs_ >= options_.max_runs;
+    return (options_.max_runs > 0 && new_runs_ >= options_.max_runs) ||
+           (options_.stop_requested && options_.stop_requested());
   }
 
   // Whether `br` holds every run of `table` on its benchmark.

@@ -509,6 +509,40 @@ TEST_F(ResumeTest, KilledSearchContinuesFromItsCheckpoint) {
   }
 }
 
+// A stop requested (SIGINT, SIGTERM) while the second run is in flight:
+// that run ends, no other starts, the file is resumable, and resuming it
+// gives one uninterrupted run's results.
+TEST_F(ResumeTest, AStopEndsTheRunInFlightAndResumes) {
+  int started = 0;
+  StatusOr<BenchResults> whole = Run(nullptr, 0, &started);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  std::remove(path_.c_str());
+
+  BenchRunOptions options;
+  int runs = 0;
+  options.progress = [&runs](const std::string&) { ++runs; };
+  options.stop_requested = [&runs] { return runs >= 2; };
+  options.checkpoint = [this](const BenchResults& so_far) {
+    return WriteTextFile(path_, BenchResultsToJson(so_far));
+  };
+  StatusOr<BenchResults> stopped =
+      RunSuite(Tiny(), "dplace bench --suite tiny", options);
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  EXPECT_EQ(runs, 2);
+  EXPECT_FALSE(stopped->complete);
+  EXPECT_EQ(stopped->runs_done, 2);
+  const BenchResults kept = ReadBack();
+  EXPECT_EQ(kept.runs_done, 2);
+  ASSERT_TRUE(CheckResumable(kept, Tiny(), path_).ok());
+
+  started = 0;
+  StatusOr<BenchResults> resumed = Run(&kept, 0, &started);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  EXPECT_EQ(started, 3);
+  EXPECT_TRUE(resumed->complete);
+  EXPECT_EQ(StepTimes(*resumed), StepTimes(*whole));
+}
+
 TEST_F(ResumeTest, MaxRunsStopsAndTheRestRunsInParts) {
   int started = 0;
   StatusOr<BenchResults> first = Run(nullptr, 3, &started);

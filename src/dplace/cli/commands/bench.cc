@@ -17,6 +17,7 @@
 #include "dplace/suite/claims.h"
 #include "dplace/suite/suite.h"
 #include "dplace/util/format.h"
+#include "dplace/util/stop_signals.h"
 
 namespace dplace {
 namespace {
@@ -226,6 +227,9 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
     };
   }
   options.max_runs = flags.max_runs;
+  // SIGINT and SIGTERM stop the suite after the run in flight.
+  const StopSignals stop;
+  options.stop_requested = stop.Request();
   StatusOr<BenchResults> results = RunSuite(*filtered, command, options);
   if (search_line) err << "\n";
   if (!results.ok()) return Fail(err, results.status());
@@ -261,7 +265,16 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   if (!flags.markdown.empty()) out << "; markdown: " << flags.markdown;
   if (!flags.report.empty()) out << "; report: " << flags.report;
   out << "\n";
-  return kExitOk;
+  if (stop.signal() == 0) return kExitOk;
+  err << "dplace: " << StopSignals::Name(stop.signal())
+      << ": bench stopped after the run in flight, " << results->runs_done
+      << " of " << results->runs_total << " runs done; "
+      << (flags.output.empty()
+              ? std::string("no -o FILE, so it cannot be resumed")
+              : "to continue it: " + command +
+                    (flags.resume ? "" : " --resume"))
+      << "\n";
+  return 128 + stop.signal();
 }
 
 }  // namespace

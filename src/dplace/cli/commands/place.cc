@@ -5,6 +5,7 @@
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "dplace/search/search_log.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
+#include "dplace/util/stop_signals.h"
 
 namespace dplace {
 namespace {
@@ -186,7 +188,9 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
                       std::to_string(result.first_sample_of_this_run) + ", "
                 : "")
         << result.updates << " updates, " << result.num_groups << " groups) in "
-        << Format("%.3f", result.wall_seconds) << " s\n";
+        << Format("%.3f", result.wall_seconds) << " s"
+        << (result.stopped ? ", stopped by a signal: the best so far" : "")
+        << "\n";
   } else {
     out << "placed in " << Format("%.3f", run.wall_seconds) << " s\n";
   }
@@ -237,6 +241,7 @@ StatusOr<std::string> Refine(const PlacementProblem& problem, double seconds,
   PlaceContext context;
   context.environment = environment;
   context.search.budget.seconds = seconds;
+  context.search.stop_requested = run_options.context.search.stop_requested;
   StatusOr<PlaceResult> refined =
       RefinePlacement(problem, run->placement, settings, context);
   if (!refined.ok()) return refined.status().WithPrefix("--refine");
@@ -254,8 +259,49 @@ StatusOr<std::string> Refine(const PlacementProblem& problem, double seconds,
   return line;
 }
 
+// The command that continues the search `place` ran from `checkpoint`:
+// its command line with --resume CHECKPOINT instead of any --resume.
+std::string ResumeCommand(const PlaceFlags& place,
+                          const std::string& checkpoint) {
+  std::vector<std::string> args;
+  for (size_t i = 0; i < place.args.size(); ++i) {
+    const std::string& arg = place.args[i];
+    if (arg == "--resume") {
+      ++i;  // And its value.
+    } else if (arg.rfind("--resume=", 0) != 0) {
+      args.push_back(arg);
+    }
+  }
+  args.push_back("--resume");
+  args.push_back(checkpoint);
+  return CommandLine(args);
+}
+
+// The line a search stopped by `signal` ends with: how far it got and how
+// to continue it, or that it cannot be continued without a checkpoint.
+std::string StoppedLine(const PlaceFlags& place, const SearchOptions& search,
+                        const SearchTrace& trace, int signal) {
+  std::string line = "dplace: " + StopSignals::Name(signal) +
+                     ": the search stopped after " +
+                     std::to_string(trace.samples) + " samples";
+  if (search.budget.samples > 0) {
+    line += " of " + std::to_string(search.budget.samples);
+  }
+  if (search.checkpoint_path.empty()) {
+    return line +
+           "; no checkpoint (--checkpoint or --log), so it cannot be "
+           "resumed";
+  }
+  return line + "; checkpoint " + search.checkpoint_path +
+         " written; to continue it: " +
+         ResumeCommand(place, search.checkpoint_path);
+}
+
 // dplace place --method NAME: one placer, or a search through the
-// simulated environment; prints the chosen placement.
+// simulated environment; prints the chosen placement. SIGINT and SIGTERM
+// stop a search after its batch in flight (StopSignals): it prints and
+// writes the best placement so far, then how to resume, and exits 128 +
+// the signal.
 int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
              Method* method, const std::string& header,
              const std::string& trace, std::ostream& out, std::ostream& err,
@@ -266,23 +312,36 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
   if (!made.ok()) return Fail(err, made.status());
   MethodRunOptions run_options = std::move(made).value();
   run_options.context.environment = hooks.environment;
+  std::optional<StopSignals> stop;
+  if (searches) {
+    stop.emplace();
+    run_options.context.search.stop_requested = stop->Request();
+  }
   StatusOr<MethodRun> run = RunMethod(method, problem, run_options);
   if (run_options.context.search.progress) err << "\n";
+  // Once stopped, the best so far as it is: neither refined nor measured.
+  auto stopped = [&stop] { return stop && stop->signal() != 0; };
   std::string note;
-  if (run.ok() && run->placed && place.refine > 0) {
+  if (run.ok() && run->placed && place.refine > 0 && !stopped()) {
     StatusOr<std::string> line =
         Refine(problem, place.refine, hooks.environment, run_options, &*run);
     if (line.ok()) note = *line;
     if (!line.ok()) run = line.status();
   }
-  if (run.ok() && run->placed && hooks.after_search) {
+  if (run.ok() && run->placed && hooks.after_search && !stopped()) {
     StatusOr<std::string> line = hooks.after_search(&*run);
     if (line.ok()) note += (note.empty() ? "" : "\n") + *line;
     if (!line.ok()) run = line.status();
   }
   if (!run.ok()) return Fail(err, run.status());
-  return PrintPlacement(problem, place, searches, run_options, *run, note,
-                        header, trace, out, err);
+  const int code = PrintPlacement(problem, place, searches, run_options, *run,
+                                  note, header, trace, out, err);
+  // A file that could not be written is the error it is.
+  if (!stopped() || code == kExitBadInput) return code;
+  err << StoppedLine(place, run_options.context.search, run->search,
+                     stop->signal())
+      << "\n";
+  return 128 + stop->signal();
 }
 
 // The searches --method all runs, and their budget: small enough for a

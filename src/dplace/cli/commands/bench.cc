@@ -265,7 +265,8 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   if (!flags.markdown.empty()) out << "; markdown: " << flags.markdown;
   if (!flags.report.empty()) out << "; report: " << flags.report;
   out << "\n";
-  if (stop.signal() == 0) return kExitOk;
+  // A signal after the last run stopped nothing.
+  if (stop.signal() == 0 || results->complete) return kExitOk;
   err << "dplace: " << StopSignals::Name(stop.signal())
       << ": bench stopped after the run in flight, " << results->runs_done
       << " of " << results->runs_total << " runs done; "

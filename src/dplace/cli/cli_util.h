@@ -14,6 +14,7 @@
 #include "dplace/graph/graph.h"
 #include "dplace/io/file.h"
 #include "dplace/method/search.h"
+#include "dplace/model/load_model.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/status.h"
 
@@ -36,9 +37,20 @@ using OutputFlags = std::vector<std::pair<std::string, std::string>>;
 // with the flag. The locks are held until the returned vector goes.
 StatusOr<std::vector<OutputLock>> ClaimOutputs(const OutputFlags& outputs);
 
-// The graph of a --model spec (see LoadModel).
+// The graph of a --model spec read with `options` (see LoadModel); the
+// model's warnings go to *warnings when given.
 StatusOr<Graph> LoadGraph(const std::string& spec,
+                          const ModelOptions& options = {},
                           std::ostream* warnings = nullptr);
+
+// Adds how --model is read to `cmd`: --batch, --optimizer and
+// --keep-merged-parameters (ModelOptions).
+void AddModelOptionFlags(CLI::App* cmd, ModelOptions* options);
+
+// One line on the model read: the batch in effect, the optimizer, and its
+// parameters in numbers as well as bytes, e.g. "model: batch 8, sgd;
+// 133,888 parameters in 48 tensors (535.55 kB)".
+std::string DescribeModel(const LoadedModel& model);
 
 // The model's warnings (an ONNX import's), one "dplace: warning: " line
 // each.

@@ -154,12 +154,32 @@ Status ReadInputs(const json& op, const std::string& path, OpId dst,
   return Status::Ok();
 }
 
-StatusOr<Graph> ParseGraph(const json& root) {
+// The optional fields of GraphFileInfo.
+GraphFileInfo ReadInfo(FieldReader& f) {
+  GraphFileInfo info;
+  info.batch = f.Int("batch", 0, 0);
+  info.optimizer = f.String("optimizer", "");
+  const json* warnings = f.Array("warnings", false);
+  if (warnings == nullptr) return info;
+  for (size_t i = 0; i < warnings->size(); ++i) {
+    if (!(*warnings)[i].is_string()) {
+      f.Fail(Index("warnings", i) + ": expected a string, got " +
+             io_internal::DescribeJson((*warnings)[i]));
+      break;
+    }
+    info.warnings.push_back((*warnings)[i].get<std::string>());
+  }
+  return info;
+}
+
+StatusOr<Graph> ParseGraph(const json& root, GraphFileInfo* info) {
   FieldReader f(root, "");
   io_internal::CheckFormat(f, kFormat);
   GraphBuilder builder(f.String("name", ""));
   const json* ops = f.Array("ops", true);
+  GraphFileInfo read = ReadInfo(f);
   DPLACE_RETURN_IF_ERROR(f.Finish());
+  if (info) *info = std::move(read);
   for (size_t i = 0; i < ops->size(); ++i) {
     OpSpec spec;
     DPLACE_RETURN_IF_ERROR(ReadOp((*ops)[i], Index("ops", i), &spec));
@@ -179,17 +199,19 @@ StatusOr<Graph> ParseGraph(const json& root) {
 }  // namespace
 
 StatusOr<Graph> ParseGraphJson(const std::string& text,
-                               const std::string& source) {
-  return io_internal::ParseDocument<Graph>(text, source, ParseGraph);
+                               const std::string& source, GraphFileInfo* info) {
+  return io_internal::ParseDocument<Graph>(
+      text, source,
+      [info](const json& root) { return ParseGraph(root, info); });
 }
 
-StatusOr<Graph> ReadGraphJson(const std::string& path,
-                              const FileLimits& limits) {
+StatusOr<Graph> ReadGraphJson(const std::string& path, const FileLimits& limits,
+                              GraphFileInfo* info) {
   DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, limits));
-  return ParseGraphJson(text, path);
+  return ParseGraphJson(text, path, info);
 }
 
-std::string GraphToJson(const Graph& g) {
+std::string GraphToJson(const Graph& g, const GraphFileInfo& info) {
   json ops = json::array();
   for (OpId op = 0; op < g.num_ops(); ++op) {
     json o;
@@ -246,12 +268,16 @@ std::string GraphToJson(const Graph& g) {
   root["format"] = kFormat;
   root["version"] = 1;
   root["name"] = g.name();
+  if (info.batch > 0) root["batch"] = info.batch;
+  if (!info.optimizer.empty()) root["optimizer"] = info.optimizer;
+  if (!info.warnings.empty()) root["warnings"] = info.warnings;
   root["ops"] = std::move(ops);
   return root.dump(1) + "\n";
 }
 
-Status WriteGraphJson(const Graph& graph, const std::string& path) {
-  return WriteTextFile(path, GraphToJson(graph));
+Status WriteGraphJson(const Graph& graph, const std::string& path,
+                      const GraphFileInfo& info) {
+  return WriteTextFile(path, GraphToJson(graph, info));
 }
 
 }  // namespace dplace

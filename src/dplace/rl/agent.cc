@@ -16,9 +16,31 @@
 #include "dplace/rl/checkpoint.h"
 #include "dplace/search/search_loop.h"
 #include "dplace/search/start_placements.h"
+#include "dplace/sim/work_bound.h"
 
 namespace dplace {
 namespace {
+
+// Post's time for a placement that does not fit (Gao et al., 2018).
+constexpr double kPaperFailingStepTime = 100;
+
+// ColocRL's single-consumer rule merges a chain into one group: it stops
+// at kGroupsPerDevice groups per device (or every op), and at groups of
+// half the smallest GPU's memory (a group no device holds helps no one).
+constexpr int kGroupsPerDevice = 8;
+void LimitAbsorption(const PlacementProblem& problem,
+                     ColocationOptions* options) {
+  const Cluster& cluster = *problem.cluster;
+  options->min_groups = std::min(problem.graph->num_ops(),
+                                 kGroupsPerDevice * cluster.num_devices());
+  for (DeviceId d : cluster.DevicesOfKind(DeviceKind::kGpu)) {
+    const int64_t half = cluster.device(d).memory_bytes / 2;
+    if (options->max_group_persistent_bytes == 0 ||
+        half < options->max_group_persistent_bytes) {
+      options->max_group_persistent_bytes = half;
+    }
+  }
+}
 
 StatusOr<Grouping> MakeSearchGrouping(const PlacementProblem& problem,
                                       const SearchSettings& settings) {
@@ -27,6 +49,7 @@ StatusOr<Grouping> MakeSearchGrouping(const PlacementProblem& problem,
     case OpGrouping::kColocation: {
       ColocationOptions options;
       options.scope_marker = settings.scope_marker;
+      if (problem.cluster != nullptr) LimitAbsorption(problem, &options);
       return ColocationGrouping(graph, options);
     }
     case OpGrouping::kHints: {
@@ -229,8 +252,10 @@ Status ValidateSearchSettings(const std::string& method,
   auto bad = [&](const std::string& what) {
     return InvalidArgumentError("method " + method + ": option " + what);
   };
-  if (!(s.failing_step_time > 0)) {
-    return bad("failing_step_time must be > 0");
+  if (!(s.failing_step_time >= 0 && std::isfinite(s.failing_step_time))) {
+    return bad(
+        "failing_step_time must be >= 0 (0: 100 s or twice the serial "
+        "bound)");
   }
   if (!(s.baseline_decay >= 0 && s.baseline_decay < 1)) {
     return bad("baseline_decay must be in [0, 1)");
@@ -308,7 +333,11 @@ class AgentSearch : public SearchLoop {
       : SearchLoop(problem, context),
         agent_(*agent),
         settings_(agent->settings_),
-        failing_reward_(-std::sqrt(settings_.failing_step_time)),
+        failing_step_time_(settings_.failing_step_time > 0
+                               ? settings_.failing_step_time
+                               : std::max(kPaperFailingStepTime,
+                                          2 * SerialStepBound(*problem.cost))),
+        failing_reward_(-std::sqrt(failing_step_time_)),
         feasible_only_after_(
             settings_.warm_start.empty() ? settings_.feasible_only_after : -1) {
   }
@@ -415,13 +444,13 @@ class AgentSearch : public SearchLoop {
     for (size_t i = 0; i < batch->group_devices.size(); ++i) {
       const Measurement& m = measured[i];
       batch->step_times.push_back(m.feasible ? m.step_time
-                                             : settings_.failing_step_time);
+                                             : failing_step_time_);
       batch->feasible.push_back(m.feasible);
       batch->rewards.push_back(m.feasible ? -std::sqrt(m.step_time)
                                           : failing_reward_);
       batch->use.push_back(m.feasible || !drop_infeasible);
       DPLACE_ASSIGN_OR_RETURN(const bool best,
-                              Record(m, settings_.failing_step_time, stats));
+                              Record(m, failing_step_time_, stats));
       if (best) s_.best_groups = batch->group_devices[i];
     }
     return Status::Ok();
@@ -509,6 +538,9 @@ class AgentSearch : public SearchLoop {
 
   Agent& agent_;
   const SearchSettings& settings_;
+  // What a placement that does not fit costs (SearchSettings), and its
+  // reward.
+  const double failing_step_time_;
   const double failing_reward_;
   // settings_.feasible_only_after, or -1 (never) with a warm start: from a
   // placement that fits, infeasible samples keep teaching (SearchSettings).

@@ -16,6 +16,7 @@
 #include "dplace/io/json_parse.h"
 #include "dplace/search/search_loop.h"
 #include "dplace/search/start_placements.h"
+#include "dplace/sim/work_bound.h"
 
 namespace dplace {
 namespace {
@@ -38,7 +39,10 @@ struct GroupSpace {
   std::vector<std::vector<DeviceId>> devices;  // Per group, allowed ones.
   std::vector<OpId> first_op;                  // Per group, lowest id.
   std::vector<int32_t> topological;  // Groups by topological first op.
+  std::vector<int32_t> position;     // Per group: its index in topological.
   std::vector<int32_t> movable;      // Groups with two or more devices.
+  // Per group: the groups its ops exchange tensors with, each once.
+  std::vector<std::vector<int32_t>> neighbours;
 
   int num_groups() const { return hints.num_groups; }
   bool Allows(int32_t g, DeviceId d) const {
@@ -75,12 +79,26 @@ GroupSpace MakeGroupSpace(const Graph& graph, const Cluster& cluster) {
     if (s.devices[g].size() > 1) s.movable.push_back(g);
   }
   std::vector<uint8_t> seen(n, 0);
+  s.position.assign(n, 0);
   for (OpId op : graph.topological_order()) {
     const int32_t g = s.hints.group[op];
     if (!seen[g]) {
       seen[g] = 1;
+      s.position[g] = static_cast<int32_t>(s.topological.size());
       s.topological.push_back(g);
     }
+  }
+  s.neighbours.resize(n);
+  for (EdgeId e = 0; e < graph.num_edges(); ++e) {
+    const int32_t a = s.hints.group[graph.edge_src(e)];
+    const int32_t b = s.hints.group[graph.edge_dst(e)];
+    if (a == b) continue;
+    s.neighbours[a].push_back(b);
+    s.neighbours[b].push_back(a);
+  }
+  for (std::vector<int32_t>& list : s.neighbours) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
   }
   return s;
 }
@@ -123,10 +141,13 @@ class Proposer {
   void Propose(std::vector<DeviceId>* groups, std::mt19937_64* rng) const {
     if (s_.movable.empty()) return;  // One placement only: nothing to change.
     const double r = Uniform(rng);
+    const double swap = settings_.move_probability + settings_.swap_probability;
     if (r < settings_.move_probability) {
       Move(groups, rng);
-    } else if (r < settings_.move_probability + settings_.swap_probability) {
+    } else if (r < swap) {
       if (!Swap(groups, rng)) Move(groups, rng);
+    } else if (r < swap + settings_.boundary_probability) {
+      if (!Boundary(groups, rng)) Shift(groups, rng);
     } else {
       Shift(groups, rng);
     }
@@ -180,6 +201,38 @@ class Proposer {
     }
   }
 
+  // A boundary between two devices moves: a group with a neighbour on
+  // another device, and the groups before it (its neighbour comes later)
+  // or after it (earlier) in topological order that share its device, a
+  // log-uniform run of them, go to the neighbour's device. A contiguous
+  // split's stretch grows or shrinks by a run at its end. False when a few
+  // tries find no group with such a neighbour.
+  bool Boundary(std::vector<DeviceId>* groups, std::mt19937_64* rng) const {
+    for (int tries = 0; tries < 8; ++tries) {
+      const int32_t g = s_.movable[Index(s_.movable.size(), rng)];
+      const std::vector<int32_t>& near = s_.neighbours[g];
+      if (near.empty()) continue;
+      const int32_t h = near[Index(near.size(), rng)];
+      const DeviceId from = (*groups)[g], to = (*groups)[h];
+      if (from == to || !s_.Allows(g, to)) continue;
+      const double log_max = std::log(static_cast<double>(max_shift_) + 1);
+      const int64_t length = std::clamp<int64_t>(
+          static_cast<int64_t>(std::exp(Uniform(rng) * log_max)), 1,
+          max_shift_);
+      const int64_t step = s_.position[h] > s_.position[g] ? -1 : 1;
+      const int64_t n = static_cast<int64_t>(s_.topological.size());
+      for (int64_t i = s_.position[g], moved = 0;
+           i >= 0 && i < n && moved < length; i += step) {
+        const int32_t x = s_.topological[i];
+        if ((*groups)[x] != from) break;  // The stretch ends here.
+        if (s_.Allows(x, to)) (*groups)[x] = to;
+        ++moved;
+      }
+      return true;
+    }
+    return false;
+  }
+
   const GroupSpace& s_;
   const McmcSettings& settings_;
   int64_t max_shift_ = 1;
@@ -210,7 +263,10 @@ class Walk : public SearchLoop {
       : SearchLoop(problem, context),
         settings_(settings),
         start_name_(std::move(start_name)),
-        start_(std::move(start)) {}
+        start_(std::move(start)),
+        failing_step_time_(settings.failing_step_time > 0
+                               ? settings.failing_step_time
+                               : 2 * SerialStepBound(*problem.cost)) {}
 
  protected:
   StatusOr<int> DoStart() override {
@@ -291,13 +347,13 @@ class Walk : public SearchLoop {
   // What the walk minimises: the step time, or the failing step time when
   // the placement does not fit.
   double Cost(const Measurement& m) const {
-    return m.feasible ? m.step_time : settings_.failing_step_time;
+    return m.feasible ? m.step_time : failing_step_time_;
   }
 
   // The loop's record of a sample, the best placement kept.
   Status Record(const Placement& placement, const Measurement& m) {
     DPLACE_ASSIGN_OR_RETURN(const bool best,
-                            SearchLoop::Record(m, settings_.failing_step_time));
+                            SearchLoop::Record(m, failing_step_time_));
     if (best) s_.best = placement;
     return Status::Ok();
   }
@@ -347,6 +403,7 @@ class Walk : public SearchLoop {
                 {"failing_step_time", settings_.failing_step_time},
                 {"move_probability", settings_.move_probability},
                 {"swap_probability", settings_.swap_probability},
+                {"boundary_probability", settings_.boundary_probability},
                 {"max_shift", settings_.max_shift}};
   }
 
@@ -448,6 +505,9 @@ class Walk : public SearchLoop {
   const McmcSettings& settings_;
   const std::string start_name_;
   const StartPlacements start_;
+  // What a placement that does not fit costs: settings_.failing_step_time,
+  // or twice the serial bound (no placement is slower).
+  const double failing_step_time_;
   GroupSpace space_;
   std::optional<Proposer> proposer_;
   WalkState s_;
@@ -503,6 +563,7 @@ StatusOr<McmcSettings> ReadMcmcSettings(const MethodOptions& options) {
   reader.String("start", &s.start);
   reader.Double("move_probability", &s.move_probability);
   reader.Double("swap_probability", &s.swap_probability);
+  reader.Double("boundary_probability", &s.boundary_probability);
   reader.Int("max_shift", &s.max_shift);
   DPLACE_RETURN_IF_ERROR(reader.Finish());
   auto bad = [](const std::string& what) {
@@ -511,14 +572,16 @@ StatusOr<McmcSettings> ReadMcmcSettings(const MethodOptions& options) {
   if (!(s.beta >= 0 && std::isfinite(s.beta))) return bad("beta must be >= 0");
   if (s.batch < 1) return bad("batch must be >= 1");
   if (s.restart_after < 1) return bad("restart_after must be >= 1");
-  if (!(s.failing_step_time > 0 && std::isfinite(s.failing_step_time))) {
-    return bad("failing_step_time must be > 0");
+  if (!(s.failing_step_time >= 0 && std::isfinite(s.failing_step_time))) {
+    return bad("failing_step_time must be >= 0 (0: twice the serial bound)");
   }
   if (!(s.move_probability >= 0 && s.swap_probability >= 0 &&
-        s.move_probability + s.swap_probability <= 1)) {
+        s.boundary_probability >= 0 &&
+        s.move_probability + s.swap_probability + s.boundary_probability <=
+            1)) {
     return bad(
-        "move_probability and swap_probability must be >= 0 and sum to at "
-        "most 1");
+        "move_probability, swap_probability and boundary_probability must be "
+        ">= 0 and sum to at most 1");
   }
   if (s.max_shift < 0) return bad("max_shift must be >= 0");
   const Status start = CheckStartMethod(s.start);

@@ -29,19 +29,25 @@ struct McmcSettings {
   // Default: 400.
   int64_t restart_after = 400;
   // The step time an infeasible (out-of-memory) placement costs, in
-  // seconds, as the learned placers' failing signal. Default: 100.
-  double failing_step_time = 100;
+  // seconds; 0: twice the problem's serial bound (SerialStepBound: no
+  // placement is slower), so that a placement that does not fit never
+  // looks better than one that does, whatever the problem's time scale.
+  // Default: 0.
+  double failing_step_time = 0;
   // The method whose placement the walk starts from (one that places
   // once), or "auto": the best of AutoStartMethods (start_placements.h).
   // Default: "auto".
   std::string start = "auto";
-  // Probabilities of the proposals: move one group, swap two groups' devices;
-  // the rest shift a contiguous run of groups (in topological order) to one
-  // device. Default: 0.5 and 0.25.
-  double move_probability = 0.5;
-  double swap_probability = 0.25;
-  // Longest run a shift moves; 0: the number of groups over the number of
-  // devices. Default: 0.
+  // Probabilities of the proposals: move one group, swap two groups'
+  // devices, move a boundary (a group next to another device's, and a run
+  // of its stretch in topological order, to that device); the rest shift a
+  // contiguous run of groups (in topological order) to a random device.
+  // Default: 0.35, 0.15 and 0.3.
+  double move_probability = 0.35;
+  double swap_probability = 0.15;
+  double boundary_probability = 0.3;
+  // Longest run a shift or a boundary moves; 0: the number of groups over
+  // the number of devices. Default: 0.
   int64_t max_shift = 0;
 };
 

@@ -18,6 +18,7 @@
 #include "dplace/io/file.h"
 #include "dplace/search/start_placements.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/sim/work_bound.h"
 #include "dplace/testing/placer_test_util.h"
 #include "dplace/testing/small_dags.h"
 #include "dplace/zoo/zoo.h"
@@ -181,7 +182,9 @@ TEST(McmcTest, SameSeedSamePlacementAndLog) {
 }
 
 // Two 6 GB parameters on GPUs of 10 GB: only the placements that split them
-// fit, and every move of one proposes an out-of-memory placement.
+// fit, and every move of one proposes an out-of-memory placement. It costs
+// twice the serial bound (every op and tensor one after another: 2.5 s),
+// more than any placement that fits.
 TEST(McmcTest, OutOfMemoryProposalsAreLoggedInfeasibleAndNotChosen) {
   Dag g;
   const OpId a = g.Op("a", 1, 6 * kGB);
@@ -204,9 +207,10 @@ TEST(McmcTest, OutOfMemoryProposalsAreLoggedInfeasibleAndNotChosen) {
     for (const SampleRecord& s : r->search.history) {
       if (s.feasible) continue;
       ++infeasible;
-      EXPECT_EQ(s.reward, -std::sqrt(settings.failing_step_time));
+      EXPECT_DOUBLE_EQ(s.reward, -std::sqrt(2 * SerialStepBound(p.cost)));
     }
     EXPECT_GT(infeasible, 0);
+    EXPECT_NEAR(SerialStepBound(p.cost), 2.5, 1e-5);
     const SimResult result = Simulate(p.problem, r->placement);
     EXPECT_TRUE(result.feasible);
     EXPECT_TRUE(r->search.best_feasible);
@@ -258,6 +262,12 @@ TEST(McmcTest, ResumedAfterAKillEndsWhereAnUninterruptedSearchEnds) {
   ASSERT_FALSE(other.ok());
   EXPECT_THAT(other.status().message(),
               HasSubstr("made for another search: batch is 4"));
+  std::vector<std::string> boundary = options;
+  boundary.push_back("boundary_probability=0.2");
+  other = Search(z.p.problem, boundary, resumed);
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(other.status().message(),
+              HasSubstr("made for another search: boundary_probability is"));
 
   // One changed byte, or a file cut short, is refused as such (no longer
   // as "not an mcmc checkpoint").
@@ -338,10 +348,11 @@ TEST(McmcTest, BadOptionsAreErrorsNamingTheMethodAndKey) {
               HasSubstr("method mcmc: option batch must be >= 1"));
   EXPECT_THAT(error({"restart_after=0"}),
               HasSubstr("method mcmc: option restart_after"));
-  EXPECT_THAT(error({"failing_step_time=0"}),
+  EXPECT_THAT(error({"failing_step_time=-1"}),
               HasSubstr("method mcmc: option failing_step_time"));
   EXPECT_THAT(error({"move_probability=0.8", "swap_probability=0.4"}),
-              HasSubstr("method mcmc: option move_probability"));
+              HasSubstr("method mcmc: option move_probability, "
+                        "swap_probability and boundary_probability"));
   EXPECT_THAT(error({"start=m-etff"}),
               HasSubstr("method mcmc: option start=m-etff: unknown method"));
   EXPECT_THAT(error({"start=mcmc"}),

@@ -27,7 +27,8 @@ StepLowerBound ProblemLowerBound(const Simulator& simulator) {
 StepLowerBound ProblemLowerBound(const LowerBounds& bounds) {
   const StepLowerBound computed =
       Largest(bounds.critical_path, bounds.total_work, bounds.memory_path);
-  if (bounds.proven > computed.seconds) return {bounds.proven, "MILP bound"};
+  if (bounds.proven > computed.seconds)
+    return {bounds.proven, kProvenBoundName};
   return computed;
 }
 

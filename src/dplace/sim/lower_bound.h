@@ -25,6 +25,9 @@ struct StepLowerBound {
   std::string binding;
 };
 
+// The binding name of a bound a placing method proved.
+inline constexpr char kProvenBoundName[] = "MILP bound";
+
 // The largest of the critical path, the total work and the forced-transfer
 // path of the problem the simulator was built for: no placement that fits
 // in memory is faster.

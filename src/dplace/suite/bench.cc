@@ -118,6 +118,7 @@ RunRecord RecordOf(uint64_t seed, const Cluster& cluster, const MethodRun& r) {
   rec.feasible = r.sim.feasible;
   rec.infeasible = DescribeInfeasibility(cluster, r.sim);
   rec.peak_memory_bytes = r.sim.device_peak_bytes;
+  rec.proven_bound = r.sim.bounds.proven;
   if (r.searched) {
     rec.samples = r.search.samples;
     rec.num_groups = r.search.num_groups;
@@ -554,11 +555,21 @@ double SamplesRun(const MethodResults& m) {
   return SpreadOf(samples).median;
 }
 
+// The median's certified gap, "1.07x", or "1.00x optimal" when the bound
+// proves the median optimal.
+std::string GapCell(const BenchmarkResults& b, const MethodResults& m) {
+  if (!std::isfinite(m.vs_lower_bound)) return "-";
+  const bool optimal =
+      ProvenOptimal(m.step_time.median, {b.lower_bound, b.lower_bound_binding});
+  return Format("%.2fx", m.vs_lower_bound) + (optimal ? " optimal" : "");
+}
+
 std::string DetailTable(const BenchmarkResults& b) {
   std::string out =
-      "`" + b.model + "` on `" + b.cluster + "`: graph " + b.graph_name + ", " +
-      std::to_string(b.ops) + " ops, " + std::to_string(b.devices) +
-      " devices; lower bound " +
+      "`" + b.model + "` on " +
+      (b.cluster.empty() ? "the cluster it brings" : "`" + b.cluster + "`") +
+      ": graph " + b.graph_name + ", " + std::to_string(b.ops) + " ops, " +
+      std::to_string(b.devices) + " devices; lower bound " +
       DescribeLowerBound({b.lower_bound, b.lower_bound_binding}) +
       "; best baseline " +
       (b.best_baseline.empty()
@@ -598,10 +609,7 @@ std::string DetailTable(const BenchmarkResults& b) {
     if (note.size() > 160) note = note.substr(0, 157) + "...";
     const bool searched = m.searched && m.step_time.count;
     table.AddRow({name, std::to_string(m.runs.size()), StepTimeCell(m),
-                  Percent(m.reduction_vs_best_baseline),
-                  std::isfinite(m.vs_lower_bound)
-                      ? Format("%.2fx", m.vs_lower_bound)
-                      : "-",
+                  Percent(m.reduction_vs_best_baseline), GapCell(b, m),
                   searched ? Format("%.0f", m.samples_to_best.median) + " / " +
                                  Format("%.0f", SamplesRun(m))
                            : "-",
@@ -731,6 +739,16 @@ StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
 }
 
 void SummariseBenchmark(BenchmarkResults* benchmark) {
+  // A bound a method proved (the MILP's) holds for every method's
+  // placement: the benchmark's bound is the largest.
+  for (const MethodResults& m : benchmark->methods) {
+    for (const RunRecord& r : m.runs) {
+      if (r.proven_bound > benchmark->lower_bound) {
+        benchmark->lower_bound = r.proven_bound;
+        benchmark->lower_bound_binding = kProvenBoundName;
+      }
+    }
+  }
   for (MethodResults& m : benchmark->methods) {
     Summarise(benchmark->lower_bound, &m);
   }

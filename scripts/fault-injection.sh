@@ -7,12 +7,17 @@
 # a chosen system call, injected with strace: the first write of the log
 # (before any checkpoint), the second write of a checkpoint (in the middle
 # of writing it), the rename that completes it, a write of the log after
-# which the last log line is cut in half (a torn line), three SIGKILLs, a
-# SIGTERM and a SIGINT at random log writes; a full disk (a tmpfs in a mount
-# namespace, unshare -rm) during the second checkpoint; and, where dplace
-# has MPI, an MPI worker that exits. Each search is then resumed from its
-# checkpoint (or run again when it wrote none) and must end with the
-# placement and the log (wall times aside) of an uninterrupted search.
+# which the last log line is cut in half (a torn line), three SIGKILLs at
+# random log writes; SIGTERM at the first log write and at two random
+# ones, SIGINT at a random one (each must stop the search after its batch
+# with exit 143 / 130 and the line that says how to continue it), and a
+# SIGTERM followed by a second one at the next write (which must end the
+# process at once); a full disk (a tmpfs in a mount namespace, unshare
+# -rm) during the second checkpoint; and, where dplace has MPI, an MPI
+# worker that exits. Each search is then resumed from its checkpoint (by
+# the command it printed, when it printed one; run again when it wrote no
+# checkpoint) and must end with the placement and the log (wall times
+# aside) of an uninterrupted search.
 #
 # Bad input: graph, cluster, placement and ONNX files a user could produce
 # (cut short, empty, not JSON, keys named twice, wrong types and values),
@@ -52,12 +57,18 @@ search() {
 
 strip_wall() { sed -E 's/"wall_s":[^,}]*,?//' "$1"; }
 
-# Resumes the search of method $1 in folder $2 (or runs it again when it
-# left no checkpoint) and compares it with the uninterrupted one.
+# Resumes the search of method $1 in folder $2 (by the command it printed
+# when a signal stopped it; or runs it again when it left no checkpoint)
+# and compares it with the uninterrupted one.
 resume_and_compare() {
   local method=$1 dir=$2 name=$3 note=""
   cd "$dir" || return
-  if [ -f C.ckpt ]; then
+  local printed=""
+  [ -f killed.err ] && printed=$(sed -n 's/^.*; to continue it: dplace //p' killed.err)
+  if [ -n "$printed" ]; then
+    note=" (resumed by the command it printed)"
+    eval "\"\$DPLACE\" $printed" > resumed.out 2> resumed.err
+  elif [ -f C.ckpt ]; then
     $(search "$method") --resume C.ckpt > resumed.out 2> resumed.err
   else
     note=" (no checkpoint yet: run again)"
@@ -79,16 +90,32 @@ resume_and_compare() {
 }
 
 # Runs the search of method $1 in a new folder under strace, stopped by
-# signal $3 at the $4th `$5` system call on file $6; then resumes it.
+# signal $3 at the $4th `$5` system call on file $6 (and on file $7, when
+# given: the calls on both count); then resumes it. A single SIGTERM or
+# SIGINT must stop the search with exit 143 / 130 and the line that says
+# how to continue it.
 inject() {
-  local method=$1 name=$2 signal=$3 when=$4 call=$5 file=$6
+  local method=$1 name=$2 signal=$3 when=$4 call=$5 file=$6 also=${7:-}
   local dir=$WORK/$method/$name
   mkdir -p "$dir" && cd "$dir" || exit 1
+  local paths=(-P "$dir/$file" -P "$file")
+  [ -n "$also" ] && paths+=(-P "$dir/$also" -P "$also")
   # -P twice: strace matches a write by its file's full path, a rename by
   # the path as the call gives it. Bash's note of the killed job is dropped.
-  (strace -f -o /dev/null -P "$dir/$file" -P "$file" -e trace="$call" \
+  (strace -f -o /dev/null "${paths[@]}" -e trace="$call" \
     -e inject="$call:signal=$signal:when=$when" \
-    $(search "$method") > killed.out 2> killed.err; :) 2> /dev/null
+    $(search "$method") > killed.out 2> killed.err; echo $? > killed.rc) 2> /dev/null
+  if [[ "$signal" =~ ^(TERM|INT)$ && "$when" =~ ^[0-9]+$ ]]; then
+    local want=143
+    [ "$signal" = INT ] && want=130
+    if [ "$(cat killed.rc)" != $want ] ||
+       ! grep -q "^dplace: SIG$signal: the search stopped after [0-9]* samples of [0-9]*; checkpoint C.ckpt written; to continue it: dplace place " killed.err; then
+      echo "fault    $method $name: expected exit $want and the line saying how to continue, got exit $(cat killed.rc): $(head -c 300 killed.err)"
+      faults=$((faults + 1)) failed=$((failed + 1))
+      cd "$WORK" || exit 1
+      return
+    fi
+  fi
   if [ "$name" = torn-log-line ]; then
     local last
     last=$(tail -n 1 d.jsonl | wc -c)
@@ -190,6 +217,12 @@ for method in post colocrl mcmc; do
     done
     inject "$method" sigterm TERM $((2 + RANDOM % (writes - 2))) write d.jsonl
     inject "$method" sigint INT $((2 + RANDOM % (writes - 2))) write d.jsonl
+    inject "$method" sigterm-at-first-batch TERM 1 write d.jsonl
+    inject "$method" sigterm-2 TERM $((2 + RANDOM % (writes - 2))) write d.jsonl
+    # The second SIGTERM comes at the next write, of the log or of the
+    # final checkpoint: it ends the process at once.
+    n=$((2 + RANDOM % (writes - 2)))
+    inject "$method" sigterm-twice TERM "$n..$((n + 1))" write d.jsonl C.ckpt.tmp
   fi
   if unshare -rm true 2> /dev/null; then
     full_disk "$method"

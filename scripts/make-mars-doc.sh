@@ -9,6 +9,8 @@
 #   scripts/make-mars-doc.sh [build/dplace]
 # Environment:
 #   RESULTS        the paper suite's results (default build/results/paper.json)
+#   KEPT           where RESULTS is absent: the kept, compressed copy
+#                  (default docs/results-data/paper.json.gz)
 #   SPEED_MODEL    model of the pre-training study (default zoo:rnnlm)
 #   SPEED_PRESET   its cluster (default k40x4)
 #   SPEED_BUDGET   samples per search there (default 400)
@@ -27,9 +29,19 @@ seeds=${SEEDS:-"1 2 3 4"}
 out=${OUT:-docs/mars.md}
 logs=${LOGS:-build/mars-doc}
 mkdir -p "$logs"
+# The results the documents name: $RESULTS, else the copy kept in the
+# repository (KEPT), read from a temporary file.
+kept=${KEPT:-docs/results-data/paper.json.gz}
+results_name=$results
+if [ ! -f "$results" ] && [ -f "$kept" ]; then
+  results_name=$kept
+  results=$(mktemp)
+  trap 'rm -f "$results"' EXIT
+  gzip -dc "$kept" >"$results"
+fi
 if [ ! -f "$results" ]; then
-  echo "$results: no paper suite results; run scripts/make-results-doc.sh" \
-       "first" >&2
+  echo "$results: no paper suite results (nor $kept); run" \
+       "scripts/make-results-doc.sh first" >&2
   exit 1
 fi
 # shellcheck source=scripts/results-view.sh
@@ -102,7 +114,7 @@ self-supervised pre-training on learning speed (\`mars\` vs
 \`mars-nopretrain\`). Generated on $(date -u +%Y-%m-%d) by
 \`scripts/make-mars-doc.sh\`; do not edit by hand.
 
-The comparison is a view of the paper suite's results (\`$results\`), which
+The comparison is a view of the paper suite's results (\`$results_name\`), which
 
 \`\`\`
 $(field command | sed 's/ --markdown [^ ]*//')

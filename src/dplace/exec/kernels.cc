@@ -1,3 +1,6 @@
+// The kernel of every op type real execution runs (kernels.h): one table
+// from op type to a LibTorch call of the op's shapes. Over 800 lines, kept
+// as one file: a kernel per op type, each a few lines, found by its type.
 #include "dplace/exec/kernels.h"
 
 #include <algorithm>

@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "dplace/rl/agent_parts.h"
 #include "dplace/rl/checkpoint.h"
+#include "dplace/rl/policy_agent.h"
 #include "dplace/search/search_loop.h"
 #include "dplace/search/start_placements.h"
 #include "dplace/sim/work_bound.h"

@@ -1,37 +1,23 @@
-// Learning placers ("agents"): methods (method.h) whose stochastic policy
-// over group placements is trained on measurements from an Environment.
+// Learned placers ("agents"): searches (search/search_loop.h) whose
+// stochastic policy over group placements learns from an Environment's
+// measurements. An agent merges ops into groups (SearchSettings::grouping),
+// samples batches of group placements from its policy and learns from
+// their rewards: -sqrt(step time), the failing step time's when a
+// placement does not fit, less a moving-average baseline; after a warm-up
+// only feasible samples teach. Each agent decides what an update is (Post:
+// PPO every K samples, the cross-entropy solution every N; ColocRL:
+// REINFORCE every batch); docs/agents.md describes them.
 //
 //   StatusOr<std::unique_ptr<Method>> agent =
 //       MakeMethod("post", MethodOptions::Parse({"ce_every=60"}).value());
-//   std::unique_ptr<Environment> env = NewSimulatedEnvironment(cost);
 //   PlaceContext context;
-//   context.environment = env.get();
+//   context.environment = env.get();  // NewSimulatedEnvironment(cost)
 //   context.search.budget.samples = 2400;
 //   StatusOr<PlaceResult> result = (*agent)->Place(problem, context);
 //
-// Every agent runs the same search loop (Agent::DoPlace), as the papers do:
-//   - ops are merged into groups (ColocRL's co-location heuristics by
-//     default, see grouping.h) and the policy places groups;
-//   - each batch of placements is sampled as one batch and evaluated through
-//     the Environment;
-//   - reward R = -sqrt(step time); an infeasible placement (out of memory)
-//     is charged a failing step time (Post: 100 s), so its reward is the
-//     failing signal;
-//   - the advantage is R minus an exponential-moving-average baseline; after
-//     a warm-up only feasible samples update the policy and the baseline;
-//   - the best placement is kept (the fastest feasible one; while none is
-//     feasible, the fastest infeasible one);
-//   - one JSONL line per sample goes to the log, a progress callback is
-//     called after every batch, a checkpoint is written every N updates, and
-//     a search resumed from a checkpoint continues exactly where it was
-//     (only the batch in flight when it stopped is lost).
-//
-// The agent decides what an update is (Post: PPO every K samples, the
-// cross-entropy solution every N; ColocRL: REINFORCE every batch).
-//
-// Thread safety: an Agent is used by one thread. Policies are initialised
-// from LibTorch's global generator (seeded by the search from problem.seed), so
-// run one search at a time per process when results must be reproducible.
+// Thread safety: an Agent is used by one thread. Policies start from
+// LibTorch's global generator, seeded from problem.seed: run one search at
+// a time per process when results must be reproducible.
 #ifndef DPLACE_RL_AGENT_H_
 #define DPLACE_RL_AGENT_H_
 
@@ -101,44 +87,26 @@ struct SearchSettings {
   // that starts with this marker (one group per LSTM cell in zoo RNNs, as
   // ColocRL grouped them); empty: off. Default: "step_".
   std::string scope_marker = "step_";
-  // Threads of LibTorch and OpenBLAS while the search runs (the process's
-  // settings come back after it); 0: leave them as they are. A policy's
-  // steps multiply a few rows by a weight matrix, too little work to share:
-  // a second thread costs more than it computes (docs/performance.md).
-  // Default: 1.
+  // LibTorch's and OpenBLAS's threads during the search (restored after);
+  // 0: as they are. A policy's few-row products are too little work to
+  // share (docs/notes/learned-placer-speed.md). Default: 1.
   int threads = 1;
-  // Threads that share the k placements of a batch, each with `threads`
-  // LibTorch threads, where the policy splits them (ColocRL's and Mars's
-  // policies: their sampling and the decoder's forward and backward passes
-  // of their updates; the planners' seq2seq placer: the same). The
-  // draws are one thread's; gradients agree to rounding. Two: a batch of
-  // colocrl or mars then runs 1.57x faster on a 2-core machine
-  // (docs/performance.md). Default: 2.
+  // Threads sharing a batch's placements where the policy splits them
+  // (ColocRL's, Mars's, the planners' seq2seq placer): the same draws,
+  // gradients equal to rounding (docs/notes/learned-placer-speed.md).
+  // Default: 2.
   int workers = 2;
   // Start from a classical placement: the placements of this method (one
-  // that places once) or of "auto" (the best of expert, mincut, m-etf,
-  // round-robin and single-gpu; start_placements.h) are evaluated as the
-  // search's first samples, each group on the device most of its ops have;
-  // the policy then learns the fastest by maximum likelihood, with an
-  // optimizer of its own, until its mean probability per group of that
-  // device reaches `warm_start_confidence` (or the search's budget ends:
-  // EAGLE's can take minutes). The search explores around the
-  // placement from its first batch, and its best is never slower than the
-  // placement as snapped (which can be slower than the placer's own when
-  // the placer splits the agent's groups).
-  // Infeasible samples keep teaching throughout (feasible_only_after does
-  // not apply): the warm-up rule is for a random start, where most samples
-  // do not fit; from a placement that fits, dropping them lets the policy
-  // drift out of memory with nothing to bring it back (docs/agents.md).
-  // Empty: off, the policy starts from its random initialisation as in the
-  // papers. The planners (hierarchical, simple, eagle), whose policy
-  // chooses the groups, read the placement as an input of their grouper
-  // and placer (DoWarmStart in planner_agents.cc). Default: "".
+  // that places once) or "auto" (start_placements.h) are the first
+  // samples, snapped to the groups; the policy learns the fastest until its
+  // mean probability of it per group reaches `warm_start_confidence` (or
+  // the budget ends). Infeasible samples then keep teaching
+  // (feasible_only_after does not apply). Empty: off, a random start as in
+  // the papers (docs/agents.md, "Warm start"). Default: "".
   std::string warm_start;
   double warm_start_confidence = 0.97;  // Default: 0.97.
-  // The warm start's Adam. 0: the agent's own, 0.001 for colocrl and Mars,
-  // the agent's learning rate for the planners (a faster warm start lets
-  // EAGLE learn after it at a lower rate: docs/agents.md). Default: 0.
+  // The warm start's Adam; 0: the agent's own (0.001 for colocrl and
+  // Mars, the learning rate for the planners). Default: 0.
   double warm_start_learning_rate = 0;
   // The warm start's rate for an agent whose own is `agent_default`.
   double WarmStartRate(double agent_default) const {
@@ -146,11 +114,9 @@ struct SearchSettings {
                                         : agent_default;
   }
   // Every this many samples, one step of maximum likelihood on the best
-  // placement so far, with the agent's own optimizer: self-imitation (Oh
-  // et al., ICML 2018) in its simplest form. It holds the policy at the best
-  // it has seen, so that its samples stay around it (from a warm start,
-  // REINFORCE and PPO otherwise wander off the start to worse placements;
-  // docs/agents.md). 0: never, as the papers. Default: 0.
+  // placement so far with the agent's optimizer (self-imitation, Oh et
+  // al., ICML 2018), which holds the samples around it. 0: never, as the
+  // papers. Default: 0.
   int64_t imitate_best = 0;
 };
 
@@ -269,7 +235,7 @@ class Agent : public Method {
   virtual void DoLoad(torch::serialize::InputArchive* archive) = 0;
 
   // The search's SearchOptions::average_gradients, for the agent's gradient
-  // steps (GradientStep in agent_parts.h); empty when there is none.
+  // steps (GradientStep in policy_agent.h); empty when there is none.
   const GradientAveraging& gradient_averaging() const {
     return average_gradients_;
   }

@@ -1,8 +1,7 @@
 // The update algorithms and policies against hand-computed or numerically
 // computed answers: Post's closed-form cross-entropy solution against a
 // numerical minimisation of its eq. (9), PPO's gradient at the old policy
-// against REINFORCE's, clipping, the KL penalty, and the seq2seq policy's
-// sampler against its own log-probabilities.
+// against REINFORCE's, clipping, the KL penalty.
 #include "dplace/rl/algorithms.h"
 
 #include <gmock/gmock.h>
@@ -12,8 +11,8 @@
 #include <map>
 #include <random>
 
-#include "dplace/rl/agent_parts.h"
 #include "dplace/rl/nets/policy.h"
+#include "dplace/rl/policy_agent.h"
 
 namespace dplace {
 namespace {
@@ -204,49 +203,6 @@ TEST(SoftmaxPolicyTest, StartsUniformOverAllowedDevicesAndNeverSamplesOthers) {
   const torch::Tensor p = policy->Probabilities();
   EXPECT_NEAR(p[0][0].item<float>(), 0.7, 1e-6);
   EXPECT_NEAR(p[1][1].item<float>(), 0.5, 1e-6);
-}
-
-// The sampler decodes step by step, LogProbs teacher-forces the whole
-// sequence in one call: both must be the same distribution.
-TEST(Seq2SeqPolicyTest, SamplerFollowsItsOwnLogProbabilities) {
-  const int groups = 3, devices = 2;
-  GroupFeatures f;
-  f.type_fractions = torch::tensor({{1.0f, 0.0f}, {0.0f, 1.0f}, {0.5f, 0.5f}});
-  f.sizes = torch::rand({groups, 4});
-  f.adjacency = torch::zeros({groups, 2 * groups});
-  f.adjacency[1][0] = 1;
-  f.order = {2, 0, 1};  // Reading order differs from group ids.
-  Seq2SeqConfig config;
-  config.hidden = 8;
-  config.embedding = 4;
-  torch::manual_seed(5);
-  Seq2SeqPolicy policy(f, devices, AllAllowed(groups, devices), config);
-  // Make the distribution far from uniform.
-  {
-    torch::NoGradGuard no_grad;
-    for (auto& p : policy->parameters()) p.mul_(4);
-  }
-  std::vector<std::vector<int64_t>> all;
-  for (int code = 0; code < 8; ++code) {
-    all.push_back({code & 1, (code >> 1) & 1, (code >> 2) & 1});
-  }
-  torch::Tensor actions = torch::empty({8, groups}, torch::kLong);
-  for (int i = 0; i < 8; ++i) {
-    for (int g = 0; g < groups; ++g) actions[i][g] = all[i][g];
-  }
-  const torch::Tensor log_probs = policy->LogProbs(actions);
-  const torch::Tensor p = ActionLogProbs(log_probs, actions).sum(1).exp();
-  EXPECT_NEAR(p.sum().item<float>(), 1.0, 1e-5);
-
-  std::mt19937_64 rng(11);
-  const int n = 20000;
-  const torch::Tensor drawn = policy->Sample(n, &rng);
-  const torch::Tensor codes =
-      drawn.select(1, 0) + 2 * drawn.select(1, 1) + 4 * drawn.select(1, 2);
-  for (int code = 0; code < 8; ++code) {
-    const double freq = (codes == code).sum().item<int64_t>() / double(n);
-    EXPECT_NEAR(freq, p[code].item<float>(), 0.015) << "placement " << code;
-  }
 }
 
 TEST(EliteLikelihoodLossTest, StepsTowardTheElite) {

@@ -16,7 +16,7 @@
 #include "dplace/io/json_parse.h"
 #include "dplace/io/pickle_check.h"
 #include "dplace/io/zip_records.h"
-#include "dplace/rl/agent_parts.h"
+#include "dplace/rl/policy_agent.h"
 
 namespace dplace {
 namespace {

@@ -1,3 +1,7 @@
+// The simulator's event loop (simulator.h). Over 800 lines, kept as one
+// file: the loop, the device and link queues it drains, its memory
+// accounting and the snapshots incremental runs resume from share one state
+// and read as one algorithm.
 #include "dplace/sim/simulator.h"
 
 #include <algorithm>

@@ -22,11 +22,11 @@ struct SuiteMethod {
   // run with several settings (an ablation). Default: `method`.
   std::string label;
   std::vector<std::string> options;  // key=value, as --option takes them.
-  // Learned placers: samples per search (0 with budget_seconds 0: the
-  // agent's paper budget) and wall seconds per search (0: none).
+  // Searches: samples per search (0 with budget_seconds 0: the
+  // method's own budget) and wall seconds per search (0: none).
   int64_t budget_samples = 0;
   double budget_seconds = 0;
-  // Seeds to run; empty: the suite's seeds for learned placers, the first
+  // Seeds to run; empty: the suite's seeds for searches, the first
   // of them for classical placers (deterministic but for `random`).
   std::vector<uint64_t> seeds;
 };
@@ -110,7 +110,7 @@ struct SuiteFilter {
   // all. Names matching nothing are errors.
   std::vector<std::string> methods;
   std::vector<std::string> models;
-  // Learned placers: replace every budget with this many samples (> 0), or
+  // Searches: replace every budget with this many samples (> 0), or
   // scale the suite's budgets by this factor (at least 1 sample).
   int64_t budget_samples = 0;
   double budget_scale = 1;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dplace/cli/cli.h"
+#include "dplace/io/file.h"
 
 namespace dplace {
 
@@ -66,6 +67,14 @@ class CliDirTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Writes `contents` to dir_/`name`; returns the path.
+  std::string Write(const std::string& name, const std::string& contents) {
+    const std::string path = dir_ + "/" + name;
+    Status s = WriteTextFile(path, contents);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return path;
+  }
 
   std::string dir_;
 };

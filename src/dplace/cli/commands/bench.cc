@@ -326,16 +326,16 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
                     "or repeat it");
   bench
       ->add_option("--budget-samples", flags->filter.budget_samples,
-                   "learned placers: samples per search, replacing the "
-                   "suite's budgets")
+                   "searches (learned placers, mcmc): samples per search, "
+                   "replacing the suite's budgets")
       ->check(WholeNumber(1, std::numeric_limits<int64_t>::max()));
   bench
       ->add_option("--budget-scale", flags->filter.budget_scale,
-                   "learned placers: multiply the suite's sample budgets")
+                   "searches: multiply the suite's sample budgets")
       ->check(NumberAbove(0));
   bench
       ->add_option("--budget-seconds", flags->filter.budget_seconds,
-                   "learned placers: wall seconds per search (with the "
+                   "searches: wall seconds per search (with the "
                    "sample budget, whichever ends first)")
       ->check(NumberAbove(0));
   bench

@@ -1,4 +1,4 @@
-#include "dplace/exec/fidelity.h"
+#include "dplace/fidelity/fidelity.h"
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -13,6 +13,7 @@
 #include "dplace/cli/commands/exec_util.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/exec/measured_environment.h"
+#include "dplace/fidelity/fidelity_report.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
 #include "dplace/io/placement_json.h"

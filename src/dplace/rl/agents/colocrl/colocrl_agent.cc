@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "dplace/rl/agent.h"
-#include "dplace/rl/agent_parts.h"
+#include "dplace/rl/agents/colocrl/seq2seq_policy.h"
 #include "dplace/rl/algorithms.h"
 #include "dplace/rl/nets/policy.h"
+#include "dplace/rl/policy_agent.h"
 
 namespace dplace {
 namespace {

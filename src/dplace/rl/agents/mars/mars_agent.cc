@@ -15,11 +15,11 @@
 #include <chrono>
 
 #include "dplace/rl/agent.h"
-#include "dplace/rl/agent_parts.h"
+#include "dplace/rl/agents/mars/graph_encoder.h"
 #include "dplace/rl/agents/mars/mars.h"
+#include "dplace/rl/agents/mars/mars_policy.h"
 #include "dplace/rl/algorithms.h"
-#include "dplace/rl/nets/graph_encoder.h"
-#include "dplace/rl/nets/mars_policy.h"
+#include "dplace/rl/policy_agent.h"
 
 namespace dplace {
 namespace {

@@ -16,8 +16,8 @@
 
 #include "dplace/io/file.h"
 #include "dplace/rl/agent.h"
-#include "dplace/rl/nets/graph_encoder.h"
-#include "dplace/rl/nets/mars_policy.h"
+#include "dplace/rl/agents/mars/graph_encoder.h"
+#include "dplace/rl/agents/mars/mars_policy.h"
 #include "dplace/testing/agent_test_problems.h"
 #include "dplace/zoo/zoo.h"
 

@@ -10,9 +10,9 @@
 #include <algorithm>
 
 #include "dplace/rl/agent.h"
-#include "dplace/rl/agent_parts.h"
 #include "dplace/rl/algorithms.h"
 #include "dplace/rl/nets/policy.h"
+#include "dplace/rl/policy_agent.h"
 
 namespace dplace {
 namespace {
@@ -170,10 +170,8 @@ class PostAgent : public PolicyAgent {
   torch::Tensor allowed_;  // [G, D] bool.
   SoftmaxPolicy policy_{nullptr};
   std::unique_ptr<torch::optim::SGD> optimizer_;
-  // T per co-location group. On nmt@k40x2 (435 groups), seed 1, 40,000
-  // samples of post: 2 found better placements up to 10,000 samples
-  // (0.782 s against 0.831 s) but stalled (0.737 s at 40,000); 10 and 20
-  // lagged throughout; 5 was the best at 40,000 (0.725 s; docs/agents.md).
+  // T per co-location group: 5 did best of 2, 5, 10 and 20 per group
+  // (docs/notes/post-exploration-schedule.md).
   static constexpr int64_t kHalvingSamplesPerGroup = 5;
   int64_t halving_samples_ = 1;  // T.
   int64_t samples_ = 0;          // Seen by this agent, for ε's decay.

@@ -1,4 +1,4 @@
-#include "dplace/rl/nets/mars_policy.h"
+#include "dplace/rl/agents/mars/mars_policy.h"
 
 #include <algorithm>
 

@@ -32,8 +32,8 @@
 // The random placement's seed is distinct from every seed `dplace
 // fidelity` uses for the same --seed, so a calibrated cluster is validated
 // on placements it was not fitted to.
-#ifndef DPLACE_EXEC_CALIBRATION_H_
-#define DPLACE_EXEC_CALIBRATION_H_
+#ifndef DPLACE_FIDELITY_CALIBRATION_H_
+#define DPLACE_FIDELITY_CALIBRATION_H_
 
 #include <array>
 #include <cstdint>
@@ -166,4 +166,4 @@ StatusOr<Cluster> WithSharedHostSlowdown(const Cluster& cluster,
 
 }  // namespace dplace
 
-#endif  // DPLACE_EXEC_CALIBRATION_H_
+#endif  // DPLACE_FIDELITY_CALIBRATION_H_

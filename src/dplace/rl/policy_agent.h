@@ -1,10 +1,10 @@
-// Pieces the LibTorch agents share: converting between sampled action
-// tensors and the search loop's group devices, the base of the agents that
-// sample from one policy, the buffer of samples the
-// cross-entropy update draws its elite from, and checkpointing a policy
-// with its optimizer. Internal to src/dplace/rl.
-#ifndef DPLACE_RL_AGENT_PARTS_H_
-#define DPLACE_RL_AGENT_PARTS_H_
+// PolicyAgent, the base of the agents that sample from one policy (Post,
+// ColocRL, Mars), and what every LibTorch agent shares: converting between
+// sampled action tensors and the search's group devices, the buffer of
+// samples the cross-entropy update draws its elite from, and checkpointing
+// a policy with its optimizer. Internal to src/dplace/rl.
+#ifndef DPLACE_RL_POLICY_AGENT_H_
+#define DPLACE_RL_POLICY_AGENT_H_
 
 #include <torch/torch.h>
 
@@ -118,9 +118,7 @@ class PolicyAgent : public Agent {
 
   // Maximum likelihood of `group_devices` with Adam at 1e-3, one step
   // after another until the mean probability per group reaches
-  // `confidence`, 1,000 steps or the end of the budget (ColocRL's seq2seq
-  // on nmt@k40x2: 0.97 after about 120 steps; it levels off near
-  // 0.985-0.99).
+  // `confidence`, 1,000 steps or the end of the budget.
   StatusOr<int> DoWarmStart(const std::vector<DeviceId>& group_devices,
                             double confidence,
                             const std::function<bool()>& budget_left) override;
@@ -290,4 +288,4 @@ void LoadPolicy(torch::nn::Module* policy, torch::optim::Optimizer* optimizer,
 
 }  // namespace dplace
 
-#endif  // DPLACE_RL_AGENT_PARTS_H_
+#endif  // DPLACE_RL_POLICY_AGENT_H_

@@ -13,8 +13,8 @@
 //   torch::Tensor logits = grouper->UnitLogits(f, grouper->Hidden(f));
 //   ... sample a group per unit: g [U] int64 ...
 //   PlacerInput in = MakeGroupEmbeddings(f, g, 256);
-#ifndef DPLACE_RL_NETS_GROUPER_NET_H_
-#define DPLACE_RL_NETS_GROUPER_NET_H_
+#ifndef DPLACE_RL_AGENTS_PLANNERS_GROUPER_NET_H_
+#define DPLACE_RL_AGENTS_PLANNERS_GROUPER_NET_H_
 
 #include <torch/torch.h>
 
@@ -23,7 +23,7 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
 #include "dplace/grouping/grouping.h"
-#include "dplace/rl/nets/placer_net.h"
+#include "dplace/rl/agents/planners/placer_net.h"
 
 namespace dplace {
 
@@ -116,4 +116,4 @@ TORCH_MODULE(GrouperNet);
 
 }  // namespace dplace
 
-#endif  // DPLACE_RL_NETS_GROUPER_NET_H_
+#endif  // DPLACE_RL_AGENTS_PLANNERS_GROUPER_NET_H_

@@ -1,4 +1,4 @@
-#include "dplace/rl/agent_parts.h"
+#include "dplace/rl/policy_agent.h"
 
 #include <sstream>
 #include <string>

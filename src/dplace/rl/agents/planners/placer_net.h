@@ -20,8 +20,8 @@
 // log-probabilities a policy update uses are those of the noiseless policy.
 // Log-probabilities of groups without ops are 0 (constant): their devices
 // change nothing, so they carry no gradient.
-#ifndef DPLACE_RL_NETS_PLACER_NET_H_
-#define DPLACE_RL_NETS_PLACER_NET_H_
+#ifndef DPLACE_RL_AGENTS_PLANNERS_PLACER_NET_H_
+#define DPLACE_RL_AGENTS_PLANNERS_PLACER_NET_H_
 
 #include <torch/torch.h>
 
@@ -236,4 +236,4 @@ TORCH_MODULE(GcnPlacer);
 
 }  // namespace dplace
 
-#endif  // DPLACE_RL_NETS_PLACER_NET_H_
+#endif  // DPLACE_RL_AGENTS_PLANNERS_PLACER_NET_H_

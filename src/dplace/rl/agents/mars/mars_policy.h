@@ -12,8 +12,8 @@
 // carried state is detached, so gradients stay within a segment (the
 // segment recurrence of Transformer-XL), which bounds the back-propagation
 // depth on graphs of thousands of groups.
-#ifndef DPLACE_RL_NETS_MARS_POLICY_H_
-#define DPLACE_RL_NETS_MARS_POLICY_H_
+#ifndef DPLACE_RL_AGENTS_MARS_MARS_POLICY_H_
+#define DPLACE_RL_AGENTS_MARS_MARS_POLICY_H_
 
 #include <torch/torch.h>
 
@@ -21,7 +21,7 @@
 #include <random>
 #include <vector>
 
-#include "dplace/rl/nets/graph_encoder.h"
+#include "dplace/rl/agents/mars/graph_encoder.h"
 #include "dplace/rl/nets/policy.h"
 
 namespace dplace {
@@ -107,4 +107,4 @@ TORCH_MODULE(MarsPolicy);
 
 }  // namespace dplace
 
-#endif  // DPLACE_RL_NETS_MARS_POLICY_H_
+#endif  // DPLACE_RL_AGENTS_MARS_MARS_POLICY_H_

@@ -1,4 +1,4 @@
-#include "dplace/rl/nets/grouper_net.h"
+#include "dplace/rl/agents/planners/grouper_net.h"
 
 #include <algorithm>
 #include <cmath>

@@ -13,8 +13,8 @@
 // alternating, seeded) until `samples`. Each is simulated with the problem's
 // cost model and measured with the environment given (a MeasuredEnvironment for
 // real execution; any Environment works, which keeps this testable).
-#ifndef DPLACE_EXEC_FIDELITY_H_
-#define DPLACE_EXEC_FIDELITY_H_
+#ifndef DPLACE_FIDELITY_FIDELITY_H_
+#define DPLACE_FIDELITY_FIDELITY_H_
 
 #include <cstdint>
 #include <functional>
@@ -25,42 +25,13 @@
 
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
-#include "dplace/exec/calibration.h"
+#include "dplace/fidelity/calibration.h"
+#include "dplace/fidelity/fidelity_stats.h"
 #include "dplace/method/method.h"
 #include "dplace/util/median.h"  // RoundStatistic, OfRounds
 #include "dplace/util/status.h"
 
 namespace dplace {
-
-// Error and rank statistics of predictions against actual values.
-struct FidelityStats {
-  int count = 0;  // Pairs compared.
-  // Mean of |predicted - actual| / actual, as a fraction (0.1 = 10%).
-  double mape = 0;
-  // Largest |predicted - actual| / actual, as a fraction.
-  double max_ape = 0;
-  // Rank correlations in [-1, 1]; NaN when either side is constant or
-  // fewer than two pairs are compared.
-  double spearman = 0;
-  double kendall = 0;  // Tau-b: ties on either side are accounted for.
-};
-
-// REQUIRES: equal sizes; every actual value > 0.
-double MeanAbsolutePercentageError(const std::vector<double>& predicted,
-                                   const std::vector<double>& actual);
-double MaxAbsolutePercentageError(const std::vector<double>& predicted,
-                                  const std::vector<double>& actual);
-// Pearson correlation of the ranks (tied values share their mean rank).
-// REQUIRES: equal sizes.
-double SpearmanCorrelation(const std::vector<double>& x,
-                           const std::vector<double>& y);
-// Kendall's tau-b. REQUIRES: equal sizes.
-double KendallTauB(const std::vector<double>& x, const std::vector<double>& y);
-
-// All four. Errors: different sizes, no pairs, an actual value <= 0 or not
-// finite.
-StatusOr<FidelityStats> ComputeFidelityStats(
-    const std::vector<double>& predicted, const std::vector<double>& actual);
 
 struct FidelityOptions {
   // Placements in all; random ones fill up to it after the single-device
@@ -207,37 +178,6 @@ StatusOr<FidelityReport> RunFidelity(const PlacementProblem& problem,
                                      Environment* measured,
                                      const FidelityOptions& options);
 
-// A markdown table, one row per sample: label, simulated, measured, error.
-std::string FidelityTableMarkdown(const FidelityReport& report);
-// "MAPE 8.1%, max error 21.3%, Spearman 0.94, Kendall 0.83 (n = 20)".
-std::string FidelitySummary(const FidelityStats& stats);
-// "re-measured (even rounds against odd rounds): MAPE 3.0%, ..."; empty when
-// the report has one round.
-std::string RetestSummary(const FidelityReport& report);
-// "with the median of the rounds instead of the mean of the fastest
-// quarter of the rounds: MAPE 4.1%, ... (n = 20); re-measured Spearman
-// 0.93".
-std::string OtherStatisticSummary(const FidelityReport& report,
-                                  const FidelityReport::OtherStatistic& other);
-// "simulated with <what> instead: MAPE ..."; empty without a comparison.
-std::string ComparedSummary(const FidelityReport& report,
-                            const std::string& what);
-// "op time, measured over simulated: x1.00 on 1 device (3 placements),
-// x1.16 on 2 devices (17 placements)"; empty without measured op times.
-std::string OpTimeSummary(const FidelityReport& report);
-// "links calibrated in the same rounds: every latency x2.71 (fits to all
-// rounds x2.71, to rounds 1, 3, ... x2.50, to rounds 2, 4, ... x3.10);
-// ops x1.150 on a device where the placement also uses another of its
-// host's (the split placement)"; empty without a calibration.
-std::string CalibrationSummary(const FidelityReport& report);
-// "simulated with the cluster's own link latencies instead: MAPE ...";
-// empty without a calibration.
-std::string UncalibratedSummary(const FidelityReport& report);
-// A scatter plot of simulated against measured step time (log axes) with
-// the y = x line, as one <svg> element.
-std::string FidelityScatterSvg(const FidelityReport& report,
-                               const std::string& title);
-
 }  // namespace dplace
 
-#endif  // DPLACE_EXEC_FIDELITY_H_
+#endif  // DPLACE_FIDELITY_FIDELITY_H_

@@ -1,22 +1,5 @@
-// The hierarchical planners and their ablations, one agent class:
-//   hierarchical  the Hierarchical Planner (Mirhoseini et al., ICLR 2018): a
-//                 feed-forward grouper (hidden 64, 256 groups) and a seq2seq
-//                 placer (bi-LSTM encoder, attention after the decoder,
-//                 hidden 256), trained jointly with REINFORCE (one grouping
-//                 and k = 4 placements per update, eqs. 4 and 6);
-//   eagle         EAGLE (Lan et al.): the same grouper, an LSTM linking the
-//                 grouper's output to the placer's input, attention before
-//                 the decoder LSTM, hidden 512, PPO;
-//   eagle-ce      EAGLE with PPO and cross-entropy (elite imitation);
-//   simple        the Simple Planner (HP, sec. 4): no grouping, a
-//                 feed-forward net places every unit on its own.
-// Options swap any part for the papers' ablations: grouper=learned|random|
-// metis|fluid|colocation|none, placer=seq2seq|gcn|ff, attention=before|
-// after, algorithm=reinforce|ppo|ppo-ce, link=true|false.
-//
-// Every agent places the search grouping's units (default: the graph's
-// co-location hints, the hard constraints), so ops that must share a device
-// always do; the learned grouper assigns units, not ops, to groups.
+#include "dplace/rl/agents/planners/planner_agent.h"
+
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -28,127 +11,14 @@
 #include <utility>
 #include <vector>
 
-#include "dplace/rl/agent.h"
-#include "dplace/rl/agent_parts.h"
+#include "dplace/rl/agents/planners/grouper_net.h"
+#include "dplace/rl/agents/planners/placer_net.h"
 #include "dplace/rl/algorithms.h"
-#include "dplace/rl/nets/grouper_net.h"
-#include "dplace/rl/nets/placer_net.h"
 #include "dplace/rl/nets/policy.h"
+#include "dplace/rl/policy_agent.h"
 
-namespace dplace {
+namespace dplace::planners {
 namespace {
-
-// What groups the units the placer places: the feed-forward grouper,
-// trained jointly; a fixed random group per unit (HP's ablation); a fixed
-// heuristic grouping of the ops into `groups` groups, which becomes the
-// search's grouping (EAGLE's Table I); or none, every unit a group.
-enum class Grouper { kLearned, kRandom, kMetis, kFluid, kColocation, kNone };
-const std::vector<std::pair<std::string, Grouper>>& GrouperNames() {
-  static const auto* names = new std::vector<std::pair<std::string, Grouper>>{
-      {"learned", Grouper::kLearned},       {"random", Grouper::kRandom},
-      {"metis", Grouper::kMetis},           {"fluid", Grouper::kFluid},
-      {"colocation", Grouper::kColocation}, {"none", Grouper::kNone}};
-  return *names;
-}
-
-enum class Placer {
-  kSeq2Seq,      // The seq2seq placer (HP, EAGLE).
-  kGcn,          // A graph-convolution placer (EAGLE's Table II).
-  kFeedForward,  // The Simple Planner's per-unit feed-forward placer.
-};
-const std::vector<std::pair<std::string, Placer>>& PlacerNames() {
-  static const auto* names = new std::vector<std::pair<std::string, Placer>>{
-      {"seq2seq", Placer::kSeq2Seq},
-      {"gcn", Placer::kGcn},
-      {"ff", Placer::kFeedForward}};
-  return *names;
-}
-
-// Where the seq2seq placer attends, relative to its decoder LSTM.
-enum class Attention { kBefore, kAfter };
-const std::vector<std::pair<std::string, Attention>>& AttentionNames() {
-  static const auto* names = new std::vector<std::pair<std::string, Attention>>{
-      {"before", Attention::kBefore}, {"after", Attention::kAfter}};
-  return *names;
-}
-
-enum class PlannerAlgorithm {
-  kReinforce,  // HP.
-  kPpo,        // EAGLE.
-  kPpoCe,      // EAGLE with cross entropy (elite imitation).
-};
-const std::vector<std::pair<std::string, PlannerAlgorithm>>&
-PlannerAlgorithmNames() {
-  static const auto* names =
-      new std::vector<std::pair<std::string, PlannerAlgorithm>>{
-          {"reinforce", PlannerAlgorithm::kReinforce},
-          {"ppo", PlannerAlgorithm::kPpo},
-          {"ppo-ce", PlannerAlgorithm::kPpoCe}};
-  return *names;
-}
-
-struct PlannerSettings {
-  // SearchSettings's, except two that a planner derives from its own
-  // settings unless the options give them (ResolvePlannerSettings):
-  // grouping, the grouper's for metis, fluid and colocation, else hints;
-  // feasible_only_after, valid_only_after x batch.
-  SearchSettings search;
-  // What groups the units (Grouper). Default: learned (none for simple).
-  Grouper grouper = Grouper::kLearned;
-  // The placer (Placer); ff needs grouper=none. Default: seq2seq (ff for
-  // simple).
-  Placer placer = Placer::kSeq2Seq;
-  // Where the seq2seq placer attends. Default: after (hierarchical),
-  // before (eagle).
-  Attention attention = Attention::kAfter;
-  // Default: reinforce (hierarchical, simple), ppo (eagle), ppo-ce
-  // (eagle-ce).
-  PlannerAlgorithm algorithm = PlannerAlgorithm::kReinforce;
-  // EAGLE's RNN from the grouper's output to the placer's input (only with
-  // grouper=learned). Default: false (hierarchical), true (eagle).
-  bool link = false;
-  // Placements per update (k; one grouping per update, m = 1).
-  // Default: 4 (HP), 10 (EAGLE).
-  int batch = 4;
-  int hidden = 256;           // Placer size. Default: 256 (HP), 512 (EAGLE).
-  int grouper_hidden = 64;    // Default: 64 (HP, EAGLE).
-  int grouper_layers = 1;     // Hidden layers. Default: 1.
-  int type_embedding = 20;    // Default: 20 (HP).
-  int type_vocabulary = 200;  // Most frequent op types. Default: 200 (HP).
-  int device_embedding = 16;  // Default: 16 (no paper gives one).
-  int attention_size = 64;    // Default: 64 (no paper gives one).
-  // Adam. Default: 0.001 (hierarchical: at HP's 0.1 the grouper collapses
-  // to a few groups within ~40 samples, docs/agents.md), 0.1 (simple, HP),
-  // 0.01 (EAGLE).
-  double learning_rate = 0.001;
-  double grad_clip = 1;  // Norm. Default: 1 (both papers).
-  // The placer samples from softmax(C tanh(l / T)); C = 0: plain softmax.
-  // Default: C = 5, T = 10 (HP); C = 0 (EAGLE gives none).
-  double tanh_constant = 5;
-  double temperature = 10;
-  // Logit noise (std relative to the logits' RMS: the grouper's whole, a
-  // placement's at a placer step) for the first `noise_updates` updates.
-  // Default: 0.1 for 500 (HP); none (EAGLE).
-  double noise = 0.1;
-  int64_t noise_updates = 500;
-  // After this many updates only valid (feasible) samples update the
-  // policy and the baseline; negative: never. Sets feasible_only_after to
-  // this x batch unless that option is given. Default: 500 (HP); -1
-  // (EAGLE, which, like Post, keeps learning from the OOM signal).
-  int64_t valid_only_after = 500;
-  // PPO. Default: clip 0.3, entropy 0.01, 4 epochs (EAGLE's paper; the
-  // eagle presets run 0 and 1, docs/agents.md "EAGLE's PPO").
-  double clip = 0.3;
-  double entropy_bonus = 0.01;
-  int ppo_epochs = 4;
-  // Cross entropy (ppo-ce): every `ce_every` placements, `ce_steps` steps
-  // of maximum likelihood of the `elites` best of them. Default: 50, 5, 1.
-  int ce_every = 50;
-  int elites = 5;
-  int ce_steps = 1;
-  // Default: 4000 (HP: 1000 updates x 4), 2400 (EAGLE).
-  int64_t paper_budget = 4000;
-};
 
 // Log-probabilities of one grouping and of placements given it.
 struct JointLogProbs {
@@ -737,142 +607,13 @@ class PlannerAgent : public Agent {
   std::optional<SampledPass> sampled_pass_;  // DoSample's, for DoUpdate.
 };
 
-enum class Preset { kHierarchical, kEagle, kEagleCe, kSimple };
+}  // namespace
 
-PlannerSettings PresetSettings(Preset preset) {
-  PlannerSettings s;
-  if (preset == Preset::kSimple) {
-    s.grouper = Grouper::kNone;
-    s.placer = Placer::kFeedForward;
-    s.learning_rate = 0.1;
-  }
-  if (preset == Preset::kEagle || preset == Preset::kEagleCe) {
-    s.attention = Attention::kBefore;
-    s.algorithm = preset == Preset::kEagle ? PlannerAlgorithm::kPpo
-                                           : PlannerAlgorithm::kPpoCe;
-    s.link = true;
-    s.batch = 10;
-    s.hidden = 512;
-    // Not EAGLE's 0.01, 0.01 and 4 epochs: at those, each update moved the
-    // policy off what it had learned (docs/agents.md, "EAGLE's PPO").
-    s.learning_rate = 0.001;
-    s.entropy_bonus = 0;
-    s.ppo_epochs = 1;
-    s.tanh_constant = 0;
-    s.noise = 0;
-    s.noise_updates = 0;
-    s.valid_only_after = -1;
-    s.paper_budget = 2400;
-  }
-  return s;
-}
-
-void ReadPlannerSettings(OptionReader* reader, PlannerSettings* s) {
-  ReadSearchSettings(reader, &s->search);
-  reader->Enum("grouper", GrouperNames(), &s->grouper);
-  reader->Enum("placer", PlacerNames(), &s->placer);
-  reader->Enum("attention", AttentionNames(), &s->attention);
-  reader->Enum("algorithm", PlannerAlgorithmNames(), &s->algorithm);
-  reader->Bool("link", &s->link);
-  reader->Int("batch", &s->batch);
-  reader->Int("hidden", &s->hidden);
-  reader->Int("grouper_hidden", &s->grouper_hidden);
-  reader->Int("grouper_layers", &s->grouper_layers);
-  reader->Int("type_embedding", &s->type_embedding);
-  reader->Int("type_vocabulary", &s->type_vocabulary);
-  reader->Int("device_embedding", &s->device_embedding);
-  reader->Int("attention_size", &s->attention_size);
-  reader->Double("learning_rate", &s->learning_rate);
-  reader->Double("grad_clip", &s->grad_clip);
-  reader->Double("tanh_constant", &s->tanh_constant);
-  reader->Double("temperature", &s->temperature);
-  reader->Double("noise", &s->noise);
-  reader->Int("noise_updates", &s->noise_updates);
-  reader->Int("valid_only_after", &s->valid_only_after);
-  reader->Double("clip", &s->clip);
-  reader->Double("entropy_bonus", &s->entropy_bonus);
-  reader->Int("ppo_epochs", &s->ppo_epochs);
-  reader->Int("ce_every", &s->ce_every);
-  reader->Int("elites", &s->elites);
-  reader->Int("ce_steps", &s->ce_steps);
-}
-
-// The search's grouping and warm-up, unless `options` give them: a
-// heuristic grouper is the search's grouping; the others group the units
-// of the search's grouping (default: the co-location hints).
-Status ResolvePlannerSettings(const std::string& method,
-                              const MethodOptions& options,
-                              PlannerSettings* s) {
-  const bool grouping_given = options.values().count("grouping") > 0;
-  if (s->grouper == Grouper::kMetis || s->grouper == Grouper::kFluid ||
-      s->grouper == Grouper::kColocation) {
-    const OpGrouping grouper_grouping =
-        s->grouper == Grouper::kMetis   ? OpGrouping::kMetis
-        : s->grouper == Grouper::kFluid ? OpGrouping::kFluid
-                                        : OpGrouping::kColocation;
-    if (grouping_given) {
-      return InvalidArgumentError(
-          "method " + method +
-          ": option grouping=" + OpGroupingName(s->search.grouping) +
-          " with grouper=" + EnumName(GrouperNames(), s->grouper) +
-          ": the grouper groups the ops itself; give one of them");
-    }
-    s->search.grouping = grouper_grouping;
-  } else if (!grouping_given) {
-    s->search.grouping = OpGrouping::kHints;
-  }
-  if (options.values().count("feasible_only_after") == 0) {
-    s->search.feasible_only_after =
-        s->valid_only_after < 0 ? -1 : s->valid_only_after * s->batch;
-  }
-  return Status::Ok();
-}
-
-Status ValidatePlannerSettings(const std::string& method,
-                               const PlannerSettings& s) {
-  DPLACE_RETURN_IF_ERROR(ValidateSearchSettings(method, s.search));
-  auto bad = [&](const std::string& what) {
-    return InvalidArgumentError("method " + method + ": option " + what);
-  };
-  if (s.placer == Placer::kFeedForward && s.grouper != Grouper::kNone) {
-    return bad(
-        "placer=ff is the Simple Planner's per-unit feed-forward "
-        "placer: it needs grouper=none, not grouper=" +
-        EnumName(GrouperNames(), s.grouper));
-  }
-  if (s.batch < 1) return bad("batch must be >= 1");
-  if (s.hidden < 2 || s.hidden % 2 != 0) {
-    return bad(
-        "hidden must be even and >= 2 (the bi-LSTM encoder has "
-        "hidden/2 per direction)");
-  }
-  if (s.grouper_hidden < 1 || s.grouper_layers < 1 || s.type_embedding < 1 ||
-      s.type_vocabulary < 2 || s.device_embedding < 1 || s.attention_size < 1) {
-    return bad(
-        "grouper_hidden, grouper_layers, type_embedding, "
-        "device_embedding and attention_size must be >= 1, "
-        "type_vocabulary >= 2");
-  }
-  if (!(s.learning_rate > 0)) return bad("learning_rate must be > 0");
-  if (s.grad_clip < 0) return bad("grad_clip must be >= 0");
-  if (s.tanh_constant < 0) return bad("tanh_constant must be >= 0");
-  if (!(s.temperature > 0)) return bad("temperature must be > 0");
-  if (s.noise < 0) return bad("noise must be >= 0");
-  if (!(s.clip > 0)) return bad("clip must be > 0");
-  if (s.ppo_epochs < 1 || s.ce_steps < 1) {
-    return bad("ppo_epochs and ce_steps must be >= 1");
-  }
-  if (s.ce_every < 1 || s.elites < 1 || s.elites > s.ce_every) {
-    return bad("ce_every must be >= 1 and elites in [1, ce_every]");
-  }
-  return Status::Ok();
-}
-
-MethodFactory MakePlannerFactory(std::string name, Preset preset) {
+MethodFactory MakePlannerFactory(std::string name, PlannerSettings defaults) {
   return
-      [name, preset](
+      [name, defaults](
           const MethodOptions& options) -> StatusOr<std::unique_ptr<Method>> {
-        PlannerSettings s = PresetSettings(preset);
+        PlannerSettings s = defaults;
         OptionReader reader(name, options);
         ReadPlannerSettings(&reader, &s);
         DPLACE_RETURN_IF_ERROR(reader.Finish());
@@ -882,23 +623,4 @@ MethodFactory MakePlannerFactory(std::string name, Preset preset) {
       };
 }
 
-REGISTER_METHOD("hierarchical", 120,
-                "Hierarchical Planner: learned feed-forward grouper (256 "
-                "groups) + seq2seq placer, joint REINFORCE; options grouper, "
-                "placer, attention, algorithm, groups, ...",
-                MakePlannerFactory("hierarchical", Preset::kHierarchical));
-REGISTER_METHOD("eagle", 130,
-                "EAGLE: learned grouper linked by an LSTM to a seq2seq placer "
-                "with attention before the decoder, PPO; same options",
-                MakePlannerFactory("eagle", Preset::kEagle));
-REGISTER_METHOD("eagle-ce", 131,
-                "EAGLE with PPO + cross entropy (top 5 of every 50 "
-                "placements)",
-                MakePlannerFactory("eagle-ce", Preset::kEagleCe));
-REGISTER_METHOD("simple", 121,
-                "Simple Planner (HP's ablation): no grouping, a feed-forward "
-                "net places every co-location unit, REINFORCE",
-                MakePlannerFactory("simple", Preset::kSimple));
-
-}  // namespace
-}  // namespace dplace
+}  // namespace dplace::planners

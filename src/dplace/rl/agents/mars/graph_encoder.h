@@ -21,8 +21,8 @@
 // An encoder file (SaveEncoder) holds the weights and the metadata of the
 // graph and grouping it was pre-trained on; LoadEncoder refuses a file of
 // another graph, grouping or architecture with an error that says which.
-#ifndef DPLACE_RL_NETS_GRAPH_ENCODER_H_
-#define DPLACE_RL_NETS_GRAPH_ENCODER_H_
+#ifndef DPLACE_RL_AGENTS_MARS_GRAPH_ENCODER_H_
+#define DPLACE_RL_AGENTS_MARS_GRAPH_ENCODER_H_
 
 #include <torch/torch.h>
 
@@ -141,4 +141,4 @@ StatusOr<EncoderFileInfo> LoadEncoder(const std::string& path,
 
 }  // namespace dplace
 
-#endif  // DPLACE_RL_NETS_GRAPH_ENCODER_H_
+#endif  // DPLACE_RL_AGENTS_MARS_GRAPH_ENCODER_H_

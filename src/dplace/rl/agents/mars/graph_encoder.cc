@@ -1,4 +1,4 @@
-#include "dplace/rl/nets/graph_encoder.h"
+#include "dplace/rl/agents/mars/graph_encoder.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "dplace/exec/calibration.h"
+#include "dplace/fidelity/calibration.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "dplace/exec/fidelity.h"  // RandomPlacement
+#include "dplace/fidelity/fidelity.h"  // RandomPlacement
 #include "dplace/sim/simulator.h"
 
 namespace dplace {

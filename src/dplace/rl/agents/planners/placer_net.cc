@@ -1,4 +1,4 @@
-#include "dplace/rl/nets/placer_net.h"
+#include "dplace/rl/agents/planners/placer_net.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/record_function.h>

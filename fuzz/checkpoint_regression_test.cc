@@ -105,16 +105,34 @@ TEST_F(CheckpointCheckTest, SeedsAreAccepted) {
 }
 
 TEST_F(CheckpointCheckTest, MismatchesAreRefused) {
-  // Another agent, and the same agent with another policy size: the
-  // parameters do not fit.
+  // Another agent, and the same agent with another policy size whose meta
+  // claims that size: the parameters do not fit.
   EXPECT_THAT(Check("post-ce", {}, Seed("post.ckpt")).status().message(),
               HasSubstr("agent is \"post\", but this search has \"post-ce\""));
   EXPECT_THAT(
-      Check("colocrl", {"hidden=3", "embedding=2"}, Seed("colocrl.ckpt"))
+      Check("colocrl", {"hidden=3", "embedding=2"},
+            Edit(Seed("colocrl.ckpt"), "\"hidden\":\"2\"", "\"hidden\":\"3\""))
           .status()
           .message(),
       HasSubstr("cannot read a dplace checkpoint from it (corrupt or "
                 "not a checkpoint): policy parameter"));
+}
+
+// The search resumed must be the one checkpointed: the same options, as
+// given, and the same seed.
+TEST_F(CheckpointCheckTest, OtherOptionsOrSeedAreRefused) {
+  EXPECT_THAT(
+      Check("post", {"batch=24"}, Seed("post.ckpt")).status().message(),
+      HasSubstr("checkpoint x.ckpt: options is {}, but this search has "
+                "{\"batch\":\"24\"} (resume with the same method, model, "
+                "cluster, --option and --seed)"));
+  EXPECT_THAT(
+      Check("colocrl", {"hidden=2"}, Seed("colocrl.ckpt")).status().message(),
+      HasSubstr("options is {\"embedding\":\"2\",\"hidden\":\"2\"}, but "
+                "this search has {\"hidden\":\"2\"}"));
+  problem_.seed = 2;
+  EXPECT_THAT(Check("post", {}, Seed("post.ckpt")).status().message(),
+              HasSubstr("checkpoint x.ckpt: seed is 1, but this search has 2"));
 }
 
 TEST_F(CheckpointCheckTest, BadLoopStateIsRefused) {
@@ -127,13 +145,13 @@ TEST_F(CheckpointCheckTest, BadLoopStateIsRefused) {
       {Edit(post, "\"has_best\":true", "\"has_best\":1e99"),
        "has_best is 1e+99, expected true or false"},
       {Edit(post, "\"best_groups\":[0,2", "\"best_groups\":[0,3"),
-       "best_groups is [0,3,2,2,2,2,1,1,0,1], expected an array of devices "
-       "in [0, 3)"},
-      {Edit(post, "\"best_step_time\":0.24350189449154996",
-            "\"best_step_time\":-2.4350189449154996"),
-       "best_step_time is -2.43501894491549"},
-      {Edit(post, "\"rng\":\"4582195100668098186",
-            "\"rng\":\"x582195100668098186"),
+       "best_groups is [0,3,0,2,2,2,2,1,1,1,2,2,0,2,2,1,1,0,2,2,1,1,0,1], "
+       "expected an array of devices in [0, 3)"},
+      {Edit(post, "\"best_step_time\":0.27671938145707975",
+            "\"best_step_time\":-2.7671938145707975"),
+       "best_step_time is -2.76719381457079"},
+      {Edit(post, "\"rng\":\"9985981688718608518",
+            "\"rng\":\"x985981688718608518"),
        "checkpoint x.ckpt: rng: not a generator state"},
       {Edit(post, "dplace-rl-checkpoint", "dplace-rl-checkpoinT"),
        "format is \"dplace-rl-checkpoinT\", but this search has "
@@ -219,11 +237,11 @@ TEST_F(CheckpointCheckTest, FuzzFindingsAreRefusedWithAMessage) {
 TEST_F(CheckpointCheckTest, RefusesANameInTwoFolders) {
   std::string post = Seed("post.ckpt");
   // The last occurrence is the central directory's, after every record.
-  const size_t at = post.rfind("post.ckpt/data/2");
+  const size_t at = post.rfind("archive/data/2");
   ASSERT_NE(at, std::string::npos);
-  post.replace(at, 16, "xost.ckpt/data/1");
+  post.replace(at, 14, "xrchive/data/1");
   EXPECT_THAT(Check("post", {}, post).status().message(),
-              HasSubstr("checkpoint x.ckpt: record xost.ckpt/data/1 repeats a "
+              HasSubstr("checkpoint x.ckpt: record xrchive/data/1 repeats a "
                         "name in another folder (a corrupt archive)"));
 }
 

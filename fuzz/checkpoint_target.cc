@@ -91,8 +91,9 @@ void FuzzCheckpoint(const uint8_t* data, size_t size) {
   if (!info.ok()) return;
   // Accepted: `--resume` must continue from it. One more sample exercises
   // sampling from the loaded policy, an update with its optimizer state,
-  // and the best placement kept.
-  Check(WriteTextFile(f.resume_path, bytes).ok(),
+  // and the best placement kept. The input is the archive: as a file it
+  // carries its checksum, which `--resume` verifies before reading it.
+  Check(WriteChecksummedFile(f.resume_path, bytes).ok(),
         "cannot write " + f.resume_path);
   PlaceContext context;
   context.environment = f.environment.get();

@@ -2,7 +2,9 @@
 // from fuzz_targets.h because it links LibTorch (dplace_rl) and the parser
 // fuzzers do not.
 //
-// The input is a checkpoint file. It is checked by Agent::CheckCheckpoint,
+// The input is a checkpoint's archive: the file without its checksum line
+// (WithChecksum in io/file.h), which no mutation would keep right. It is
+// checked by Agent::CheckCheckpoint,
 // the code `--resume` runs, for examples/mlp_training.json on the k80x2
 // preset, by the agent the input names: colocrl (hidden=2, embedding=2)
 // when it contains "agent":"colocrl", else post, the agents and options of

@@ -12,6 +12,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   # minizip: lists a search checkpoint's ZIP records before LibTorch reads it.
   libminizip-dev
+  # zlib: the CRC-32 that checkpoints carry (already a dependency of minizip).
+  zlib1g-dev
   # ONNX import: libonnx (its generated protobuf classes) and protobuf.
   libonnx-dev libprotobuf-dev
   # Classical placers: Scotch, METIS, and GLPK for m-SCT's LP relaxation;

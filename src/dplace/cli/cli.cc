@@ -84,6 +84,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out,
   if (simulate->parsed()) return RunSimulate(simulate_flags, out, err);
   if (place->parsed()) {
     place_flags.command = CommandLine(argc, argv);
+    place_flags.args.assign(argv + 1, argv + argc);
     return RunPlace(place_flags, out, err);
   }
   if (bench->parsed()) {

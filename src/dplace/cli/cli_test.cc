@@ -15,6 +15,7 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/io/file.h"
 #include "dplace/io/graph_json.h"
+#include "dplace/search/search_log.h"
 #include "dplace/testing/cli_test_util.h"
 #include "dplace/testing/xml_check.h"
 #include "dplace/zoo/zoo.h"

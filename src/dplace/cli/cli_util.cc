@@ -2,6 +2,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
 
 #include "dplace/cli/cli.h"
 #include "dplace/graph/parameters.h"
@@ -14,11 +20,78 @@ namespace {
 
 std::string Seconds(double s) { return Format("%.6f s", s); }
 
+// A number `text` compared with `min` by `holds`; `allowed` says what is.
+CLI::Validator NumberCheck(std::function<bool(double)> holds,
+                           const std::string& allowed) {
+  return CLI::Validator(
+      [holds, allowed](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(value) ||
+            !holds(value)) {
+          return text + " is not allowed: expected " + allowed;
+        }
+        return "";
+      },
+      "");
+}
+
 }  // namespace
+
+CLI::Validator WholeNumber(uint64_t min, uint64_t max) {
+  const std::string allowed = "a whole number from " + std::to_string(min) +
+                              " to " + std::to_string(max);
+  return CLI::Validator(
+      [min, max, allowed](std::string& text) -> std::string {
+        const bool digits =
+            !text.empty() && text.size() <= 20 &&
+            std::all_of(text.begin(), text.end(),
+                        [](unsigned char c) { return std::isdigit(c); });
+        errno = 0;
+        const unsigned long long value =
+            digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+        if (!digits || errno == ERANGE || value < min || value > max) {
+          return text + " is not allowed: expected " + allowed;
+        }
+        return "";
+      },
+      "");
+}
+
+CLI::Validator NumberAbove(double min) {
+  return NumberCheck([min](double v) { return v > min; },
+                     "a number > " + Format("%g", min));
+}
+
+CLI::Validator NumberAtLeast(double min) {
+  return NumberCheck([min](double v) { return v >= min; },
+                     "a number >= " + Format("%g", min));
+}
 
 std::string PadRight(std::string s, size_t width) {
   if (s.size() < width) s.resize(width, ' ');
   return s;
+}
+
+StatusOr<std::vector<OutputLock>> ClaimOutputs(const OutputFlags& outputs) {
+  std::vector<OutputLock> locks;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (path.empty()) continue;
+    for (size_t j = 0; j < i; ++j) {
+      if (outputs[j].second == path) {
+        return InvalidArgumentError(outputs[j].first + " and " + flag +
+                                    " both name " + path +
+                                    "; give each output its own file");
+      }
+    }
+    StatusOr<OutputLock> lock = OutputLock::Acquire(path);
+    if (!lock.ok()) {
+      return InvalidArgumentError(flag + " " + lock.status().message());
+    }
+    locks.push_back(std::move(lock).value());
+  }
+  return locks;
 }
 
 StatusOr<Graph> LoadGraph(const std::string& spec, const ModelOptions& options,
@@ -33,7 +106,7 @@ void AddModelOptionFlags(CLI::App* cmd, ModelOptions* options) {
                   "batch size of an ONNX or zoo model (an ONNX model's "
                   "first dim of its data inputs; default: the model's, "
                   "needed when it is symbolic)")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--optimizer", options->optimizer,
                   "optimizer of the update ops of an ONNX or zoo model: "
                   "sgd, momentum, rmsprop, adam, or adamw (BERT's Adam with "
@@ -162,9 +235,12 @@ void PrintSearchProgress(const SearchProgress& p, std::ostream& err) {
 
 // The command line, for the record in reports.
 std::string CommandLine(int argc, const char* const* argv) {
+  return CommandLine(std::vector<std::string>(argv + 1, argv + argc));
+}
+
+std::string CommandLine(const std::vector<std::string>& args) {
   std::string line = "dplace";
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
+  for (const std::string& arg : args) {
     const bool plain = arg.find_first_of(" \"'$\\") == std::string::npos;
     line += " " + (plain ? arg : "'" + arg + "'");
   }

@@ -4,12 +4,15 @@
 #define DPLACE_CLI_CLI_UTIL_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
+#include "dplace/io/file.h"
 #include "dplace/method/search.h"
 #include "dplace/model/load_model.h"
 #include "dplace/sim/simulator.h"
@@ -17,6 +20,7 @@
 
 namespace CLI {
 class App;
+class Validator;
 }  // namespace CLI
 
 namespace dplace {
@@ -24,6 +28,14 @@ namespace dplace {
 // Prints `status` as the one line "dplace: error: ..." on `err`; returns
 // kExitBadInput.
 int Fail(std::ostream& err, const Status& status);
+
+// The files a command writes, as {flag, path}; an empty path is skipped.
+using OutputFlags = std::vector<std::pair<std::string, std::string>>;
+// Locks every output of a command before its work starts (OutputLock): a
+// path that cannot be written, one another dplace is writing, or one named
+// by two flags is refused at once, not after a search; the error begins
+// with the flag. The locks are held until the returned vector goes.
+StatusOr<std::vector<OutputLock>> ClaimOutputs(const OutputFlags& outputs);
 
 // The graph of a --model spec read with `options` (see LoadModel); the
 // model's warnings go to *warnings when given.
@@ -48,6 +60,15 @@ void PrintWarnings(const std::vector<std::string>& warnings, std::ostream& err);
 // required unless `required` is false.
 void AddGraphFlags(CLI::App* cmd, std::string* spec, bool required = true);
 
+// Checks of a numeric flag whose error says in one line what is allowed
+// ("--seed: -1 is not allowed: expected a whole number from 0 to
+// 18446744073709551615"), where CLI11's own print a 309-digit range.
+// WholeNumber: digits only, no sign, in [min, max].
+CLI::Validator WholeNumber(uint64_t min, uint64_t max);
+// A number above `min` (AtLeast: or equal to it).
+CLI::Validator NumberAbove(double min);
+CLI::Validator NumberAtLeast(double min);
+
 // `s` padded with spaces to `width` characters.
 std::string PadRight(std::string s, size_t width);
 
@@ -62,6 +83,8 @@ void PrintSearchProgress(const SearchProgress& p, std::ostream& err);
 
 // The command line, for the record in reports.
 std::string CommandLine(int argc, const char* const* argv);
+// "dplace" and `args`, quoted where a shell needs it.
+std::string CommandLine(const std::vector<std::string>& args);
 
 }  // namespace dplace
 

@@ -123,8 +123,10 @@ TEST_F(ModelCommandsTest, ImportBadInput) {
               HasSubstr("missing.onnx"));
   BadInput(Dplace(
       {"import", kResNet18, "--optimizer", "lbfgs", "-o", dir_ + "/g.json"}));
-  BadInput(
-      Dplace({"import", kResNet18, "--batch", "0", "-o", dir_ + "/g.json"}));
+  EXPECT_EQ(BadInput(Dplace(
+                {"import", kResNet18, "--batch", "0", "-o", dir_ + "/g.json"})),
+            "dplace: error: --batch: 0 is not allowed: expected a whole "
+            "number from 1 to 9223372036854775807 (see dplace --help)");
   BadInput(Dplace({"import", kResNet18}));  // No -o.
   EXPECT_THAT(BadInput(Dplace(
                   {"import", kResNet18, "-o", dir_ + "/no/such/dir/g.json"})),

@@ -10,6 +10,7 @@
 
 #include "dplace/cli/cli.h"
 #include "dplace/io/file.h"
+#include "dplace/search/search_log.h"
 #include "dplace/testing/cli_test_util.h"
 
 namespace dplace {
@@ -181,8 +182,13 @@ TEST_F(PlaceCommandTest, PlaceWithAnAgentBadInput) {
               HasSubstr("--budget-samples and --budget-seconds must be > 0"));
   const std::string corrupt = Write("corrupt.ckpt", "garbage");
   EXPECT_THAT(BadInput(with({"--budget-samples", "12", "--resume", corrupt})),
-              HasSubstr("corrupt.ckpt: cannot read a dplace checkpoint from "
-                        "it (corrupt or not a checkpoint)"));
+              HasSubstr("corrupt.ckpt: no dplace checksum line at its end: "
+                        "the file was cut short, or was not written by this "
+                        "version of dplace"));
+  // A seed that would wrap around, with what is allowed.
+  EXPECT_THAT(BadInput(with({"--seed", "-1"})),
+              HasSubstr("--seed: -1 is not allowed: expected a whole number "
+                        "from 0 to 18446744073709551615"));
   // Measured runs need this machine's devices, not a preset's.
   EXPECT_THAT(BadInput(with({"--env", "measured"})),
               AllOf(HasSubstr("--env measured: cluster k80x2: "),
@@ -288,6 +294,87 @@ TEST_F(PlaceCommandTest, PlaceSaysOptimalWhereTheBoundMeetsTheStep) {
   EXPECT_THAT(r.out, HasSubstr("the lower bound (total work): optimal, no "
                                "placement is faster"));
   EXPECT_THAT(r.out, Not(HasSubstr("a search may close")));
+}
+
+// ------------------------------------------- outputs: checked, locked, whole
+
+// An output that cannot be written fails before the search, not after:
+// the search would have written its log first.
+TEST_F(PlaceCommandTest, OutputsAreCheckedBeforeTheWorkStarts) {
+  const std::string log = dir_ + "/search.jsonl";
+  for (const char* flag : {"--out", "--trace", "--report"}) {
+    SCOPED_TRACE(flag);
+    EXPECT_THAT(
+        BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                         "--method", "post", "--budget-samples", "24", "--log",
+                         log, flag, "/nonexistent/dir/p.json"})),
+        HasSubstr(std::string(flag) +
+                  " /nonexistent/dir/p.json: cannot write there: No "
+                  "such file or directory"));
+    EXPECT_FALSE(std::filesystem::exists(log));
+  }
+  EXPECT_THAT(BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                               "--method", "m-etf", "--out", dir_ + "/x.json",
+                               "--trace", dir_ + "/x.json"})),
+              HasSubstr("--out and --trace both name " + dir_ + "/x.json"));
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"zoo", "export", "mlp", "-o", dir_},
+        {"simulate", "--graph", kGraph, "--cluster", "k80x2", "--placement",
+         kOneGpu, "--trace", dir_ + "/no/t.json"},
+        {"report", dir_ + "/missing.json", "-o", dir_ + "/no/r.html"}}) {
+    EXPECT_THAT(BadInput(Dplace(args)), AnyOf(HasSubstr("it is a folder"),
+                                              HasSubstr("cannot write there")));
+  }
+}
+
+// A second dplace writing the same log, checkpoint or placement is
+// refused with one line; the first keeps the files to itself.
+TEST_F(PlaceCommandTest, ASecondWriterOfAnOutputIsRefused) {
+  const std::string log = dir_ + "/search.jsonl";
+  const std::string out = dir_ + "/p.json";
+  for (const std::string& path : {log, dir_ + "/search.ckpt", out}) {
+    SCOPED_TRACE(path);
+    StatusOr<OutputLock> first = OutputLock::Acquire(path);
+    ASSERT_TRUE(first.ok()) << first.status().message();
+    EXPECT_THAT(
+        BadInput(Dplace({"place", "--graph", kGraph, "--cluster", "k80x2",
+                         "--method", "post", "--budget-samples", "12", "--log",
+                         log, "--out", out})),
+        HasSubstr(path +
+                  ": another process is writing it (it holds the lock "
+                  "on " +
+                  path + ".lock)"));
+  }
+  const CliResult r =
+      Dplace({"place", "--graph", kGraph, "--cluster", "k80x2", "--method",
+              "post", "--budget-samples", "12", "--log", log, "--out", out});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(log + ".lock"));
+}
+
+// A crash or a full disk while a batch was logged leaves a torn last line
+// after the checkpoint: the resume drops it and says so.
+TEST_F(PlaceCommandTest, AResumeDropsATornLastLogLineAndSaysSo) {
+  const std::string log = dir_ + "/search.jsonl";
+  const std::vector<std::string> search = {
+      "place", "--graph", kGraph, "--cluster", "k80x2", "--method",
+      "post",  "--log",   log,    "--seed",    "3",     "--budget-samples"};
+  std::vector<std::string> first = search;
+  first.push_back("36");
+  ASSERT_EQ(Dplace(first).code, kExitOk);
+  std::string text = *ReadTextFile(log);
+  text += Lines(text).back().substr(0, 5);
+  ASSERT_TRUE(WriteTextFile(log, text).ok());
+  std::vector<std::string> resume = search;
+  resume.insert(resume.end(), {"48", "--resume", dir_ + "/search.ckpt"});
+  const CliResult r = Dplace(resume);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.err, "dplace: warning: log " + log +
+                       ": its last line was cut short by an interrupted write "
+                       "({\"bes); dropped, as the checkpoint does not hold "
+                       "its sample\n");
+  EXPECT_THAT(r.out, HasSubstr("searched 48 samples (resumed at 36"));
+  EXPECT_EQ(ReadSearchLog(log)->size(), 48u);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 
 #include "dplace/exec/caching_allocator.h"
 #include "dplace/exec/kernels.h"
+#include "dplace/util/format.h"
 #include "dplace/util/median.h"
 
 namespace dplace {
@@ -47,15 +48,9 @@ bool IsResident(const std::string& type) {
          type == "Const" || type == "Constant" || type == "Initializer";
 }
 
-// The first line of an exception's message (ATen appends backtraces).
-std::string FirstLine(const std::exception& e) {
-  std::string what = e.what();
-  return what.substr(0, what.find('\n'));
-}
-
 bool IsAllocationFailure(const std::exception& e) {
   if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
-  std::string what = FirstLine(e);
+  std::string what = FirstLine(e.what());
   std::transform(what.begin(), what.end(), what.begin(),
                  [](unsigned char c) { return std::tolower(c); });
   return what.find("alloc") != std::string::npos ||
@@ -323,7 +318,7 @@ bool Session::Setup(std::string* reason) {
     }
   } catch (const std::exception& e) {
     *reason = "allocation failed setting up weights and optimizer slots: " +
-              FirstLine(e);
+              FirstLine(e.what());
     return false;
   }
   pending_ = std::vector<std::atomic<int32_t>>(n);
@@ -483,7 +478,7 @@ void Session::CopyIn(TensorId t, int d) {
     Available(t, d);
   } catch (const std::exception& e) {
     Abort("copy of " + graph_.op_name(graph_.producer(t)) + " to " +
-          impl_.devices[d].name + " failed: " + FirstLine(e));
+          impl_.devices[d].name + " failed: " + FirstLine(e.what()));
   }
 }
 
@@ -524,7 +519,7 @@ std::vector<at::Tensor> Session::Compute(OpId op, int d) {
       return outs;
     } catch (const std::exception& e) {
       if (IsAllocationFailure(e)) throw;
-      impl_.MarkStandIn(op, graph_.op_name(op) + ": " + FirstLine(e));
+      impl_.MarkStandIn(op, graph_.op_name(op) + ": " + FirstLine(e.what()));
     }
   }
   return exec_internal::StandInKernel(args);
@@ -540,7 +535,7 @@ void Session::RunOp(OpId op, int d) {
     Abort((IsAllocationFailure(e) ? "allocation failed on "
                                   : "kernel failed on ") +
           impl_.devices[d].name + " in op " + graph_.op_name(op) + " (" +
-          graph_.op_type(op) + "): " + FirstLine(e));
+          graph_.op_type(op) + "): " + FirstLine(e.what()));
     return;
   }
   if (record_timeline_) {

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "dplace/graph/graph.h"
+#include "dplace/io/cluster_json.h"
+#include "dplace/io/profile_json.h"
 #include "dplace/testing/small_graph.h"
 
 namespace dplace {
@@ -300,6 +302,36 @@ TEST(GraphJsonErrorTest, WrongFormatAndVersion) {
       AllOf(HasSubstr("version"), HasSubstr("version 1, got 2")));
   EXPECT_THAT(GraphError(R"({"format": "dplace.graph", "version": 1})"),
               AllOf(HasSubstr("ops"), HasSubstr("missing")));
+}
+
+// A key named twice would silently mean its last value: refused in every
+// JSON file, naming the file, the object's path and the key.
+TEST(GraphJsonErrorTest, AKeyTwiceNamesFilePathAndKey) {
+  EXPECT_EQ(GraphError(GraphText(R"([
+      {"name": "a", "type": "Const"},
+      {"name": "b", "type": "Neg", "flops": 10, "flops": 20}])")),
+            "bad_graph.json: ops[1]: the key \"flops\" appears twice (each "
+            "key may appear once in an object)");
+  EXPECT_THAT(GraphError(R"({"format": "dplace.graph", "version": 1,
+      "ops": [], "version": 1})"),
+              HasSubstr("bad_graph.json: top level: the key \"version\""));
+  EXPECT_THAT(GraphError(GraphText(R"([{"name": "a", "type": "C",
+      "outputs": [{"shape": [2]}, {"shape": [2], "shape": [3]}]}])")),
+              HasSubstr("ops[0].outputs[1]: the key \"shape\" appears twice"));
+  StatusOr<Cluster> cluster = ParseClusterJson(
+      R"({"format": "dplace.cluster", "version": 1, "name": "c",
+          "devices": [{"name": "cpu:0", "name": "gpu:0"}]})",
+      "c.json");
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_THAT(cluster.status().message(),
+              HasSubstr("c.json: devices[0]: the key \"name\" appears twice"));
+  StatusOr<ProfileTable> profile = ParseProfileJson(
+      R"({"format": "dplace.profile", "version": 1,
+          "by_type": {"MatMul": {"gpu": 2e-3}, "MatMul": {"gpu": 1}}})",
+      "p.json");
+  ASSERT_FALSE(profile.ok());
+  EXPECT_THAT(profile.status().message(),
+              HasSubstr("p.json: by_type: the key \"MatMul\" appears twice"));
 }
 
 }  // namespace

@@ -363,6 +363,21 @@ TEST_F(PlacementJsonTest, RoundTrip) {
   EXPECT_EQ(*parsed, placement_);
 }
 
+// An op placed twice: the second device would win silently.
+TEST_F(PlacementJsonTest, AnOpPlacedTwiceIsRefused) {
+  const std::string key = "\"dense/matmul\": ";
+  std::string text = text_;
+  const size_t at = text.find(key);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, key + "\"cpu:0\", ");
+  StatusOr<Placement> p =
+      ParsePlacementJson(text, "twice.placement.json", graph_, cluster_);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(),
+            "twice.placement.json: placement: the key \"dense/matmul\" "
+            "appears twice (each key may appear once in an object)");
+}
+
 TEST_F(PlacementJsonTest, GraphNameIsInformational) {
   json root = json::parse(text_);
   root.erase("graph");

@@ -6,21 +6,6 @@
 namespace dplace {
 namespace io_internal {
 
-StatusOr<json> ParseJson(const std::string& text, const std::string& source) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    // A syntax error (parse_error) or a number too large for a double
-    // (out_of_range.406). nlohmann's message reads
-    // "[json.exception.parse_error.101] parse error at line 3, column 5:
-    // ..."; keep what follows the id.
-    std::string what = e.what();
-    const size_t pos = what.find("] ");
-    if (pos != std::string::npos) what = what.substr(pos + 2);
-    return InvalidArgumentError(source + ": malformed JSON: " + what);
-  }
-}
-
 std::string DescribeJson(const json& value) {
   if (value.is_object()) return "an object";
   if (value.is_array()) return "an array";

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dplace/io/json_parse.h"
 #include "dplace/util/status.h"
 
 namespace dplace {
@@ -19,11 +20,9 @@ namespace io_internal {
 
 using nlohmann::json;
 
-// Parses `text`; a syntax error names `source`, the line and the column.
-StatusOr<json> ParseJson(const std::string& text, const std::string& source);
-
-// Parses `text` as JSON and hands the root to `parse` (a function
-// `StatusOr<T>(const json&)`); errors of either step name `source`.
+// Parses `text` as JSON (ParseJson: no key twice) and hands the root to
+// `parse` (a function `StatusOr<T>(const json&)`); errors of either step
+// name `source`.
 template <typename T, typename ParseFn>
 StatusOr<T> ParseDocument(const std::string& text, const std::string& source,
                           ParseFn parse) {

@@ -49,40 +49,40 @@ TEST(ZipRecordsTest, ListsWhatTorchSaveWrote) {
   StatusOr<std::vector<ZipRecord>> records = ListZipRecords(zip);
   ASSERT_TRUE(records.ok()) << records.status().message();
   ASSERT_EQ(records->size(), 27u);
-  EXPECT_EQ((*records)[0].name, "post.ckpt/data/0");
-  EXPECT_EQ((*records)[0].size, 6733u);  // meta, the JSON of the loop state
+  EXPECT_EQ((*records)[0].name, "archive/data/0");
+  EXPECT_EQ((*records)[0].size, 6764u);  // meta, the JSON of the loop state
   uint64_t total = 0;
   for (const ZipRecord& record : *records) total += record.size;
-  EXPECT_EQ(total, 12613u);
+  EXPECT_EQ(total, 12644u);
 }
 
 TEST(ZipRecordsTest, RefusesARecordClaimingMoreThanItsBytes) {
   std::string zip = Checkpoint("post.ckpt");
-  const size_t entry = DirectoryEntry(zip, "post.ckpt/data/1");
+  const size_t entry = DirectoryEntry(zip, "archive/data/1");
   Put32(&zip, entry + 24, 4000000000u);  // uncompressed size
   StatusOr<std::vector<ZipRecord>> records = ListZipRecords(zip);
   ASSERT_FALSE(records.ok());
   EXPECT_EQ(records.status().message(),
-            "record 2 (post.ckpt/data/1) claims 4000000000 bytes from 120 "
-            "compressed, more than the archive's 17924 bytes can hold");
+            "record 2 (archive/data/1) claims 4000000000 bytes from 120 "
+            "compressed, more than the archive's 17806 bytes can hold");
 }
 
 TEST(ZipRecordsTest, RefusesAStoredRecordPastTheArchive) {
   std::string zip = Checkpoint("post.ckpt");
-  const size_t entry = DirectoryEntry(zip, "post.ckpt/data/0");
+  const size_t entry = DirectoryEntry(zip, "archive/data/0");
   Put32(&zip, entry + 20, 20000);  // compressed size
   Put32(&zip, entry + 24, 20000);  // uncompressed size
   StatusOr<std::vector<ZipRecord>> records = ListZipRecords(zip);
   ASSERT_FALSE(records.ok());
   EXPECT_THAT(records.status().message(),
-              HasSubstr("record 1 (post.ckpt/data/0) claims 20000 bytes"));
+              HasSubstr("record 1 (archive/data/0) claims 20000 bytes"));
 }
 
 // Deflated code may inflate up to 1032 times (deflate's largest ratio),
 // not more: the checkpoint fuzzer's 124 bytes claiming 4 GB.
 TEST(ZipRecordsTest, BoundsADeflatedRecordByDeflatesRatio) {
   std::string zip = Checkpoint("post.ckpt");
-  const std::string code = "post.ckpt/code/__torch__/___torch_mangle_4.py";
+  const std::string code = "archive/code/__torch__/___torch_mangle_4.py";
   const size_t entry = DirectoryEntry(zip, code);
   Put32(&zip, entry + 24, 123 * 1032);
   EXPECT_TRUE(ListZipRecords(zip).ok());
@@ -106,15 +106,15 @@ TEST(ZipRecordsTest, BoundsADeflatedRecordByDeflatesRatio) {
 TEST(ZipRecordsTest, RefusesOtherCompressionAndRepeatedNames) {
   std::string zip = Checkpoint("post.ckpt");
   std::string bzip2 = zip;
-  Put16(&bzip2, DirectoryEntry(zip, "post.ckpt/data/2") + 10, 12);
+  Put16(&bzip2, DirectoryEntry(zip, "archive/data/2") + 10, 12);
   EXPECT_EQ(ListZipRecords(bzip2).status().message(),
-            "record 3 (post.ckpt/data/2) uses compression method 12; "
+            "record 3 (archive/data/2) uses compression method 12; "
             "torch::save stores or deflates");
 
   std::string twice = zip;
-  twice[DirectoryEntry(zip, "post.ckpt/data/2") + 46 + 15] = '1';
+  twice[DirectoryEntry(zip, "archive/data/2") + 46 + 13] = '1';
   EXPECT_EQ(ListZipRecords(twice).status().message(),
-            "record 3 (post.ckpt/data/1) repeats a record's name");
+            "record 3 (archive/data/1) repeats a record's name");
 }
 
 TEST(ZipRecordsTest, RefusesWhatIsNotAZipArchive) {

@@ -82,7 +82,9 @@ StatusOr<std::unique_ptr<Method>> MakeMethod(std::string_view name,
     return NotFoundError("unknown method \"" + std::string(name) +
                          "\" (methods: " + MethodNames() + ")");
   }
-  return entry->make(options);
+  StatusOr<std::unique_ptr<Method>> method = entry->make(options);
+  if (method.ok()) (*method)->options_ = options;
+  return method;
 }
 
 MethodTraits TraitsOf(const MethodEntry& entry) {

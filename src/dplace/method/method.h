@@ -97,6 +97,10 @@ class Method {
   Method& operator=(const Method&) = delete;
 
   const std::string& name() const { return name_; }
+  // The options it was made with, as given to MakeMethod (empty for a
+  // method made otherwise): a search's checkpoint records them, and a
+  // resume with others is refused.
+  const MethodOptions& options() const { return options_; }
   virtual MethodTraits traits() const { return {}; }
 
   // Places `problem`'s graph on its cluster. Errors begin with
@@ -109,7 +113,11 @@ class Method {
                                         const PlaceContext& context) = 0;
 
  private:
+  friend StatusOr<std::unique_ptr<Method>> MakeMethod(
+      std::string_view name, const MethodOptions& options);
+
   std::string name_;
+  MethodOptions options_;
 };
 
 using MethodFactory =

@@ -78,6 +78,13 @@ struct SearchOptions {
   // What the budget's seconds and the log's wall times are read from.
   // Default: empty, the steady clock.
   Clock clock;
+  // Asked after every batch: true stops the search there, with the budget
+  // left (SIGINT, SIGTERM: util/stop_signals.h). The search ends
+  // as at the end of its budget: the log flushed, the last checkpoint
+  // written, the best placement so far returned, SearchTrace::stopped
+  // set; resuming it ends where an uninterrupted search does. Called from
+  // the searching thread. Default: none (the budget decides).
+  std::function<bool()> stop_requested;
 };
 
 // What a search did, beside the placement it chose (PlaceResult).
@@ -90,6 +97,8 @@ struct SearchTrace {
   double wall_seconds = 0;               // Over the whole search.
   std::vector<SampleRecord> history;     // This run's samples, in order.
   int64_t first_sample_of_this_run = 0;  // > 0 when resumed.
+  // Stopped by SearchOptions::stop_requested with budget left.
+  bool stopped = false;
 };
 
 }  // namespace dplace

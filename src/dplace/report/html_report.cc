@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "dplace/io/json_parse.h"
 #include "dplace/report/module_tree.h"
 #include "dplace/report/svg.h"
 #include "dplace/util/format.h"
@@ -877,8 +878,9 @@ std::string RenderBench(const json& doc) {
 
 StatusOr<std::string> BenchReportHtml(const std::string& results_json,
                                       const std::string& source) {
+  DPLACE_ASSIGN_OR_RETURN(const json doc, ParseJson(results_json, source));
   try {
-    return RenderBench(json::parse(results_json));
+    return RenderBench(doc);
   } catch (const std::exception& e) {
     std::string what = e.what();
     const size_t pos = what.find("] ");

@@ -177,7 +177,12 @@ TEST(BenchReportTest, RejectsOtherDocumentsNamingTheSource) {
   ASSERT_FALSE(html.ok());
   EXPECT_THAT(html.status().message(), HasSubstr("r.json"));
   EXPECT_THAT(BenchReportHtml("{", "r.json").status().message(),
-              HasSubstr("r.json: not a dplace.bench-results document"));
+              HasSubstr("r.json: malformed JSON"));
+  EXPECT_THAT(
+      BenchReportHtml("{\"format\": \"a\", \"format\": \"b\"}", "r.json")
+          .status()
+          .message(),
+      HasSubstr("r.json: top level: the key \"format\" appears twice"));
 }
 
 }  // namespace

@@ -315,7 +315,7 @@ StatusOr<CheckpointInfo> Agent::CheckCheckpoint(const PlacementProblem& problem,
   AgentSearchState s;
   DPLACE_RETURN_IF_ERROR(InitPolicy(problem, setup).WithPrefix(method));
   DPLACE_RETURN_IF_ERROR(LoadCheckpointBytes(
-      bytes, source, CheckpointMeta(name(), setup, loop, s),
+      bytes, source, CheckpointMeta(*this, setup, loop, s),
       [this](torch::serialize::InputArchive* a) { DoLoad(a); }, &loop, &s));
   CheckpointInfo info;
   info.samples = loop.samples;
@@ -355,7 +355,7 @@ class AgentSearch : public SearchLoop {
 
   Status DoResume(const std::string& path) override {
     return LoadCheckpoint(
-        path, CheckpointMeta(agent_.name(), setup_, state(), s_),
+        path, CheckpointMeta(agent_, setup_, state(), s_),
         [this](torch::serialize::InputArchive* a) { agent_.DoLoad(a); },
         &state(), &s_);
   }
@@ -403,7 +403,7 @@ class AgentSearch : public SearchLoop {
 
   Status DoSave(const std::string& path) const override {
     return WriteCheckpoint(
-        path, CheckpointMeta(agent_.name(), setup_, state(), s_),
+        path, CheckpointMeta(agent_, setup_, state(), s_),
         [this](torch::serialize::OutputArchive* a) { agent_.DoSave(a); });
   }
 

@@ -225,6 +225,73 @@ TEST_F(SearchLoopTest, ResumedSearchContinuesFromTheCheckpoint) {
   }
 }
 
+// A checkpoint changed in any byte, or cut short, is refused before
+// anything is read from it: the ZIP records' own CRCs cover neither the
+// archive's directory nor every record (a flipped byte used to resume to
+// another result).
+TEST_F(SearchLoopTest, ACorruptCheckpointIsRefused) {
+  const Problem problem = TwoChains();
+  SearchOptions write;
+  write.budget.samples = 24;
+  write.checkpoint_path = dir_ + "/post.ckpt";
+  ASSERT_TRUE(RunSearch(problem, "post", {}, write).ok());
+  const std::string file = *ReadTextFile(write.checkpoint_path);
+  SearchOptions resume;
+  resume.budget.samples = 36;
+  resume.resume_path = dir_ + "/flipped.ckpt";
+  // The meta, a tensor record, the ZIP directory, the checksum line.
+  for (size_t at : {file.find("\"samples\""), file.size() / 3,
+                    file.rfind("PK\x01\x02"), file.size() - 4}) {
+    SCOPED_TRACE(at);
+    std::string flipped = file;
+    flipped[at] = static_cast<char>(flipped[at] ^ 0x04);
+    ASSERT_TRUE(WriteTextFile(resume.resume_path, flipped).ok());
+    StatusOr<PlaceResult> r = RunSearch(problem, "post", {}, resume);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("flipped.ckpt: checksum mismatch: the file is "
+                          "corrupt"));
+  }
+  ASSERT_TRUE(
+      WriteTextFile(resume.resume_path, file.substr(0, file.size() - 100))
+          .ok());
+  EXPECT_THAT(RunSearch(problem, "post", {}, resume).status().message(),
+              HasSubstr("flipped.ckpt: no dplace checksum line at its end: "
+                        "the file was cut short"));
+  resume.resume_path = write.checkpoint_path;
+  EXPECT_TRUE(RunSearch(problem, "post", {}, resume).ok());
+}
+
+// `--help` promises a resume with the same options and seed; other ones
+// are refused, as another model or cluster is.
+TEST_F(SearchLoopTest, AResumeWithOtherOptionsOrSeedIsRefused) {
+  const Problem problem = TwoChains();
+  for (const std::string agent : {"post", "colocrl"}) {
+    SCOPED_TRACE(agent);
+    const std::vector<std::string> options =
+        agent == "post" ? std::vector<std::string>{"batch=12"}
+                        : std::vector<std::string>{"hidden=8", "embedding=4"};
+    SearchOptions write;
+    write.budget.samples = 24;
+    write.checkpoint_path = dir_ + "/" + agent + ".ckpt";
+    ASSERT_TRUE(RunSearch(problem, agent, options, write).ok());
+    SearchOptions resume;
+    resume.budget.samples = 36;
+    resume.resume_path = write.checkpoint_path;
+    std::vector<std::string> other = options;
+    other[0] = agent == "post" ? "batch=24" : "hidden=16";
+    EXPECT_THAT(RunSearch(problem, agent, other, resume).status().message(),
+                HasSubstr("options is "));
+    EXPECT_THAT(
+        RunSearch(problem, agent, options, resume, /*seed=*/2)
+            .status()
+            .message(),
+        HasSubstr("seed is 1, but this search has 2 (resume with the same "
+                  "method, model, cluster, --option and --seed)"));
+    EXPECT_TRUE(RunSearch(problem, agent, options, resume).ok());
+  }
+}
+
 TEST_F(SearchLoopTest, SecondsBudgetStopsTheSearch) {
   const Problem problem = TwoChains();
   SearchOptions search;
@@ -283,7 +350,7 @@ TEST_F(SearchLoopTest, BadInputIsAClearError) {
   r = RunSearch(problem, "post", {}, search);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(),
-              HasSubstr("corrupt.ckpt: cannot read a dplace checkpoint"));
+              HasSubstr("corrupt.ckpt: no dplace checksum line at its end"));
   search.resume_path = dir_ + "/missing.ckpt";
   r = RunSearch(problem, "post", {}, search);
   ASSERT_FALSE(r.ok());

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "dplace/io/file.h"
+#include "dplace/io/json_parse.h"
 #include "dplace/io/pickle_check.h"
 #include "dplace/io/zip_records.h"
 #include "dplace/rl/policy_agent.h"
@@ -23,7 +24,9 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kCheckpointFormat = "dplace-rl-checkpoint";
-constexpr int kCheckpointVersion = 1;
+// 2: the meta holds the agent's options and the seed; the file ends with
+// a checksum.
+constexpr int kCheckpointVersion = 2;
 
 torch::Tensor StringTensor(const std::string& text) {
   torch::Tensor t = torch::empty({static_cast<int64_t>(text.size())},
@@ -40,17 +43,20 @@ std::string TensorString(const torch::Tensor& t) {
 
 Status CheckMeta(const std::string& path, const json& meta,
                  const json& expected) {
-  for (const char* key : {"format", "version", "agent", "graph_hash", "cluster",
-                          "num_groups", "num_devices"}) {
+  for (const char* key :
+       {"format", "version", "agent", "options", "seed", "graph_hash",
+        "cluster", "num_groups", "num_devices"}) {
     if (!meta.contains(key)) {
       return InvalidArgumentError("checkpoint " + path + ": no field \"" + key +
                                   "\"; not a dplace checkpoint");
     }
     if (meta[key] != expected[key]) {
       return InvalidArgumentError(
-          "checkpoint " + path + ": " + key + " is " + meta[key].dump() +
-          ", but this search has " + expected[key].dump() +
-          " (resume with the same method, model, cluster and options)");
+          "checkpoint " + path + ": " + key + " is " +
+          meta[key].dump().substr(0, 200) + ", but this search has " +
+          expected[key].dump() +
+          " (resume with the same method, model, cluster, --option and "
+          "--seed)");
     }
   }
   return Status::Ok();
@@ -315,13 +321,15 @@ Status ReadSearchStates(const std::string& path, const json& meta,
 
 }  // namespace
 
-json CheckpointMeta(const std::string& agent, const AgentSetup& setup,
+json CheckpointMeta(const Method& agent, const AgentSetup& setup,
                     const SearchState& loop, const AgentSearchState& s) {
   std::ostringstream rng;
   rng << loop.rng;
   return json{{"format", kCheckpointFormat},
               {"version", kCheckpointVersion},
-              {"agent", agent},
+              {"agent", agent.name()},
+              {"options", agent.options().values()},
+              {"seed", setup.problem->seed},
               {"graph_hash", setup.problem->graph->hash()},
               {"cluster", setup.problem->cluster->name()},
               {"num_groups", setup.groups.num_groups},
@@ -340,22 +348,21 @@ json CheckpointMeta(const std::string& agent, const AgentSetup& setup,
 
 Status WriteCheckpoint(const std::string& path, const json& meta,
                        const SaveAgentState& save_agent) {
-  const std::string tmp = path + ".tmp";
+  // In memory: LibTorch's writer reports a failed write from its
+  // destructor, where an exception ends the process.
+  std::ostringstream bytes;
   try {
     torch::serialize::OutputArchive archive;
     archive.write("meta", StringTensor(meta.dump()));
     torch::serialize::OutputArchive agent_archive;
     save_agent(&agent_archive);
     archive.write("agent", agent_archive);
-    archive.save_to(tmp);
+    archive.save_to(bytes);
   } catch (const std::exception& e) {
     return InvalidArgumentError("checkpoint " + path +
                                 ": cannot write: " + FirstLine(e.what()));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return InvalidArgumentError("checkpoint " + path + ": cannot write");
-  }
-  return Status::Ok();
+  return WriteChecksummedFile(path, bytes.str()).WithPrefix("checkpoint");
 }
 
 Status LoadCheckpointBytes(const std::string& bytes, const std::string& path,
@@ -381,8 +388,10 @@ Status LoadCheckpointBytes(const std::string& bytes, const std::string& path,
       return InvalidArgumentError("checkpoint " + path +
                                   ": meta is not a byte string");
     }
-    const json meta = json::parse(TensorString(meta_tensor), nullptr,
-                                  /*allow_exceptions=*/false);
+    StatusOr<json> parsed =
+        ParseJson(TensorString(meta_tensor), "checkpoint " + path + ": meta");
+    if (!parsed.ok()) return parsed.status();
+    const json& meta = *parsed;
     if (!meta.is_object()) {
       return InvalidArgumentError("checkpoint " + path +
                                   ": meta is not a JSON object");
@@ -406,7 +415,7 @@ Status LoadCheckpointBytes(const std::string& bytes, const std::string& path,
 Status LoadCheckpoint(const std::string& path, const json& expected,
                       const LoadAgentState& load_agent, SearchState* loop,
                       AgentSearchState* s) {
-  StatusOr<std::string> bytes = ReadTextFile(path);
+  StatusOr<std::string> bytes = ReadChecksummedFile(path);
   if (!bytes.ok()) return bytes.status().WithPrefix("checkpoint");
   return LoadCheckpointBytes(*bytes, path, expected, load_agent, loop, s);
 }

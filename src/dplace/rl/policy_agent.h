@@ -18,14 +18,9 @@
 #include "dplace/rl/agent.h"
 #include "dplace/rl/algorithms.h"
 #include "dplace/rl/nets/policy.h"
+#include "dplace/util/format.h"
 
 namespace dplace {
-
-// The first line of `text`: LibTorch's exception messages go on with a
-// trace.
-inline std::string FirstLine(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
 
 // The name of `value` in `names` (an OptionReader::Enum list that holds
 // every value of E).

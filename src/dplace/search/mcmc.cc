@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dplace/io/file.h"
+#include "dplace/io/json_parse.h"
 #include "dplace/search/search_loop.h"
 #include "dplace/search/start_placements.h"
 #include "dplace/sim/work_bound.h"
@@ -406,8 +407,8 @@ class Walk : public SearchLoop {
                 {"max_shift", settings_.max_shift}};
   }
 
-  // Written to a temporary file first, so a search killed while writing
-  // leaves the previous checkpoint whole.
+  // Written whole or not at all, with a checksum (WriteChecksummedFile),
+  // so a search killed while writing leaves the previous checkpoint whole.
   Status DoSave(const std::string& path) const override {
     const SearchState& loop = state();
     std::ostringstream rng;
@@ -427,23 +428,18 @@ class Walk : public SearchLoop {
            {"best", s_.best},
            {"best_step_time", loop.best_step_time},
            {"best_feasible", loop.best_feasible}};
-    const std::string tmp = path + ".tmp";
-    DPLACE_RETURN_IF_ERROR(
-        WriteTextFile(tmp, j.dump() + "\n").WithPrefix("checkpoint"));
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      return InvalidArgumentError("checkpoint " + path +
-                                  ": cannot replace it with " + tmp);
-    }
-    return Status::Ok();
+    return WriteChecksummedFile(path, j.dump() + "\n").WithPrefix("checkpoint");
   }
 
   Status LoadCheckpoint(const std::string& path) {
-    StatusOr<std::string> text = ReadTextFile(path);
+    StatusOr<std::string> text = ReadChecksummedFile(path);
     if (!text.ok()) return text.status().WithPrefix("checkpoint");
     auto bad = [&](const std::string& what) {
       return InvalidArgumentError("checkpoint " + path + ": " + what);
     };
-    const json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    StatusOr<json> parsed = ParseJson(*text, "not an mcmc checkpoint");
+    if (!parsed.ok()) return parsed.status().WithPrefix("checkpoint " + path);
+    const json& j = *parsed;
     if (!j.is_object() || !j.contains("meta") || !j["meta"].is_object() ||
         j["meta"].value("format", "") != kCheckpointFormat) {
       return bad("not an mcmc checkpoint");

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dplace/env/environment.h"
+#include "dplace/io/file.h"
 #include "dplace/search/start_placements.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/sim/work_bound.h"
@@ -261,6 +262,76 @@ TEST(McmcTest, ResumedAfterAKillEndsWhereAnUninterruptedSearchEnds) {
   ASSERT_FALSE(other.ok());
   EXPECT_THAT(other.status().message(),
               HasSubstr("made for another search: batch is 4"));
+  std::vector<std::string> boundary = options;
+  boundary.push_back("boundary_probability=0.2");
+  other = Search(z.p.problem, boundary, resumed);
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(other.status().message(),
+              HasSubstr("made for another search: boundary_probability is"));
+
+  // One changed byte, or a file cut short, is refused as such (no longer
+  // as "not an mcmc checkpoint").
+  const std::string file = *ReadTextFile(resumed.checkpoint_path);
+  for (size_t at :
+       {size_t{0}, file.find("\"samples\"") + 12, file.size() - 2}) {
+    std::string flipped = file;
+    flipped[at] = static_cast<char>(flipped[at] ^ 0x01);
+    ASSERT_TRUE(WriteTextFile(resumed.resume_path, flipped).ok());
+    other = Search(z.p.problem, options, resumed);
+    ASSERT_FALSE(other.ok());
+    EXPECT_THAT(other.status().message(),
+                HasSubstr("killed.ckpt: checksum mismatch: the file is "
+                          "corrupt"))
+        << at;
+  }
+  ASSERT_TRUE(
+      WriteTextFile(resumed.resume_path, file.substr(0, file.size() / 2)).ok());
+  EXPECT_THAT(Search(z.p.problem, options, resumed).status().message(),
+              HasSubstr("killed.ckpt: no dplace checksum line at its end"));
+}
+
+// A stop requested (SIGINT, SIGTERM) after the third batch, between two
+// periodic checkpoints: the search returns its best so far, marked
+// stopped, with a checkpoint of that batch, and resumed ends where an
+// uninterrupted one ends, with the same log.
+TEST(McmcTest, StoppedAtABatchItsCheckpointResumesWhereAWholeSearchEnds) {
+  ZooProblem z(kSmallRnnlm, "k40x2");
+  const std::vector<std::string> options = {"batch=4", "restart_after=12"};
+  SearchOptions whole = Samples(60);
+  whole.log_path = TempPath("whole-stop.jsonl");
+  StatusOr<PlaceResult> uninterrupted = Search(z.p.problem, options, whole);
+  ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status().message();
+  EXPECT_FALSE(uninterrupted->search.stopped);
+
+  SearchOptions stopped = Samples(60);
+  stopped.log_path = TempPath("stopped.jsonl");
+  stopped.checkpoint_path = TempPath("stopped.ckpt");
+  stopped.checkpoint_every = 10;  // None is due before the stop.
+  std::remove(stopped.checkpoint_path.c_str());
+  int64_t updates = 0;
+  stopped.progress = [&updates](const SearchProgress& p) {
+    updates = p.updates;
+  };
+  stopped.stop_requested = [&updates] { return updates >= 3; };
+  StatusOr<PlaceResult> first = Search(z.p.problem, options, stopped);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_TRUE(first->search.stopped);
+  EXPECT_EQ(first->search.updates, 3);
+  EXPECT_LT(first->search.samples, 60);
+  ASSERT_TRUE(ReadTextFile(stopped.checkpoint_path).ok());
+
+  SearchOptions resumed = Samples(60);
+  resumed.log_path = stopped.log_path;
+  resumed.checkpoint_path = stopped.checkpoint_path;
+  resumed.resume_path = stopped.checkpoint_path;
+  StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->search.stopped);
+  EXPECT_EQ(r->search.first_sample_of_this_run, first->search.samples);
+  EXPECT_EQ(r->placement, uninterrupted->placement);
+  EXPECT_EQ(r->search.samples, 60);
+  EXPECT_EQ(LogWithoutWallTimes(resumed.log_path),
+            LogWithoutWallTimes(whole.log_path));
 }
 
 TEST(McmcTest, BadOptionsAreErrorsNamingTheMethodAndKey) {

@@ -3,21 +3,42 @@
 #include <nlohmann/json.hpp>
 
 #include "dplace/io/file.h"
+#include "dplace/io/json_parse.h"
 
 namespace dplace {
 namespace {
 
 using nlohmann::json;
 
-// Keeps the lines of `path` that record samples before `samples`.
+// The last line of `text` when a write cut it short: it has no newline
+// and does not parse. Empty otherwise.
+std::string TornLastLine(const std::string& text) {
+  if (text.empty() || text.back() == '\n') return "";
+  const size_t start = text.rfind('\n') + 1;  // 0 when there is no newline.
+  const std::string line = text.substr(start);
+  const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? line : "";
+}
+
+// Keeps the lines of `path` that record samples before `samples`. A torn
+// last line is dropped: it comes after the checkpoint, whose batch was
+// logged whole before it was written.
 Status TruncateLog(const std::string& path, int64_t samples) {
-  std::ifstream in(path);
-  if (!in) return Status::Ok();  // No log yet: start one.
-  std::string kept, line;
-  while (std::getline(in, line)) {
+  if (!std::ifstream(path)) return Status::Ok();  // No log yet: start one.
+  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  text.resize(text.size() - TornLastLine(text).size());
+  std::string kept;
+  size_t start = 0;
+  for (int line_number = 1; start < text.size(); ++line_number) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
     if (line.empty()) continue;
-    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("sample") ||
+    DPLACE_ASSIGN_OR_RETURN(
+        const json j,
+        ParseJson(line, "log " + path + ":" + std::to_string(line_number)));
+    if (!j.is_object() || !j.contains("sample") ||
         !j["sample"].is_number_integer()) {
       return InvalidArgumentError(
           "log " + path +
@@ -25,11 +46,15 @@ Status TruncateLog(const std::string& path, int64_t samples) {
     }
     if (j["sample"].get<int64_t>() < samples) kept += line + "\n";
   }
-  in.close();
   return WriteTextFile(path, kept);
 }
 
 }  // namespace
+
+std::string TornLastLogLine(const std::string& path) {
+  StatusOr<std::string> text = ReadTextFile(path);
+  return text.ok() ? TornLastLine(*text) : "";
+}
 
 std::string SampleRecordLine(
     const SampleRecord& r,
@@ -55,7 +80,9 @@ StatusOr<std::vector<SampleRecord>> ReadSearchLog(const std::string& path) {
     const std::string line = text.substr(start, end - start);
     start = end + 1;
     if (line.empty()) continue;
-    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    DPLACE_ASSIGN_OR_RETURN(
+        const json j,
+        ParseJson(line, "log " + path + ":" + std::to_string(line_number)));
     const auto number = [&j](const char* key) {
       return j.is_object() && j.contains(key) && j[key].is_number();
     };

@@ -30,12 +30,19 @@ std::string SampleRecordLine(
 // ignored). Errors name the file, the line and what it lacks.
 StatusOr<std::vector<SampleRecord>> ReadSearchLog(const std::string& path);
 
+// The last line of the log at `path` when a write cut it short (a crash or
+// a full disk while writing): it has no newline at its end and does not
+// parse as JSON. A resumed search drops it (SearchLog::Open); callers tell
+// the user. Empty when the log ends whole, or there is none.
+std::string TornLastLogLine(const std::string& path);
+
 class SearchLog {
  public:
   // Opens `path` for writing. A fresh search (`resume_at_sample` < 0)
   // truncates it; a resumed one keeps the lines of samples before
   // `resume_at_sample` (a killed search may have logged samples past its
-  // checkpoint) and appends. Errors name the file.
+  // checkpoint, the last one perhaps torn: TornLastLogLine) and appends.
+  // Errors name the file.
   Status Open(const std::string& path, int64_t resume_at_sample);
   bool is_open() const { return out_.is_open(); }
 

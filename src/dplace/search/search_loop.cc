@@ -44,7 +44,14 @@ SearchLoop::SearchLoop(const PlacementProblem& problem,
 
 StatusOr<PlaceResult> SearchLoop::Run() {
   DPLACE_RETURN_IF_ERROR(Start());
-  while (BudgetLeft()) DPLACE_RETURN_IF_ERROR(RunBatch());
+  while (BudgetLeft()) {
+    DPLACE_RETURN_IF_ERROR(RunBatch());
+    // After the batch, so that a stopped search has a placement.
+    if (options_.stop_requested && options_.stop_requested()) {
+      trace_.stopped = BudgetLeft();
+      break;
+    }
+  }
   return Finish();
 }
 

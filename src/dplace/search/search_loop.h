@@ -74,9 +74,10 @@ class SearchLoop {
   SearchLoop& operator=(const SearchLoop&) = delete;
 
   // Checks the request, starts (or resumes), runs batches while the budget
-  // lasts, saves the last checkpoint and returns the best placement with
-  // the trace. Errors: CheckSearchRequest's, the hooks', a log or
-  // checkpoint that cannot be written, no sample evaluated.
+  // lasts and no stop is requested (SearchOptions::stop_requested, asked
+  // after each batch), saves the last checkpoint and returns the best
+  // placement with the trace. Errors: CheckSearchRequest's, the hooks', a
+  // log or checkpoint that cannot be written, no sample evaluated.
   StatusOr<PlaceResult> Run();
 
  protected:

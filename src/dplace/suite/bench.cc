@@ -75,7 +75,7 @@ StatusOr<bool> UseInFlightFiles(const InFlightFiles& files,
       owner.ok() && *owner == run_id && std::ifstream(files.checkpoint).good();
   if (!resume) {
     files.Remove();
-    DPLACE_RETURN_IF_ERROR(WriteTextFileAtomically(files.run, run_id));
+    DPLACE_RETURN_IF_ERROR(WriteTextFile(files.run, run_id));
   }
   search->checkpoint_path = files.checkpoint;
   search->checkpoint_every = checkpoint_every;
@@ -275,9 +275,11 @@ class SuiteRunner {
   }
 
  private:
-  // Whether this session has run options.max_runs runs.
+  // Whether this session has run options.max_runs runs, or was asked to
+  // stop.
   bool Exhausted() const {
-    return options_.max_runs > 0 && new_runs_ >= options_.max_runs;
+    return (options_.max_runs > 0 && new_runs_ >= options_.max_runs) ||
+           (options_.stop_requested && options_.stop_requested());
   }
 
   // Whether `br` holds every run of `table` on its benchmark.

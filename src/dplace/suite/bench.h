@@ -167,6 +167,10 @@ struct BenchRunOptions {
   // > 0: stop after this many runs (not counting the kept ones), leaving
   // the results unfinished (complete false). Default: 0 (run to the end).
   int max_runs = 0;
+  // Asked before every run: true stops the suite there, as max_runs does
+  // (SIGINT, SIGTERM: util/stop_signals.h); the run in flight ends first.
+  // Default: none.
+  std::function<bool()> stop_requested;
 };
 
 // Runs every table and the scale study of `suite`. Errors: unknown methods

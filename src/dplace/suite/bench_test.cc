@@ -390,7 +390,7 @@ class ResumeTest : public ::testing::Test {
     options.max_runs = max_runs;
     options.progress = [started](const std::string&) { ++*started; };
     options.checkpoint = [this](const BenchResults& so_far) {
-      return WriteTextFileAtomically(path_, BenchResultsToJson(so_far));
+      return WriteTextFile(path_, BenchResultsToJson(so_far));
     };
     return RunSuite(Tiny(), "dplace bench --suite tiny", options);
   }
@@ -422,7 +422,7 @@ TEST_F(ResumeTest, KilledRunContinuesWithOnlyTheRunsItLacks) {
           if (++runs == 3) std::raise(SIGKILL);
         };
         options.checkpoint = [this](const BenchResults& so_far) {
-          return WriteTextFileAtomically(path_, BenchResultsToJson(so_far));
+          return WriteTextFile(path_, BenchResultsToJson(so_far));
         };
         (void)RunSuite(Tiny(), "dplace bench --suite tiny", options);
       },
@@ -471,7 +471,7 @@ TEST_F(ResumeTest, KilledSearchContinuesFromItsCheckpoint) {
           if (p.samples >= 12) std::raise(SIGKILL);  // Its first batch.
         };
         options.checkpoint = [this](const BenchResults& so_far) {
-          return WriteTextFileAtomically(path_, BenchResultsToJson(so_far));
+          return WriteTextFile(path_, BenchResultsToJson(so_far));
         };
         (void)RunSuite(Tiny(), "dplace bench --suite tiny", options);
       },
@@ -510,6 +510,40 @@ TEST_F(ResumeTest, KilledSearchContinuesFromItsCheckpoint) {
   for (const char* ext : {".ckpt", ".jsonl", ".run"}) {
     EXPECT_FALSE(ReadTextFile(state + ext).ok()) << ext;
   }
+}
+
+// A stop requested (SIGINT, SIGTERM) while the second run is in flight:
+// that run ends, no other starts, the file is resumable, and resuming it
+// gives one uninterrupted run's results.
+TEST_F(ResumeTest, AStopEndsTheRunInFlightAndResumes) {
+  int started = 0;
+  StatusOr<BenchResults> whole = Run(nullptr, 0, &started);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  std::remove(path_.c_str());
+
+  BenchRunOptions options;
+  int runs = 0;
+  options.progress = [&runs](const std::string&) { ++runs; };
+  options.stop_requested = [&runs] { return runs >= 2; };
+  options.checkpoint = [this](const BenchResults& so_far) {
+    return WriteTextFile(path_, BenchResultsToJson(so_far));
+  };
+  StatusOr<BenchResults> stopped =
+      RunSuite(Tiny(), "dplace bench --suite tiny", options);
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  EXPECT_EQ(runs, 2);
+  EXPECT_FALSE(stopped->complete);
+  EXPECT_EQ(stopped->runs_done, 2);
+  const BenchResults kept = ReadBack();
+  EXPECT_EQ(kept.runs_done, 2);
+  ASSERT_TRUE(CheckResumable(kept, Tiny(), path_).ok());
+
+  started = 0;
+  StatusOr<BenchResults> resumed = Run(&kept, 0, &started);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  EXPECT_EQ(started, 3);
+  EXPECT_TRUE(resumed->complete);
+  EXPECT_EQ(StepTimes(*resumed), StepTimes(*whole));
 }
 
 TEST_F(ResumeTest, MaxRunsStopsAndTheRestRunsInParts) {

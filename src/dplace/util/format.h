@@ -3,6 +3,7 @@
 #ifndef DPLACE_UTIL_FORMAT_H_
 #define DPLACE_UTIL_FORMAT_H_
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -27,6 +28,21 @@ inline std::string FormatBytesScaled(double bytes) {
   if (bytes < 1e6) return Format("%.2f kB", bytes / 1e3);
   if (bytes < 1e9) return Format("%.2f MB", bytes / 1e6);
   return FormatBytes(bytes);
+}
+
+// The first line of `text` that is not blank: an exception's message
+// (LibTorch's) goes on with a trace, and some begin with a newline. Never
+// empty, so that an error never ends in an empty reason.
+inline std::string FirstLine(const std::string& text) {
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    if (text.find_first_not_of(" \t\r", start) < end) {
+      return text.substr(start, end - start);
+    }
+    start = end + 1;
+  }
+  return "(no reason given)";
 }
 
 // An integer with thousands separators: "85,054,464".

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "dplace/suite/claims.h"
 #include "dplace/suite/suite.h"
 #include "dplace/util/format.h"
+#include "dplace/util/stop_signals.h"
 
 namespace dplace {
 namespace {
@@ -178,10 +180,18 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
                            "--show and --claims read a results file and run "
                            "nothing: without --suite, --resume and -o"));
     }
+    StatusOr<std::vector<OutputLock>> claims =
+        ClaimOutputs({{"--markdown", flags.markdown}});
+    if (!claims.ok()) return Fail(err, claims.status());
     return PrintResults(flags, *suites, out, err);
   }
   StatusOr<Suite> suite = FindSuite(*suites, flags.suite);
   if (!suite.ok()) return Fail(err, suite.status());
+  StatusOr<std::vector<OutputLock>> claims =
+      ClaimOutputs({{"-o", flags.output},
+                    {"--markdown", flags.markdown},
+                    {"--report", flags.report}});
+  if (!claims.ok()) return Fail(err, claims.status());
   flags.filter.methods = SplitList(flags.methods);
   flags.filter.models = flags.models;
   StatusOr<Suite> filtered = FilterSuite(*suite, flags.filter);
@@ -213,10 +223,13 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   if (!flags.output.empty()) {
     options.search_state = flags.output + ".search";
     options.checkpoint = [&flags](const BenchResults& so_far) {
-      return WriteTextFileAtomically(flags.output, BenchResultsToJson(so_far));
+      return WriteTextFile(flags.output, BenchResultsToJson(so_far));
     };
   }
   options.max_runs = flags.max_runs;
+  // SIGINT and SIGTERM stop the suite after the run in flight.
+  const StopSignals stop;
+  options.stop_requested = stop.Request();
   StatusOr<BenchResults> results = RunSuite(*filtered, command, options);
   if (search_line) err << "\n";
   if (!results.ok()) return Fail(err, results.status());
@@ -227,7 +240,7 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
           ClaimsIn(filtered->claims, *results, /*method_too=*/false),
           *results));
   if (!flags.output.empty()) {
-    Status s = WriteTextFileAtomically(flags.output, json);
+    Status s = WriteTextFile(flags.output, json);
     if (!s.ok()) return Fail(err, s);
   }
   if (!flags.markdown.empty()) {
@@ -252,7 +265,17 @@ int Bench(BenchFlags flags, const std::string& command, std::ostream& out,
   if (!flags.markdown.empty()) out << "; markdown: " << flags.markdown;
   if (!flags.report.empty()) out << "; report: " << flags.report;
   out << "\n";
-  return kExitOk;
+  // A signal after the last run stopped nothing.
+  if (stop.signal() == 0 || results->complete) return kExitOk;
+  err << "dplace: " << StopSignals::Name(stop.signal())
+      << ": bench stopped after the run in flight, " << results->runs_done
+      << " of " << results->runs_total << " runs done; "
+      << (flags.output.empty()
+              ? std::string("no -o FILE, so it cannot be resumed")
+              : "to continue it: " + command +
+                    (flags.resume ? "" : " --resume"))
+      << "\n";
+  return 128 + stop.signal();
 }
 
 }  // namespace
@@ -305,20 +328,20 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
       ->add_option("--budget-samples", flags->filter.budget_samples,
                    "searches (learned placers, mcmc): samples per search, "
                    "replacing the suite's budgets")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, std::numeric_limits<int64_t>::max()));
   bench
       ->add_option("--budget-scale", flags->filter.budget_scale,
                    "searches: multiply the suite's sample budgets")
-      ->check(CLI::PositiveNumber);
+      ->check(NumberAbove(0));
   bench
       ->add_option("--budget-seconds", flags->filter.budget_seconds,
                    "searches: wall seconds per search (with the "
                    "sample budget, whichever ends first)")
-      ->check(CLI::PositiveNumber);
+      ->check(NumberAbove(0));
   bench
       ->add_option("--seeds", flags->filter.max_seeds,
                    "only the first N seeds of each method")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, std::numeric_limits<int>::max()));
   bench->add_flag(
       "--resume", flags->resume,
       "continue the run whose results are in -o FILE: its finished runs are "
@@ -331,7 +354,7 @@ CLI::App* AddBenchCommand(CLI::App* parent, BenchFlags* flags) {
       ->add_option("--max-runs", flags->max_runs,
                    "stop after this many runs, leaving -o FILE unfinished "
                    "for --resume (runs the suite in parts)")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, std::numeric_limits<int>::max()));
   return bench;
 }
 

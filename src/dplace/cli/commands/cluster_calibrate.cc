@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "dplace/cli/cli.h"
@@ -40,10 +41,12 @@ CLI::App* AddClusterCalibrateCommand(CLI::App* cluster, ExecFlags* flags) {
       "what the measured steps of a placement's rounds, pooled, make its "
       "time: fastest, fastest-quarter (the mean of the fastest quarter) or "
       "median (default: fastest-quarter)");
-  calibrate->add_option("--seed", flags->seed,
-                        "seed of the random per-op placement; distinct "
-                        "from those dplace fidelity draws for the same "
-                        "--seed (default: 1)");
+  calibrate
+      ->add_option("--seed", flags->seed,
+                   "seed of the random per-op placement; distinct "
+                   "from those dplace fidelity draws for the same "
+                   "--seed (default: 1)")
+      ->check(WholeNumber(0, std::numeric_limits<uint64_t>::max()));
   calibrate->add_option("-o,--output", flags->output,
                         "calibrated cluster JSON to write");
   return calibrate;
@@ -51,6 +54,9 @@ CLI::App* AddClusterCalibrateCommand(CLI::App* cluster, ExecFlags* flags) {
 
 int RunClusterCalibrate(const ExecFlags& flags, std::ostream& out,
                         std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims =
+      ClaimOutputs({{"-o", flags.output}});
+  if (!claims.ok()) return Fail(err, claims.status());
   StatusOr<ExecOptions> exec_options = StepOptions(flags.steps);
   if (!exec_options.ok()) return Fail(err, exec_options.status());
   const StatusOr<int> rounds = RoundsFlag(flags.rounds, 12);

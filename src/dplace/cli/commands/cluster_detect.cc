@@ -29,6 +29,9 @@ CLI::App* AddClusterDetectCommand(CLI::App* cluster, ExecFlags* flags) {
 
 int RunClusterDetect(const ExecFlags& flags, std::ostream& out,
                      std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims =
+      ClaimOutputs({{"-o", flags.output}});
+  if (!claims.ok()) return Fail(err, claims.status());
   LocalClusterOptions options;
   options.cpu_devices = flags.cpu_devices;
   if (flags.cpu_devices < 1) {

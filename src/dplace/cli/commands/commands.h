@@ -109,6 +109,9 @@ struct PlaceFlags {
   std::string mpi_exit_worker;
   std::string report;   // HTML report to write.
   std::string command;  // The command line, shown in the report.
+  // Its words after "dplace", for the line that says how to resume a
+  // search a signal stopped.
+  std::vector<std::string> args;
   std::string encoder;  // mars: --encoder, added to `options`.
   // --refine SECONDS: an mcmc search from the method's placement. Negative:
   // not given; 0: given but not positive (an error).

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <system_error>
 #include <vector>
@@ -82,8 +83,10 @@ CLI::App* AddFidelityCommand(CLI::App* parent, ExecFlags* flags) {
                        "profile JSON the simulator uses (dplace profile)");
   fidelity->add_option("--samples", flags->samples,
                        "placements in all (default: 20)");
-  fidelity->add_option("--seed", flags->seed,
-                       "seed of the random placements (default: 1)");
+  fidelity
+      ->add_option("--seed", flags->seed,
+                   "seed of the random placements (default: 1)")
+      ->check(WholeNumber(0, std::numeric_limits<uint64_t>::max()));
   fidelity->add_option("--steps", flags->steps,
                        "measured steps per placement and round (default: "
                        "5)");
@@ -122,6 +125,9 @@ CLI::App* AddFidelityCommand(CLI::App* parent, ExecFlags* flags) {
 }
 
 int RunFidelity(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims =
+      ClaimOutputs({{"--svg", flags.svg}, {"--markdown", flags.markdown}});
+  if (!claims.ok()) return Fail(err, claims.status());
   StatusOr<ExecOptions> exec_options = StepOptions(flags.steps);
   if (!exec_options.ok()) return Fail(err, exec_options.status());
   if (flags.samples < 2) {

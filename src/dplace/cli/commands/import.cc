@@ -26,6 +26,9 @@ CLI::App* AddImportCommand(CLI::App* parent, ImportFlags* flags) {
 
 // dplace import: ONNX model -> training graph JSON.
 int RunImport(const ImportFlags& flags, std::ostream& out, std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims =
+      ClaimOutputs({{"-o", flags.output}});
+  if (!claims.ok()) return Fail(err, claims.status());
   StatusOr<LoadedModel> model =
       ImportOnnxModel(flags.model, flags.model_options);
   if (!model.ok()) return Fail(err, model.status());

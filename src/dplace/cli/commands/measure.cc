@@ -79,6 +79,9 @@ CLI::App* AddMeasureCommand(CLI::App* parent, ExecFlags* flags) {
 }
 
 int RunMeasure(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims =
+      ClaimOutputs({{"--trace", flags.trace}});
+  if (!claims.ok()) return Fail(err, claims.status());
   StatusOr<ExecOptions> options = StepOptions(flags.steps);
   if (!options.ok()) return Fail(err, options.status());
   StatusOr<LoadedModel> model = LoadModel(flags.model, flags.model_options);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <vector>
@@ -34,8 +35,10 @@
 #include "dplace/report/markdown.h"
 #include "dplace/report/module_tree.h"
 #include "dplace/search/mcmc.h"
+#include "dplace/search/search_log.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
+#include "dplace/util/stop_signals.h"
 
 namespace dplace {
 namespace {
@@ -76,6 +79,31 @@ std::string CheckpointPath(const PlaceFlags& place) {
     return (has_ext ? log.substr(0, dot) : log) + ".ckpt";
   }
   return place.resume;
+}
+
+// Checks and locks every file `place` writes (ClaimOutputs), before any
+// work: a bad path fails at once, not after a search.
+StatusOr<std::vector<OutputLock>> ClaimPlaceOutputs(const PlaceFlags& place) {
+  const bool searches = IsSearchMethod(place.method);
+  return ClaimOutputs(
+      {{"--out", place.out},
+       {"--trace", place.trace},
+       {"--report", place.report},
+       {"--log", place.log},
+       {place.checkpoint.empty() ? "checkpoint" : "--checkpoint",
+        searches ? CheckpointPath(place) : ""}});
+}
+
+// A resumed search drops a last log line that a crash or a full disk cut
+// short (TornLastLogLine); says so on `err`.
+void WarnOfATornLog(const PlaceFlags& place, std::ostream& err) {
+  if (place.resume.empty() || place.log.empty()) return;
+  const std::string torn = TornLastLogLine(place.log);
+  if (torn.empty()) return;
+  err << "dplace: warning: log " << place.log
+      << ": its last line was cut short by an interrupted write ("
+      << torn.substr(0, 40) << (torn.size() > 40 ? "..." : "")
+      << "); dropped, as the checkpoint does not hold its sample\n";
 }
 
 // Writes the --report page of one placement.
@@ -244,7 +272,9 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
                       std::to_string(result.first_sample_of_this_run) + ", "
                 : "")
         << result.updates << " updates, " << result.num_groups << " groups) in "
-        << Format("%.3f", result.wall_seconds) << " s\n";
+        << Format("%.3f", result.wall_seconds) << " s"
+        << (result.stopped ? ", stopped by a signal: the best so far" : "")
+        << "\n";
   } else {
     out << "placed in " << Format("%.3f", run.wall_seconds) << " s\n";
   }
@@ -300,6 +330,7 @@ StatusOr<std::string> Refine(const PlacementProblem& problem, double seconds,
   PlaceContext context;
   context.environment = environment;
   context.search.budget.seconds = seconds;
+  context.search.stop_requested = run_options.context.search.stop_requested;
   StatusOr<PlaceResult> refined =
       RefinePlacement(problem, run->placement, settings, context);
   if (!refined.ok()) return refined.status().WithPrefix("--refine");
@@ -315,6 +346,44 @@ StatusOr<std::string> Refine(const PlacementProblem& problem, double seconds,
   run->placement = std::move(refined->placement);
   run->sim = std::move(sim);
   return line;
+}
+
+// The command that continues the search `place` ran from `checkpoint`:
+// its command line with --resume CHECKPOINT instead of any --resume.
+std::string ResumeCommand(const PlaceFlags& place,
+                          const std::string& checkpoint) {
+  std::vector<std::string> args;
+  for (size_t i = 0; i < place.args.size(); ++i) {
+    const std::string& arg = place.args[i];
+    if (arg == "--resume") {
+      ++i;  // And its value.
+    } else if (arg.rfind("--resume=", 0) != 0) {
+      args.push_back(arg);
+    }
+  }
+  args.push_back("--resume");
+  args.push_back(checkpoint);
+  return CommandLine(args);
+}
+
+// The line a search stopped by `signal` ends with: how far it got and how
+// to continue it, or that it cannot be continued without a checkpoint.
+std::string StoppedLine(const PlaceFlags& place, const SearchOptions& search,
+                        const SearchTrace& trace, int signal) {
+  std::string line = "dplace: " + StopSignals::Name(signal) +
+                     ": the search stopped after " +
+                     std::to_string(trace.samples) + " samples";
+  if (search.budget.samples > 0) {
+    line += " of " + std::to_string(search.budget.samples);
+  }
+  if (search.checkpoint_path.empty()) {
+    return line +
+           "; no checkpoint (--checkpoint or --log), so it cannot be "
+           "resumed";
+  }
+  return line + "; checkpoint " + search.checkpoint_path +
+         " written; to continue it: " +
+         ResumeCommand(place, search.checkpoint_path);
 }
 
 // --whole-modules: a method that does not keep colocation groups whole
@@ -346,7 +415,10 @@ StatusOr<std::string> KeepModulesWhole(const PlacementProblem& solved,
 }
 
 // dplace place --method NAME: one placer, or a search through the
-// simulated environment; prints the chosen placement.
+// simulated environment; prints the chosen placement. SIGINT and SIGTERM
+// stop a search after its batch in flight (StopSignals): it prints and
+// writes the best placement so far, then how to resume, and exits 128 +
+// the signal.
 int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
              Method* method, const std::string& header,
              const std::string& trace, std::ostream& out, std::ostream& err,
@@ -359,10 +431,17 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
   run_options.context.environment = hooks.environment;
   const PlacementProblem& solved =
       hooks.constrained ? *hooks.constrained : problem;
+  std::optional<StopSignals> stop;
+  if (searches) {
+    stop.emplace();
+    run_options.context.search.stop_requested = stop->Request();
+  }
   StatusOr<MethodRun> run = RunMethod(method, solved, run_options);
   if (run_options.context.search.progress) err << "\n";
+  // Once stopped, the best so far as it is: neither refined nor measured.
+  auto stopped = [&stop] { return stop && stop->signal() != 0; };
   std::string note;
-  if (run.ok() && run->placed && place.refine > 0) {
+  if (run.ok() && run->placed && place.refine > 0 && !stopped()) {
     StatusOr<std::string> line =
         Refine(solved, place.refine, hooks.environment, run_options, &*run);
     if (line.ok()) note = *line;
@@ -376,14 +455,20 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
     }
     if (!line.ok()) run = line.status();
   }
-  if (run.ok() && run->placed && hooks.after_search) {
+  if (run.ok() && run->placed && hooks.after_search && !stopped()) {
     StatusOr<std::string> line = hooks.after_search(&*run);
     if (line.ok()) note += (note.empty() ? "" : "\n") + *line;
     if (!line.ok()) run = line.status();
   }
   if (!run.ok()) return Fail(err, run.status());
-  return PrintPlacement(problem, place, searches, run_options, *run, note,
-                        header, trace, out, err, hooks);
+  const int code = PrintPlacement(problem, place, searches, run_options, *run,
+                                  note, header, trace, out, err, hooks);
+  // A file that could not be written is the error it is.
+  if (!stopped() || code == kExitBadInput) return code;
+  err << StoppedLine(place, run_options.context.search, run->search,
+                     stop->signal())
+      << "\n";
+  return 128 + stop->signal();
 }
 
 // The searches --method all runs, and their budget: small enough for a
@@ -631,6 +716,15 @@ int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
   }
   // CheckEnv let only searches through.
   const bool searches = true;
+  StatusOr<std::vector<OutputLock>> claims = std::vector<OutputLock>();
+  if (ranks.role() == MpiRole::kPrintingController) {
+    claims = ClaimPlaceOutputs(place);
+    WarnOfATornLog(place, err);
+  }
+  if (!claims.ok()) {
+    Fail(err, claims.status());
+    ranks.Abort(kExitBadInput);
+  }
   MethodRunOptions run_options;  // A worker's are not used.
   if (ranks.role() != MpiRole::kWorker) {
     StatusOr<MethodRunOptions> made =
@@ -706,8 +800,10 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
                     "for a table comparing every classical placer");
   place->add_option("--option", flags->options,
                     "key=value setting of the method (repeatable)");
-  place->add_option("--seed", flags->seed,
-                    "seed of randomised methods (default: 1)");
+  place
+      ->add_option("--seed", flags->seed,
+                   "seed of randomised methods (default: 1)")
+      ->check(WholeNumber(0, std::numeric_limits<uint64_t>::max()));
   place->add_option("--out", flags->out, "write the placement JSON");
   place->add_option("--trace", flags->trace,
                     "write the placement's Chrome trace (open in Perfetto)");
@@ -743,13 +839,13 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
                    "--env mpi: controller ranks training one policy, each "
                    "with its own workers and baseline, gradients averaged "
                    "(default: 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, std::numeric_limits<int>::max()));
   place
       ->add_option("--mpi-timeout", flags->mpi_timeout,
                    "--env mpi: seconds one evaluation may take before the "
                    "placement goes to another worker; 0: never (default: "
                    "60)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberAtLeast(0));
   // Test hooks of the MPI environment, hidden from --help.
   place->add_option("--mpi-slow-worker", flags->mpi_slow_worker)->group("");
   place->add_option("--mpi-exit-worker", flags->mpi_exit_worker)->group("");
@@ -852,6 +948,13 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
   if (place.json && IsMpiEnv(place.env)) {
     return Fail(err, InvalidArgumentError("--json is not for --env mpi"));
   }
+  // Under MPI, the rank that writes them claims them (PlaceWithMpi).
+  StatusOr<std::vector<OutputLock>> claims = std::vector<OutputLock>();
+  if (!IsMpiEnv(place.env)) {
+    claims = ClaimPlaceOutputs(place);
+    WarnOfATornLog(place, err);
+  }
+  if (!claims.ok()) return Fail(err, claims.status());
   StatusOr<LoadedModel> model = LoadModel(place.graph, place.model_options);
   if (!model.ok()) return Fail(err, model.status());
   PrintWarnings(model->warnings, err);

@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <limits>
 
 #include "dplace/cli/cli.h"
 #include "dplace/cli/cli_util.h"
@@ -24,10 +25,11 @@ CLI::App* AddPretrainCommand(CLI::App* parent, PretrainFlags* flags) {
       ->required();
   cmd->add_option("--steps", flags->steps,
                   "pre-training steps (default: mars's pretrain_steps, 200)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(WholeNumber(0, std::numeric_limits<int>::max()));
   cmd->add_option("--seed", flags->seed,
                   "seed (default: 1); `place --seed` with the same seed "
-                  "makes mars pre-train the same encoder by itself");
+                  "makes mars pre-train the same encoder by itself")
+      ->check(WholeNumber(0, std::numeric_limits<uint64_t>::max()));
   cmd->add_option("--option", flags->options,
                   "key=value option of method mars that shapes the encoder "
                   "(grouping, encoder_hidden, encoder_layers, "
@@ -38,6 +40,9 @@ CLI::App* AddPretrainCommand(CLI::App* parent, PretrainFlags* flags) {
 
 int RunPretrain(const PretrainFlags& flags, std::ostream& out,
                 std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims =
+      ClaimOutputs({{"-o", flags.output}});
+  if (!claims.ok()) return Fail(err, claims.status());
   StatusOr<Graph> graph = LoadGraph(flags.model, flags.model_options, &err);
   if (!graph.ok()) return Fail(err, graph.status());
   std::vector<std::string> items = flags.options;

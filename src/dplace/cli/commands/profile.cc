@@ -80,6 +80,9 @@ CLI::App* AddProfileCommand(CLI::App* parent, ExecFlags* flags) {
 }
 
 int RunProfile(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims = ClaimOutputs(
+      {{"-o", flags.output}, {"--cluster-out", flags.cluster_out}});
+  if (!claims.ok()) return Fail(err, claims.status());
   if (flags.steps == 0 || flags.steps < -1) {
     return Fail(err,
                 InvalidArgumentError("--steps: expected an integer >= 1, got " +

@@ -12,6 +12,8 @@ namespace {
 // dplace report results.json -o report.html
 int Report(const std::string& input, const std::string& output,
            std::ostream& out, std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims = ClaimOutputs({{"-o", output}});
+  if (!claims.ok()) return Fail(err, claims.status());
   StatusOr<std::string> text = ReadTextFile(input);
   if (!text.ok()) return Fail(err, text.status());
   StatusOr<std::string> html = BenchReportHtml(*text, input);

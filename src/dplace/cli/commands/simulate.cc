@@ -37,6 +37,9 @@ CLI::App* AddSimulateCommand(CLI::App* parent, SimulateFlags* flags) {
 
 int RunSimulate(const SimulateFlags& flags, std::ostream& out,
                 std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims =
+      ClaimOutputs({{"--trace", flags.trace}});
+  if (!claims.ok()) return Fail(err, claims.status());
   StatusOr<LoadedModel> model = LoadModel(flags.graph, flags.model_options);
   if (!model.ok()) return Fail(err, model.status());
   PrintWarnings(model->warnings, err);

@@ -109,6 +109,8 @@ int ZooStats(std::ostream& out, std::ostream& err) {
 
 int ZooExport(const std::string& name, const std::vector<std::string>& params,
               const std::string& output, std::ostream& out, std::ostream& err) {
+  StatusOr<std::vector<OutputLock>> claims = ClaimOutputs({{"-o", output}});
+  if (!claims.ok()) return Fail(err, claims.status());
   std::string spec = name;
   for (size_t i = 0; i < params.size(); ++i) {
     spec +=

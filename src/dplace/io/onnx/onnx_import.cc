@@ -189,8 +189,10 @@ class Importer {
     for (int k : kept) {
       StatusOr<TensorInfo> info = model_.InfoOf(node.output(k));
       if (!info.ok()) {
-        return model_.Error(DescribeNode(node, index) + ": output '" +
-                            node.output(k) + "': " + info.status().message());
+        const std::string unknown = model_.UnknownOperator(node);
+        return model_.Error(
+            DescribeNode(node, index) + ": output '" + node.output(k) +
+            "': " + (unknown.empty() ? info.status().message() : unknown));
       }
       tensors.outputs.push_back(*info);
     }

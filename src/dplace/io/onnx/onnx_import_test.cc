@@ -332,7 +332,41 @@ TEST(OnnxImportTest, UnknownOperatorWithoutShapeIsAnError) {
   ASSERT_FALSE(imported.ok());
   EXPECT_THAT(imported.status().message(),
               AllOf(HasSubstr("node '/block/frob' (Frobnicate)"),
-                    HasSubstr("output 'q'"), HasSubstr("no shape")));
+                    HasSubstr("output 'q'"),
+                    HasSubstr("op type 'Frobnicate' of domain 'com.example' "
+                              "is unknown to libonnx")));
+}
+
+// The unknown operator is named, with its op type and domain, also where
+// its consumer is what needs its shape (a Shape node), and for a type the
+// default domain does not have (a typo).
+TEST(OnnxImportTest, AnUnknownOperatorIsBlamedOnItselfNotItsConsumer) {
+  Model m;
+  m.Input("x", {2, 3}).Initializer("w", {2, 3});
+  m.Node("Mul", {"x", "w"}, {"p"});
+  m.Node("Frobnicate", {"p"}, {"q"}, "/block/frob").set_domain("com.example");
+  m.Node("Shape", {"q"}, {"s"}, "/shape");
+  m.Node("Reshape", {"p", "s"}, {"y"});
+  m.Output("y");
+  auto* opset = m.proto().add_opset_import();
+  opset->set_domain("com.example");
+  opset->set_version(1);
+  StatusOr<OnnxImport> imported = m.Import();
+  ASSERT_FALSE(imported.ok());
+  EXPECT_EQ(imported.status().message(),
+            "test.onnx: node '/block/frob' (Frobnicate): op type 'Frobnicate' "
+            "of domain 'com.example' is unknown to libonnx, so the shapes of "
+            "its outputs cannot be inferred; declare them in the model's "
+            "value_info");
+
+  Model typo;
+  typo.Input("x", {2, 3});
+  typo.Node("Relux", {"x"}, {"q"}, "/act");
+  typo.Node("Relu", {"q"}, {"y"});
+  typo.Output("y");
+  EXPECT_THAT(typo.Import().status().message(),
+              HasSubstr("node '/act' (Relux): output 'q': op type 'Relux' of "
+                        "domain 'ai.onnx' is unknown to libonnx"));
 }
 
 TEST(OnnxImportTest, UnknownOperatorsAreListedInOneWarning) {

@@ -505,6 +505,18 @@ Status OnnxModel::InferShapesAndFold() {
   return Status::Ok();
 }
 
+std::string OnnxModel::UnknownOperator(const NodeProto& node) const {
+  const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+  if (CallsFunction(node) ||
+      ::onnx::OpSchemaRegistry::Schema(node.op_type(), domain) != nullptr) {
+    return "";
+  }
+  return "op type '" + node.op_type() + "' of domain '" +
+         (domain.empty() ? "ai.onnx" : domain) +
+         "' is unknown to libonnx, so the shapes of its outputs cannot be "
+         "inferred; declare them in the model's value_info";
+}
+
 Status OnnxModel::CheckShapeInputsHaveTypes() const {
   std::unordered_set<std::string> typed;
   for (const TensorProto& t : inferred_.graph().initializer()) {
@@ -524,6 +536,16 @@ Status OnnxModel::CheckShapeInputsHaveTypes() const {
     if (node.op_type() != "Shape" || node.input_size() == 0 ||
         folded_nodes_.count(i) || typed.count(node.input(0))) {
       continue;
+    }
+    for (int p = 0; p < graph().node_size(); ++p) {  // Its producer's fault?
+      const NodeProto& producer = graph().node(p);
+      const auto& outputs = producer.output();
+      if (std::find(outputs.begin(), outputs.end(), node.input(0)) !=
+              outputs.end() &&
+          !UnknownOperator(producer).empty()) {
+        return Error(DescribeNode(producer, p) + ": " +
+                     UnknownOperator(producer));
+      }
     }
     return Error(DescribeNode(node, i) + ": input '" + node.input(0) +
                  "' has no type (shape inference could not infer it)");

@@ -80,6 +80,10 @@ class OnnxModel {
   bool CallsFunction(const ::onnx::NodeProto& node) const {
     return functions_.count(node.domain() + ":" + node.op_type()) > 0;
   }
+  // Why `node`'s outputs have no shape when libonnx has no schema for its
+  // op type in its domain (and the model defines no such function): names
+  // the type and the domain. Empty for an operator libonnx knows.
+  std::string UnknownOperator(const ::onnx::NodeProto& node) const;
   // The batch in effect: --batch, else the data inputs' first dim in the
   // file; 0 when neither says (no data input with a numeric first dim).
   int64_t batch() const {

@@ -6,6 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
+#include <sstream>
+
+#include "dplace/io/file.h"
+#include "dplace/io/json_parse.h"
+#include "dplace/util/format.h"
 
 namespace dplace {
 namespace {
@@ -94,10 +99,6 @@ torch::Tensor TensorOf(const std::string& text) {
       torch::empty({static_cast<int64_t>(text.size())}, torch::kUInt8);
   std::copy(text.begin(), text.end(), t.data_ptr<uint8_t>());
   return t;
-}
-
-std::string FirstLine(const std::string& text) {
-  return text.substr(0, text.find('\n'));
 }
 
 json InfoJson(const EncoderFileInfo& i) {
@@ -303,23 +304,21 @@ std::string GroupingHash(const Grouping& grouping) {
 
 Status SaveEncoder(const std::string& path, GraphEncoder encoder,
                    const EncoderFileInfo& info) {
-  const std::string tmp = path + ".tmp";
+  // In memory: LibTorch's writer reports a failed write from its
+  // destructor, where an exception ends the process.
+  std::ostringstream bytes;
   try {
     torch::serialize::OutputArchive archive;
     archive.write("meta", TensorOf(InfoJson(info).dump()));
     torch::serialize::OutputArchive weights;
     encoder->save(weights);
     archive.write("encoder", weights);
-    archive.save_to(tmp);
+    archive.save_to(bytes);
   } catch (const std::exception& e) {
     return InvalidArgumentError("encoder " + path +
                                 ": cannot write: " + FirstLine(e.what()));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return InvalidArgumentError("encoder " + path + ": cannot write");
-  }
-  return Status::Ok();
+  return WriteTextFile(path, bytes.str()).WithPrefix("encoder");
 }
 
 StatusOr<EncoderFileInfo> LoadEncoder(const std::string& path,
@@ -335,7 +334,9 @@ StatusOr<EncoderFileInfo> LoadEncoder(const std::string& path,
       return InvalidArgumentError(where +
                                   "not a dplace encoder file (no metadata)");
     }
-    meta = json::parse(StringOf(meta_tensor));
+    StatusOr<json> parsed = ParseJson(StringOf(meta_tensor), where + "meta");
+    if (!parsed.ok()) return parsed.status();
+    meta = std::move(parsed).value();
   } catch (const std::exception& e) {
     return InvalidArgumentError(
         where +

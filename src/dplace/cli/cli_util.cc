@@ -16,7 +16,8 @@ std::string Seconds(double s) { return Format("%.6f s", s); }
 }  // namespace
 
 std::string PadRight(std::string s, size_t width) {
-  if (s.size() < width) s.resize(width, ' ');
+  // A value wider than its column still gets a space before the next one.
+  s.resize(std::max(width, s.size() + 1), ' ');
   return s;
 }
 

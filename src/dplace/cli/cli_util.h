@@ -36,7 +36,8 @@ void PrintWarnings(const std::vector<std::string>& warnings, std::ostream& err);
 // required unless `required` is false.
 void AddGraphFlags(CLI::App* cmd, std::string* spec, bool required = true);
 
-// `s` padded with spaces to `width` characters.
+// `s` padded with spaces to `width` characters, or followed by one space
+// when it is as wide or wider, so that columns never run together.
 std::string PadRight(std::string s, size_t width);
 
 // Step time, feasibility, per-device load and memory, bytes moved and the

@@ -1,6 +1,7 @@
 #include "dplace/cluster/cluster.h"
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -63,6 +64,27 @@ namespace {
 
 bool Positive(double x) { return std::isfinite(x) && x > 0; }
 
+std::string Shortest(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+// Bounds beyond sign (cluster.h): an error message naming `where` and
+// `field`, or "" when `value` is within them.
+std::string AboveMin(const std::string& where, const char* field,
+                     double value, const char* unit) {
+  if (value >= kMinClusterRate) return "";
+  return where + ": " + field + " must be at least 1 " + unit + ", got " +
+         Shortest(value);
+}
+std::string BelowMax(const std::string& where, const char* field,
+                     double value, double max, const char* unit) {
+  if (value <= max) return "";
+  return where + ": " + field + " must be at most " + Shortest(max) + unit +
+         ", got " + Shortest(value);
+}
+
 Status ValidateDevice(const Device& d) {
   const std::string where = "device \"" + d.name + "\"";
   if (d.name.empty()) return InvalidArgumentError("a device has no name");
@@ -84,6 +106,15 @@ Status ValidateDevice(const Device& d) {
   if (!(d.shared_host_slowdown >= 0) ||
       !std::isfinite(d.shared_host_slowdown)) {
     return InvalidArgumentError(where + ": shared_host_slowdown must be >= 0");
+  }
+  for (const std::string& error :
+       {AboveMin(where, "peak_flops", d.peak_flops, "FLOP/s"),
+        AboveMin(where, "memory_bandwidth", d.memory_bandwidth, "byte/s"),
+        BelowMax(where, "launch_overhead", d.launch_overhead,
+                 kMaxClusterSeconds, " s"),
+        BelowMax(where, "shared_host_slowdown", d.shared_host_slowdown,
+                 kMaxSharedHostSlowdown, "")}) {
+    if (!error.empty()) return InvalidArgumentError(error);
   }
   return Status::Ok();
 }
@@ -130,8 +161,16 @@ StatusOr<Cluster> ClusterBuilder::Build() && {
     return InvalidArgumentError("cluster \"" + c.name_ + "\" has no devices");
   }
   std::unordered_map<std::string, DeviceId> index;
+  int64_t memory = 0;
   for (const Device& d : devices_) {
     DPLACE_RETURN_IF_ERROR(ValidateDevice(d));
+    if (d.memory_bytes > kMaxClusterMemoryBytes - memory) {
+      return InvalidArgumentError(
+          "device \"" + d.name +
+          "\": memory_bytes: the devices' memory_bytes sum past 2^60 (1 EiB) "
+          "here; dplace accepts at most 2^60");
+    }
+    memory += d.memory_bytes;
     if (!index.emplace(d.name, static_cast<DeviceId>(index.size())).second) {
       return InvalidArgumentError("duplicate device name \"" + d.name + "\"");
     }
@@ -160,6 +199,12 @@ StatusOr<Cluster> ClusterBuilder::Build() && {
     }
     if (!(p.hand_off >= 0) || !std::isfinite(p.hand_off)) {
       return InvalidArgumentError(where + ": hand_off must be >= 0");
+    }
+    for (const std::string& error :
+         {AboveMin(where, "bandwidth", p.bandwidth, "byte/s"),
+          BelowMax(where, "latency", p.latency, kMaxClusterSeconds, " s"),
+          BelowMax(where, "hand_off", p.hand_off, kMaxClusterSeconds, " s")}) {
+      if (!error.empty()) return InvalidArgumentError(error);
     }
     if (p.hand_off > 0 && p.copier != Copier::kDestination) {
       return InvalidArgumentError(

@@ -106,6 +106,18 @@ class Cluster {
   std::vector<LinkId> route_links_;
 };
 
+// What a cluster's figures may be, so that every time and byte sum formed
+// from them stays finite and in range (with the graph's bounds,
+// kMaxGraphBytes and kMaxGraphFlops): rates of at least 1 per second
+// (peak_flops, memory_bandwidth, a link's bandwidth), at most 1e6 seconds
+// (11.6 days) for a latency, hand-off or launch overhead, a
+// shared_host_slowdown of at most 100, and devices' memory_bytes summing to
+// at most 2^60 (1 EiB).
+constexpr double kMinClusterRate = 1;
+constexpr double kMaxClusterSeconds = 1e6;
+constexpr double kMaxSharedHostSlowdown = 100;
+constexpr int64_t kMaxClusterMemoryBytes = int64_t{1} << 60;
+
 class ClusterBuilder {
  public:
   explicit ClusterBuilder(std::string name);
@@ -117,8 +129,8 @@ class ClusterBuilder {
                double latency, bool bidirectional = true,
                Copier copier = Copier::kLink, double hand_off = 0);
 
-  // Validates (unique names, positive figures, known link ends, every device
-  // reachable from every other) and computes routes: the path of least
+  // Validates (unique names, figures within the bounds above, known link
+  // ends, every device reachable from every other) and computes routes: the path of least
   // time for a 1 MiB tensor, fewest hops on ties.
   StatusOr<Cluster> Build() &&;
 

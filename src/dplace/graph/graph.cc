@@ -331,6 +331,57 @@ Status GraphBuilder::ValidateOps() const {
   return Status::Ok();
 }
 
+namespace {
+
+// Adds `bytes` to `*total`; false when the total passes kMaxGraphBytes.
+// REQUIRES: 0 <= bytes, 0 <= *total <= kMaxGraphBytes (so no overflow).
+bool AddBytes(int64_t bytes, int64_t* total) {
+  if (bytes > kMaxGraphBytes - *total) return false;
+  *total += bytes;
+  return true;
+}
+
+}  // namespace
+
+// REQUIRES: ValidateOps() passed (no negative size, no NaN).
+Status GraphBuilder::ValidateTotals() const {
+  int64_t memory = 0, accessed = 0;
+  double flops = 0;
+  for (const OpSpec& s : specs_) {
+    std::string field;
+    if (!AddBytes(s.persistent_bytes, &memory)) {
+      field = "persistent_bytes";
+    } else if (!AddBytes(s.temporary_bytes, &memory)) {
+      field = "temporary_bytes";
+    }
+    for (size_t i = 0; field.empty() && i < s.outputs.size(); ++i) {
+      if (!AddBytes(s.outputs[i].bytes, &memory)) {
+        field = "outputs[" + std::to_string(i) + "].bytes";
+      }
+    }
+    if (!field.empty()) {
+      return InvalidArgumentError(
+          "op \"" + s.name + "\": " + field +
+          ": the graph's persistent, temporary and output bytes, summed over "
+          "its ops, pass 2^60 (1 EiB) here; dplace accepts at most 2^60");
+    }
+    if (!AddBytes(s.bytes_accessed, &accessed)) {
+      return InvalidArgumentError(
+          "op \"" + s.name +
+          "\": bytes_accessed: the graph's bytes accessed, summed over its "
+          "ops, pass 2^60 (1 EiB) here; dplace accepts at most 2^60");
+    }
+    flops += s.flops;
+    if (!(flops <= kMaxGraphFlops)) {
+      return InvalidArgumentError(
+          "op \"" + s.name +
+          "\": flops: the graph's FLOPs, summed over its ops, pass 1e30 "
+          "here; dplace accepts at most 1e30");
+    }
+  }
+  return Status::Ok();
+}
+
 Status GraphBuilder::ValidateEdges() const {
   const int n = num_ops();
   for (const PendingEdge& e : edges_) {
@@ -421,6 +472,7 @@ Status TopologicalOrder(const Graph& g, const std::vector<std::string>& names,
 
 StatusOr<Graph> GraphBuilder::Build() && {
   DPLACE_RETURN_IF_ERROR(ValidateOps());
+  DPLACE_RETURN_IF_ERROR(ValidateTotals());
   DPLACE_RETURN_IF_ERROR(ValidateEdges());
 
   Graph g;

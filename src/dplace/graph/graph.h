@@ -49,6 +49,16 @@ struct TensorInfo {
   int64_t bytes = 0;
 };
 
+// The most a graph may hold, summed over all its ops: persistent, temporary
+// and output bytes together (what a device's memory can ever hold), bytes
+// accessed, and FLOPs. Every sum the library forms from a graph's sizes
+// (a device's memory, a link's bytes over a step, a device's load) then
+// stays in range: byte sums far from int64_t's 2^63, times finite on any
+// cluster. 2^60 bytes is 1 EiB; 1e30 FLOPs take 30,000 years at 1 EFLOP/s.
+// GraphBuilder::Build refuses a graph past them, naming the op and field.
+constexpr int64_t kMaxGraphBytes = int64_t{1} << 60;
+constexpr double kMaxGraphFlops = 1e30;
+
 // Bytes of a dense tensor of `shape` and `dtype` (1 element for a scalar);
 // nullopt when a dim is negative or the count does not fit in int64_t.
 std::optional<int64_t> CheckedShapeBytes(const std::vector<int64_t>& shape,
@@ -204,8 +214,9 @@ class GraphBuilder {
   int num_ops() const { return static_cast<int>(specs_.size()); }
 
   // Validates and freezes. Errors name the offending ops: duplicate or empty
-  // names, negative sizes, dangling edges, and cycles (listing the ops on
-  // one cycle).
+  // names, negative sizes, sizes that sum past kMaxGraphBytes or
+  // kMaxGraphFlops, dangling edges, and cycles (listing the ops on one
+  // cycle).
   StatusOr<Graph> Build() &&;
 
  private:
@@ -216,6 +227,7 @@ class GraphBuilder {
     bool control;
   };
   Status ValidateOps() const;
+  Status ValidateTotals() const;
   Status ValidateEdges() const;
 
   std::string name_;

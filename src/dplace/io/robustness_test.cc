@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "dplace/cluster/cluster.h"
@@ -15,6 +16,7 @@
 #include "dplace/io/file.h"
 #include "dplace/io/graph_json.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/util/format.h"
 
 namespace dplace {
 namespace {
@@ -201,6 +203,145 @@ TEST(GraphJsonNamesTest, NameStartingWithCaretIsRefused) {
 
 // A million-op chain builds, hashes, costs and simulates: nothing in the
 // core is quadratic or recursive in the number of ops.
+// Sums of sizes (docs/robustness.md): a graph whose bytes or FLOPs sum past
+// the bounds is refused at load, naming the file, op and field and what is
+// allowed, so no memory sum wraps and no placement of it looks feasible.
+TEST(SizeSumTest, BytesSummingPastTheBoundAreRefusedNamingOpAndField) {
+  // The issue's graph: three ops of 5e18 persistent bytes each wrapped the
+  // memory sum to a negative peak and were reported as fitting one GPU.
+  StatusOr<Graph> graph = ParseGraphJson(GraphText(R"(
+      {"name": "a", "type": "V", "persistent_bytes": 5000000000000000000},
+      {"name": "b", "type": "V", "persistent_bytes": 5000000000000000000},
+      {"name": "c", "type": "V", "persistent_bytes": 5000000000000000000})"),
+                                         "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(),
+            "g.json: op \"a\": persistent_bytes: the graph's persistent, "
+            "temporary and output bytes, summed over its ops, pass 2^60 (1 "
+            "EiB) here; dplace accepts at most 2^60");
+  // Each op within the bound, their sum past it: the op that crosses it.
+  graph = ParseGraphJson(GraphText(R"(
+      {"name": "a", "type": "V", "persistent_bytes": 400000000000000000},
+      {"name": "b", "type": "V", "temporary_bytes": 400000000000000000},
+      {"name": "c", "type": "V", "outputs": [{}, {"bytes": 400000000000000000}]})"),
+                         "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              AllOf(HasSubstr("g.json: op \"c\": outputs[1].bytes: "),
+                    HasSubstr("at most 2^60")));
+  graph = ParseGraphJson(GraphText(R"(
+      {"name": "a", "type": "V", "bytes_accessed": 900000000000000000},
+      {"name": "b", "type": "V", "bytes_accessed": 900000000000000000})"),
+                         "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("g.json: op \"b\": bytes_accessed: "));
+}
+
+TEST(SizeSumTest, GraphWithinTheBoundOnOneGpuIsOutOfMemoryNotFeasible) {
+  GraphBuilder b("g");
+  for (const char* name : {"a", "b", "c"}) {
+    OpSpec op = Op(name, 1);
+    op.persistent_bytes = kMaxGraphBytes / 4;
+    b.AddOp(op);
+  }
+  StatusOr<Graph> graph = std::move(b).Build();
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  const Cluster cluster = *MakeClusterPreset("k80x2");
+  const CostModel cost(*graph, cluster);
+  Simulator simulator(cost);
+  StatusOr<SimResult> r =
+      simulator.Simulate(SingleDevicePlacement(*graph, cluster, 1));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->feasible);
+  EXPECT_EQ(r->device_peak_bytes[1], 3 * (kMaxGraphBytes / 4));
+}
+
+TEST(SizeSumTest, FlopsSummingPastTheBoundAreRefused) {
+  // The issue's 1e308 printed a 63-digit step time and a garbled table.
+  StatusOr<Graph> graph = ParseGraphJson(
+      GraphText(R"({"name": "a", "type": "MatMul", "flops": 1e308})"),
+      "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(),
+            "g.json: op \"a\": flops: the graph's FLOPs, summed over its ops, "
+            "pass 1e30 here; dplace accepts at most 1e30");
+  graph = ParseGraphJson(GraphText(R"(
+      {"name": "a", "type": "MatMul", "flops": 6e29},
+      {"name": "b", "type": "MatMul", "flops": 6e29})"),
+                         "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("op \"b\": flops: "));
+  GraphBuilder b("g");
+  OpSpec op = Op("inf", 0);
+  op.flops = std::numeric_limits<double>::infinity();
+  b.AddOp(op);
+  EXPECT_FALSE(std::move(b).Build().ok());
+}
+
+// A tensor sent from the start of a chain of devices to every other one
+// crosses the first link once per destination: 19 x 2^59 bytes pass
+// INT64_MAX, and the link's sum saturates instead of wrapping negative.
+TEST(SizeSumTest, BytesOverALinkSaturate) {
+  constexpr int kDevices = 20;
+  ClusterBuilder cb("chain");
+  for (int d = 0; d < kDevices; ++d) {
+    Device dev;
+    dev.name = "gpu:" + std::to_string(d);
+    dev.peak_flops = 1e12;
+    dev.memory_bandwidth = 1e11;
+    dev.memory_bytes = int64_t{1} << 55;
+    cb.AddDevice(dev);
+    if (d > 0) {
+      cb.AddLink("gpu:" + std::to_string(d - 1), dev.name, 1e10, 1e-5);
+    }
+  }
+  const Cluster cluster = *std::move(cb).Build();
+  GraphBuilder b("fan-out");
+  OpSpec source = Op("source", 1);
+  source.outputs[0].bytes = int64_t{1} << 59;
+  const OpId s = b.AddOp(source);
+  Placement placement = {0};
+  for (int d = 1; d < kDevices; ++d) {
+    b.AddEdge(s, 0, b.AddOp(Op("use" + std::to_string(d), 0)));
+    placement.push_back(d);
+  }
+  StatusOr<Graph> graph = std::move(b).Build();
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  const CostModel cost(*graph, cluster);
+  Simulator simulator(cost);
+  StatusOr<SimResult> r = simulator.Simulate(placement);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const LinkId first = cluster.route(0, 1)[0];
+  EXPECT_EQ(r->link_bytes[first], INT64_MAX);
+  for (int64_t bytes : r->link_bytes) EXPECT_GE(bytes, 0);
+}
+
+TEST(SizeSumTest, ClusterFiguresOutOfRangeAreRefused) {
+  const std::string preset = ClusterToJson(*MakeClusterPreset("k80x2"));
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = preset;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    return ParseClusterJson(text, "c.json");
+  };
+  StatusOr<Cluster> c = with("\"memory_bytes\": 26000000000",
+                             "\"memory_bytes\": 9000000000000000000");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(),
+              AllOf(HasSubstr("c.json: device \"cpu:0\": memory_bytes: "),
+                    HasSubstr("at most 2^60")));
+  c = with("\"latency\": 1e-05", "\"latency\": 1e300");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("latency must be at most 1e+06 s, got 1e+300"));
+}
+
+TEST(SizeSumTest, FormatNeverCutsANumberShort) {
+  EXPECT_EQ(Format("%.1f", 1e70).size(), 73u);
+}
+
 TEST(MillionOpGraphTest, BuildsAndSimulates) {
   constexpr int kOps = 1000000;
   GraphBuilder b("chain");

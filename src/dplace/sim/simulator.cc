@@ -774,7 +774,12 @@ class Simulator::Run {
       s_.link_busy[link] = 1;
     }
     s_.link_seconds[link] += time;
-    r_.link_bytes[link] += bytes;
+    // A link may carry a tensor once per destination beyond it, so its sum
+    // can pass the graph's bounded total: saturate rather than wrap.
+    int64_t& moved = r_.link_bytes[link];
+    moved = bytes > std::numeric_limits<int64_t>::max() - moved
+                ? std::numeric_limits<int64_t>::max()
+                : moved + bytes;
     if (tr.hop + 1 == tr.num_hops) Allocate(tr.destination, bytes);
     Push(now + time, index, kHopDone);
     if (options_.record_timeline) {

@@ -11,9 +11,11 @@ namespace dplace {
 
 // Errors name `source` and the JSON path of the bad field, e.g.
 // "g.json: ops[3].outputs[0].bytes: expected an integer >= 0, got -5".
+// The document is read op by op, never held as a whole JSON tree; `limits`
+// bounds its ops and edges (and, for a file, its size).
 StatusOr<Graph> ParseGraphJson(const std::string& text,
-                               const std::string& source);
-// `limits` bounds the file's size.
+                               const std::string& source,
+                               const FileLimits& limits = {});
 StatusOr<Graph> ReadGraphJson(const std::string& path,
                               const FileLimits& limits = {});
 

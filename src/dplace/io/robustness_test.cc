@@ -4,8 +4,12 @@
 // Each is refused with a message naming the file, op or field, or handled.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
 #include <limits>
 #include <string>
 
@@ -340,6 +344,155 @@ TEST(SizeSumTest, ClusterFiguresOutOfRangeAreRefused) {
 
 TEST(SizeSumTest, FormatNeverCutsANumberShort) {
   EXPECT_EQ(Format("%.1f", 1e70).size(), 73u);
+}
+
+// Caps this process's data (heap and private mappings) at its current size
+// plus `bytes`: an allocation past it fails, and std::bad_alloc ends the
+// process. For a death test's child. Under AddressSanitizer, whose shadow
+// memory counts as data, it caps nothing (the test still runs its body).
+void LimitDataGrowth(int64_t bytes) {
+#if !defined(__SANITIZE_ADDRESS__)
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  int64_t data_kb = -1;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmData:", 0) == 0) data_kb = std::stoll(line.substr(7));
+  }
+  if (data_kb < 0) return;
+  rlimit limit;
+  limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(data_kb * 1024 + bytes);
+  setrlimit(RLIMIT_DATA, &limit);
+#else
+  (void)bytes;
+#endif
+}
+
+// A graph file like scripts/make-large-graph.py writes: op i reads ops i-1
+// and i-2.
+std::string ChainGraphText(int num_ops) {
+  std::string text = R"({"format": "dplace.graph", "version": 1, "ops": [)";
+  for (int i = 0; i < num_ops; ++i) {
+    if (i > 0) text += ",";
+    text += R"({"name":"o)" + std::to_string(i) +
+            R"(","type":"Add","outputs":[{"bytes":256}],"inputs":[)";
+    for (int j : {i - 1, i - 2}) {
+      if (j < 0) continue;
+      if (j < i - 1) text += ",";
+      text += "\"o" + std::to_string(j) + "\"";
+    }
+    text += "]}";
+  }
+  return text + "]}";
+}
+
+// Graph files are read op by op: 200,000 ops (19 MB of JSON) fit in 100 MB.
+// Read as one JSON tree they took about 1,700 bytes per op (340 MB).
+TEST(LargeGraphTest, GraphFileIsReadInBoundedMemory) {
+  constexpr int kOps = 200000;
+  const std::string path = WriteTemp("chain.json", ChainGraphText(kOps));
+  EXPECT_EXIT(
+      {
+        LimitDataGrowth(100 << 20);
+        StatusOr<Graph> graph = ReadGraphJson(path);
+        if (!graph.ok()) std::cerr << graph.status().message() << "\n";
+        std::exit(graph.ok() && graph->num_ops() == kOps &&
+                          graph->num_edges() == 2 * kOps - 3
+                      ? 0
+                      : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(LargeGraphTest, OpsAndEdgesPastTheLimitsAreRefusedNamingThem) {
+  const std::string path = WriteTemp("chain3.json", ChainGraphText(3));
+  FileLimits limits;
+  limits.max_graph_ops = 2;
+  StatusOr<Graph> graph = ReadGraphJson(path, limits);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(),
+            path +
+                ": ops: more than 2 ops, the most a graph file may hold "
+                "(FileLimits::max_graph_ops)");
+  limits = FileLimits();
+  limits.max_graph_edges = 2;
+  graph = ReadGraphJson(path, limits);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(),
+            path +
+                ": ops[2].inputs[1]: more than 2 edges in all, the most a "
+                "graph file may hold (FileLimits::max_graph_edges)");
+  limits.max_graph_edges = 3;
+  EXPECT_TRUE(ReadGraphJson(path, limits).ok());
+}
+
+// Inputs naming ops further down the file are resolved as a reader of the
+// whole file does: "x:1" is output 1 of "x" when there is an op "x".
+TEST(LargeGraphTest, InputsNamingLaterOpsKeepTheirOrder) {
+  StatusOr<Graph> graph = ParseGraphJson(GraphText(R"(
+      {"name": "y", "type": "T", "inputs": ["x:1", "x:1:0", "^x", "z"]},
+      {"name": "x:1", "type": "T", "outputs": [{}]},
+      {"name": "z", "type": "T", "outputs": [{}]},
+      {"name": "x", "type": "T", "outputs": [{}, {}]})"),
+                                         "g.json");
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  const Graph& g = *graph;
+  const Span<EdgeId> in = g.in_edges(0);
+  ASSERT_EQ(in.size(), 4u);
+  EXPECT_EQ(g.edge_tensor(in[0]), g.output(3, 1));
+  EXPECT_EQ(g.edge_tensor(in[1]), g.output(1, 0));
+  EXPECT_TRUE(g.is_control(in[2]));
+  EXPECT_EQ(g.edge_src(in[2]), 3);
+  EXPECT_EQ(g.edge_tensor(in[3]), g.output(2, 0));
+  StatusOr<Graph> again = ParseGraphJson(GraphToJson(g), "g.json");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->hash(), g.hash());
+}
+
+TEST(LargeGraphTest, ErrorsComeInTheOrderOfTheFile) {
+  // A bad field of a later op comes before an unknown input of an earlier
+  // one (fields are read first, inputs once all ops are known), and an
+  // unknown input before a later input that is not a string.
+  StatusOr<Graph> graph = ParseGraphJson(GraphText(R"(
+      {"name": "a", "type": "T", "inputs": ["nowhere"]},
+      {"name": "b", "type": "T", "flops": -1})"),
+                                         "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("ops[1].flops"));
+  graph = ParseGraphJson(GraphText(R"(
+      {"name": "a", "type": "T", "inputs": ["nowhere"]},
+      {"name": "b", "type": "T", "inputs": [7]})"),
+                         "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(),
+            "g.json: ops[0].inputs[0]: unknown op \"nowhere\"");
+  graph = ParseGraphJson(GraphText(R"(
+      {"name": "a", "type": "T", "inputs": [7]},
+      {"name": "b", "type": "T", "inputs": ["nowhere"]})"),
+                         "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("g.json: ops[0].inputs[0]: expected a string"));
+  // The top-level fields come first, wherever they are in the file.
+  graph = ParseGraphJson(
+      R"({"ops": [{"name": "a", "type": ""}], "format": "dplace.graph",
+          "version": 2})",
+      "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(),
+            "g.json: version: this dplace reads version 1, got 2");
+}
+
+TEST(LargeGraphTest, RepeatedKeysAreRefused) {
+  StatusOr<Graph> graph = ParseGraphJson(
+      GraphText(R"({"name": "a", "type": "T", "type": "U"})"), "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(), "g.json: ops[0]: repeated key \"type\"");
+  graph = ParseGraphJson(
+      R"({"format": "dplace.graph", "version": 1, "ops": [], "ops": []})",
+      "g.json");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(),
+            "g.json: top level: repeated key \"ops\"");
 }
 
 TEST(MillionOpGraphTest, BuildsAndSimulates) {

@@ -20,6 +20,7 @@
 #include "dplace/io/file.h"
 #include "dplace/io/graph_json.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/testing/large_clusters.h"
 #include "dplace/util/format.h"
 
 namespace dplace {
@@ -493,6 +494,76 @@ TEST(LargeGraphTest, RepeatedKeysAreRefused) {
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().message(),
             "g.json: top level: repeated key \"ops\"");
+}
+
+// Clusters of 1,024 GPUs load and simulate a step of a 20,000-op graph
+// placed over all of them in 150 MB. Routes used to be computed for every
+// pair up front (a ring of 1,024 GPUs: 3.2 GB) and op times for every
+// device (20,000 ops x 1,024 devices: 164 MB); now routes are computed per
+// source when first used and op times per class of device.
+TEST(LargeClusterTest, RingOf1024GpusLoadsAndSimulatesInBoundedMemory) {
+  // Loaded from its JSON, as a user's cluster file is.
+  const std::string text = ClusterToJson(*testing_clusters::GpuRing(1024));
+  const Graph graph = testing_clusters::GpuGraph(20000);
+  EXPECT_EXIT(
+      {
+        LimitDataGrowth(150 << 20);
+        StatusOr<Cluster> cluster = ParseClusterJson(text, "ring.json");
+        if (!cluster.ok()) std::exit(2);
+        const CostModel cost(graph, *cluster);
+        Simulator simulator(cost);
+        StatusOr<SimResult> r = simulator.Simulate(
+            testing_clusters::BlockPlacement(graph, *cluster));
+        std::exit(r.ok() && r->feasible && r->device_op_count[1023] > 0 ? 0
+                                                                        : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(LargeClusterTest, FatTreeOf128HostsSimulatesInBoundedMemory) {
+  const Graph graph = testing_clusters::GpuGraph(20000);
+  EXPECT_EXIT(
+      {
+        LimitDataGrowth(150 << 20);
+        StatusOr<Cluster> cluster = testing_clusters::GpuFatTree(128);
+        if (!cluster.ok() || cluster->num_devices() != 1024) std::exit(2);
+        const CostModel cost(graph, *cluster);
+        Simulator simulator(cost);
+        StatusOr<SimResult> r = simulator.Simulate(
+            testing_clusters::BlockPlacement(graph, *cluster));
+        std::exit(r.ok() && r->feasible ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// Routes beyond the simulator's table of every pair (more than 64 devices)
+// are computed when first used: a tensor from gpu:0 to gpu:3 of a ring of
+// 100 crosses three links, each paying its latency and bytes in full.
+TEST(LargeClusterTest, RoutesOfALargeClusterArePaidHopByHop) {
+  const Cluster cluster = *testing_clusters::GpuRing(100);
+  GraphBuilder b("pair");
+  OpSpec a = Op("a", 1);
+  a.outputs[0].bytes = 400000000;  // 1 ms a hop at 400 GB/s.
+  const OpId src = b.AddOp(a);
+  b.AddEdge(src, 0, b.AddOp(Op("b", 0)));
+  const Graph graph = *std::move(b).Build();
+  const CostModel cost(graph, cluster);
+  Simulator simulator(cost);
+  StatusOr<SimResult> r = simulator.Simulate({0, 3});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const double hop = 3e-6 + 400000000 / 400e9;
+  EXPECT_NEAR(r->step_time, cost.OpTime(0, 0) + 3 * hop + cost.OpTime(1, 3),
+              1e-12);
+  for (int link = 0; link < 3; ++link) {
+    EXPECT_EQ(r->link_bytes[cluster.route(0, 3)[link]], 400000000);
+  }
+  EXPECT_EQ(cluster.route(0, 3).size(), 3u);
+  EXPECT_EQ(cluster.route(3, 0).size(), 3u);
+  EXPECT_EQ(cluster.route(0, 60).size(), 40u);  // The other way round.
+  // Again, from the routes the first run computed.
+  StatusOr<SimResult> again = simulator.Simulate({0, 3});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->step_time, r->step_time);
 }
 
 TEST(MillionOpGraphTest, BuildsAndSimulates) {

@@ -171,6 +171,13 @@ class RouteTable {
     return Sparse(pair, from, to);
   }
   LinkId link(int32_t i) const { return links_[i]; }
+  // For clusters of up to kDenseDevices devices: every pair's route, at
+  // [from * num_devices + to], and their links, which never move; else
+  // null.
+  const PairRoute* dense_routes() const {
+    return dense_ ? dense_routes_.data() : nullptr;
+  }
+  const LinkId* dense_links() const { return dense_ ? links_.data() : nullptr; }
 
  private:
   PairRoute Compute(DeviceId from, DeviceId to) {
@@ -317,9 +324,6 @@ struct Simulator::Topology {
 struct Simulator::Scratch {
   explicit Scratch(const Cluster& c) : routes(c) {}
 
-  // Routes of device pairs, kept from run to run (transfers of snapshots
-  // refer to their links).
-  RouteTable routes;
   std::vector<double> op_time;       // Per op: time on its device.
   std::vector<double> op_scale;      // Per device: its shared-host factor.
   std::vector<uint8_t> device_used;  // Per device: has ops.
@@ -361,6 +365,10 @@ struct Simulator::Scratch {
   std::vector<double> reach;
   std::vector<int64_t> finish_event;
   std::vector<OpId> changed;  // Ops placed differently from `base`.
+
+  // Routes of device pairs, kept from run to run (transfers of snapshots
+  // refer to their links).
+  RouteTable routes;
 };
 
 // What changes during the event loop, copied at an event boundary.
@@ -420,7 +428,10 @@ class Simulator::Run {
         s_(*s),
         r_(*result),
         paths_(options.compute_bounds),
-        prefix_paths_(paths_) {}
+        prefix_paths_(paths_),
+        num_devices_(c_.num_devices()),
+        dense_routes_(s_.routes.dense_routes()),
+        dense_links_(s_.routes.dense_links()) {}
 
   // A full run: from the initial state.
   void Start() {
@@ -716,7 +727,7 @@ class Simulator::Run {
         Satisfy(arc.op);
         if (arc.tensor != kControlEdge) ++s_.tensor_refs[arc.tensor];
       } else if (arc.tensor == kControlEdge) {
-        Push(now + s_.routes.Get(d, to).latency, arc.op, kControlArrival);
+        Push(now + RouteOf(d, to).latency, arc.op, kControlArrival);
       } else {
         const int32_t index = SendOnce(arc.tensor, d, to, now);
         s_.arc_transfer[arc.in_arc] = index;
@@ -744,7 +755,7 @@ class Simulator::Run {
     double arrival = s_.path_finish[arc.op];
     const DeviceId from = device_[arc.op];
     if (from != d) {
-      const PairRoute& route = s_.routes.Get(from, d);
+      const PairRoute& route = RouteOf(from, d);
       arrival += route.latency;
       if (arc.tensor != kControlEdge) {
         arrival += t_.tensor_bytes[arc.tensor] * route.seconds_per_byte;
@@ -760,7 +771,7 @@ class Simulator::Run {
       if (s_.sends[i] == key) return s_.sends_transfer[i];
     }
     const int32_t tr = static_cast<int32_t>(s_.transfers.size());
-    const PairRoute& route = s_.routes.Get(from, to);
+    const PairRoute& route = RouteOf(from, to);
     s_.transfers.push_back({t, route.begin, to, 0,
                             static_cast<int16_t>(route.hops), 0, -1, -1, -1});
     s_.sends.push_back(key);
@@ -770,8 +781,17 @@ class Simulator::Run {
     return tr;
   }
 
+  // The route from `from` to `to`; the reference lasts until the next call.
+  const PairRoute& RouteOf(DeviceId from, DeviceId to) const {
+    if (dense_routes_) {
+      return dense_routes_[static_cast<size_t>(from) * num_devices_ + to];
+    }
+    return s_.routes.Get(from, to);
+  }
+
   LinkId CurrentLink(const Transfer& tr) const {
-    return s_.routes.link(tr.route + tr.hop);
+    const int32_t i = tr.route + tr.hop;
+    return dense_links_ ? dense_links_[i] : s_.routes.link(i);
   }
 
   void EnqueueHop(int32_t tr, double now) {
@@ -868,6 +888,11 @@ class Simulator::Run {
   // Every finished op has its path_finish: a full run that computes paths,
   // or one resumed from a snapshot that had them.
   bool prefix_paths_;
+  // The route table's, read in the event loop's hottest paths: kept here,
+  // where no store in the loop can change them.
+  const int num_devices_;
+  const PairRoute* const dense_routes_;
+  const LinkId* const dense_links_;
   uint64_t seq_ = 0;
   int finished_ = 0;
   int64_t events_ = 0;  // Index of the event being processed.

@@ -14,8 +14,9 @@ packages=(
   libminizip-dev
   # ONNX import: libonnx (its generated protobuf classes) and protobuf.
   libonnx-dev libprotobuf-dev
-  # Classical placers: Scotch, METIS, and GLPK for m-SCT's LP relaxation.
-  libscotch-dev libmetis-dev libglpk-dev
+  # Classical placers: Scotch, METIS, and GLPK for m-SCT's LP relaxation;
+  # COIN-OR CBC for the MILP placer.
+  libscotch-dev libmetis-dev libglpk-dev coinor-libcbc-dev
   # Learning agents: LibTorch (CPU), and OpenBLAS as the system BLAS: Debian's
   # LibTorch links libblas.so.3, which is the slow reference BLAS unless an
   # optimised one provides it (seq2seq policy: 2.3 -> 5.1 samples/s);

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "dplace/cli/cli.h"
-#include "dplace/method/lower_bound.h"
 #include "dplace/model/load_model.h"
+#include "dplace/sim/lower_bound.h"
 #include "dplace/util/format.h"
 
 namespace dplace {
@@ -89,13 +89,13 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
   const LowerBounds& b = r.bounds;
   const StepLowerBound bound = ProblemLowerBound(b);
   out << "lower bound: " << DescribeLowerBound(bound);
-  if (bound.seconds > 0) {
-    out << "; step time is " << Format("%.3f", r.step_time / bound.seconds)
-        << "x the bound";
-  }
+  const std::string gap = DescribeGap(r.step_time, bound);
+  if (r.feasible && !gap.empty()) out << "; " << gap;
   out << "\n"
       << "  any placement: critical path " << Seconds(b.critical_path)
       << ", total work " << Seconds(b.total_work)
+      << "; any that fits: forced-transfer path " << Seconds(b.memory_path)
+      << (b.proven > 0 ? ", MILP bound " + Seconds(b.proven) : "")
       << "; this placement: device load " << Seconds(b.device_load)
       << ", link volume " << Seconds(b.link_volume) << ", placed critical path "
       << Seconds(b.placed_critical_path) << "\n";

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "dplace/cost/cost_model.h"
-#include "dplace/sim/placement.h"
+#include "dplace/graph/placement.h"
 
 namespace dplace {
 

@@ -29,7 +29,7 @@
 
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
-#include "dplace/sim/placement.h"
+#include "dplace/graph/placement.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/median.h"  // RoundStatistic
 #include "dplace/util/status.h"

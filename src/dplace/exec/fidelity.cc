@@ -11,6 +11,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "dplace/report/markdown.h"
 #include "dplace/report/svg.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
@@ -506,41 +507,44 @@ std::string FidelityTableMarkdown(const FidelityReport& report) {
     rounds = rounds || s.round_step_times.size() > 1;
     op_times = op_times || std::isfinite(s.measured_op_seconds);
   }
-  std::string out = "| placement | simulated (s) | measured (s" +
-                    (rounds ? ", " + std::string(RoundStatisticPhrase(
-                                         report.statistic, report.pooled_steps))
-                            : std::string()) +
-                    ") | error |" +
-                    (op_times ? " op time, measured / simulated |" : "") +
-                    (rounds ? " rounds (s) |" : "") + "\n|---|---:|---:|---:|" +
-                    (op_times ? "---:|" : "") + (rounds ? "---:|" : "") + "\n";
+  const std::string measured =
+      "measured (s" +
+      (rounds ? ", " + std::string(RoundStatisticPhrase(report.statistic,
+                                                        report.pooled_steps))
+              : std::string()) +
+      ")";
+  MarkdownTable table({{"placement"},
+                       {"simulated (s)", Align::kRight},
+                       {measured, Align::kRight},
+                       {"error", Align::kRight}});
+  if (op_times) {
+    table.AddColumn({"op time, measured / simulated", Align::kRight});
+  }
+  if (rounds) table.AddColumn({"rounds (s)", Align::kRight});
   for (const FidelitySample& s : report.samples) {
     const bool both = s.simulated_feasible && s.measured.feasible;
-    out +=
-        "| " + s.label + " | " +
-        (s.simulated_feasible ? Format("%.4f", s.simulated) : "infeasible") +
-        " | " +
-        (s.measured.feasible ? Format("%.4f", s.measured.step_time)
-                             : "infeasible: " + s.measured.infeasible_reason) +
-        " | " +
-        (both ? Format("%+.1f%%", 100 * (s.simulated - s.measured.step_time) /
-                                      s.measured.step_time)
-              : "-") +
-        " |";
+    std::vector<std::string> cells = {
+        s.label,
+        s.simulated_feasible ? Format("%.4f", s.simulated) : "infeasible",
+        s.measured.feasible ? Format("%.4f", s.measured.step_time)
+                            : "infeasible: " + s.measured.infeasible_reason,
+        both ? Format("%+.1f%%", 100 * (s.simulated - s.measured.step_time) /
+                                     s.measured.step_time)
+             : "-"};
     if (op_times) {
       const double ratio = s.measured_op_seconds / s.simulated_op_seconds;
-      out += " " + (std::isfinite(ratio) ? Format("x%.2f", ratio) : "-") + " |";
+      cells.push_back(std::isfinite(ratio) ? Format("x%.2f", ratio) : "-");
     }
     if (rounds) {
       std::string times;
       for (double t : s.round_step_times) {
         times += (times.empty() ? "" : " / ") + Format("%.4f", t);
       }
-      out += " " + (times.empty() ? std::string("-") : times) + " |";
+      cells.push_back(times.empty() ? std::string("-") : times);
     }
-    out += "\n";
+    table.AddRow(std::move(cells));
   }
-  return out;
+  return table.ToString();
 }
 
 std::string FidelitySummary(const FidelityStats& stats) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <queue>
 #include <string_view>
@@ -110,8 +111,20 @@ std::string ScopeKey(const std::string& scope, const ColocationOptions& o) {
 // other group all its out-edges reach (if any), then merges all such pairs;
 // a chain collapses in one round, and merges that make a fork's consumers
 // one group let the fork join them in a later round.
-void AbsorbSingleConsumers(const Graph& graph, KindPreservingSets& sets) {
+// Rule 2, within the limits of `options`: no merge takes the groups below
+// min_groups or a group past max_group_persistent_bytes.
+void AbsorbSingleConsumers(const Graph& graph, const ColocationOptions& options,
+                           KindPreservingSets& sets) {
   constexpr OpId kNone = -1, kMany = -2;
+  const int64_t cap = options.max_group_persistent_bytes > 0
+                          ? options.max_group_persistent_bytes
+                          : std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> bytes(graph.num_ops(), 0);  // Per root.
+  int64_t groups = 0;
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    bytes[sets.Find(op)] += graph.persistent_bytes(op);
+    groups += sets.Find(op) == op;
+  }
   std::vector<OpId> consumer(graph.num_ops());
   std::vector<std::pair<OpId, OpId>> merges;
   while (true) {
@@ -133,7 +146,14 @@ void AbsorbSingleConsumers(const Graph& graph, KindPreservingSets& sets) {
     }
     bool merged = false;
     for (auto [g, h] : merges) {
-      if (sets.Find(g) != sets.Find(h) && sets.Union(g, h)) merged = true;
+      const OpId a = sets.Find(g), b = sets.Find(h);
+      if (a == b || groups <= options.min_groups ||
+          bytes[a] > cap - bytes[b] || !sets.Union(a, b)) {
+        continue;
+      }
+      bytes[sets.Find(a)] = bytes[a] + bytes[b];
+      --groups;
+      merged = true;
     }
     if (!merged) return;
   }
@@ -338,7 +358,9 @@ Grouping ColocationGrouping(const Graph& graph,
     UnionByKey(graph, sets,
                [&](OpId op) { return ScopeKey(graph.scope(op), options); });
   }
-  if (options.absorb_single_consumer) AbsorbSingleConsumers(graph, sets);
+  if (options.absorb_single_consumer) {
+    AbsorbSingleConsumers(graph, options, sets);
+  }
   return MakeGrouping(graph, sets.Labels());
 }
 

@@ -26,7 +26,7 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/graph/graph.h"
-#include "dplace/sim/placement.h"
+#include "dplace/graph/placement.h"
 #include "dplace/util/status.h"
 
 namespace dplace {
@@ -84,6 +84,12 @@ struct ColocationOptions {
   // other group joins that group; repeated until nothing merges.
   // Default: true.
   bool absorb_single_consumer = true;
+  // Rule 2 stops at this many groups (on a chain it would merge all into
+  // one); 0: no limit. Default: 0.
+  int min_groups = 0;
+  // Rule 2 makes no group of more persistent bytes than this (a group no
+  // device holds is of no use to a placer); 0: no limit. Default: 0.
+  int64_t max_group_persistent_bytes = 0;
 
   // Rule 3, one group per scope prefix (e.g. one per LSTM cell). An op's
   // scope key is its scope cut after the first component that starts with

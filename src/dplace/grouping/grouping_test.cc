@@ -189,6 +189,33 @@ TEST(ColocationGroupingTest, AbsorptionRepeatsUntilNothingMerges) {
   }
 }
 
+// A chain of twelve ops of 1 GB each collapses into one group, unless the
+// absorption may not go below four groups or past 3 GB a group.
+TEST(ColocationGroupingTest, AbsorptionStopsAtItsLimits) {
+  GraphBuilder b("chain");
+  for (int i = 0; i < 12; ++i) {
+    OpSpec spec;
+    spec.name = "op" + std::to_string(i);
+    spec.type = "MatMul";
+    spec.persistent_bytes = int64_t{1} << 30;
+    spec.outputs.push_back({{1}});
+    b.AddOp(spec);
+    if (i > 0) b.AddEdge(i - 1, 0, i);
+  }
+  const Graph graph = *std::move(b).Build();
+  EXPECT_EQ(ColocationGrouping(graph).num_groups, 1);
+  ColocationOptions some;
+  some.min_groups = 4;
+  EXPECT_EQ(ColocationGrouping(graph, some).num_groups, 4);
+  ColocationOptions small;
+  small.max_group_persistent_bytes = int64_t{3} << 30;
+  const Grouping g = ColocationGrouping(graph, small);
+  EXPECT_GE(g.num_groups, 4);
+  std::map<GroupId, int> size;
+  for (OpId op = 0; op < graph.num_ops(); ++op) ++size[g.group[op]];
+  for (const auto& [group, ops] : size) EXPECT_LE(ops, 3) << group;
+}
+
 TEST(ColocationGroupingTest, ScopeRuleMakesOneGroupPerLstmCell) {
   const Graph& graph = SmallRnnlm();
   ColocationOptions by_marker;

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "dplace/sim/placement.h"
+#include "dplace/graph/placement.h"
 
 namespace dplace {
 

@@ -21,6 +21,23 @@ Clock SteadyClock() {
   };
 }
 
+Status CheckPlaceable(const PlacementProblem& problem, bool need_gpu) {
+  const Graph& g = *problem.graph;
+  const Cluster& c = *problem.cluster;
+  if (need_gpu && c.DevicesOfKind(DeviceKind::kGpu).empty()) {
+    return InfeasibleError("cluster " + c.name() + " has no GPU");
+  }
+  DeviceKindSet kinds;
+  for (const Device& d : c.devices()) kinds.Add(d.kind);
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    if ((g.allowed_devices(op).bits() & kinds.bits()) == 0) {
+      return InfeasibleError("op " + g.op_name(op) +
+                             " may run on no device of cluster " + c.name());
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<PlaceResult> Method::Place(const PlacementProblem& problem,
                                     const PlaceContext& context) {
   StatusOr<PlaceResult> result = DoPlace(problem, context);

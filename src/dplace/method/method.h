@@ -28,9 +28,9 @@
 
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
+#include "dplace/graph/placement.h"
 #include "dplace/method/options.h"
 #include "dplace/method/search.h"
-#include "dplace/sim/placement.h"
 
 namespace dplace {
 
@@ -44,6 +44,10 @@ struct PlacementProblem {
   std::function<Placement()> expert;
   uint64_t seed = 1;
 };
+
+// Checks that every op may run on some device of the cluster and, when
+// `need_gpu`, that the cluster has a GPU; errors name the op or the cluster.
+Status CheckPlaceable(const PlacementProblem& problem, bool need_gpu = false);
 
 // What kind of method it is, for callers that treat kinds differently.
 struct MethodTraits {
@@ -75,6 +79,14 @@ struct PlaceResult {
   Placement placement;
   // A search's trace; all zero and empty for a method that places once.
   SearchTrace search;
+  // A lower bound the method proved on the step time of every placement
+  // of the problem that fits in memory, in seconds (the MILP's dual bound
+  // when every op was a unit of its program); 0: none. Callers take the
+  // larger of it and ProblemLowerBound.
+  double lower_bound = 0;
+  // One line on how the method placed, for the user ("CBC: 96 units, ...");
+  // empty: nothing to say.
+  std::string note;
 };
 
 class Method {

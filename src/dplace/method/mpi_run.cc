@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "dplace/env/environment.h"
-#include "dplace/exec/measured_environment.h"
 #include "dplace/sim/simulator.h"
 
 namespace dplace {
@@ -14,12 +13,13 @@ StatusOr<std::unique_ptr<MpiMethodRun>> MpiMethodRun::Start(
   DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<MpiContext> started,
                           MpiContext::Start(options.mpi));
   return std::unique_ptr<MpiMethodRun>(
-      new MpiMethodRun(std::move(started), options.measure_on_workers));
+      new MpiMethodRun(std::move(started), options.worker_environment));
 }
 
 MpiMethodRun::MpiMethodRun(std::unique_ptr<MpiContext> context,
-                           bool measure_on_workers)
-    : context_(std::move(context)), measure_on_workers_(measure_on_workers) {}
+                           WorkerEnvironmentFactory worker_environment)
+    : context_(std::move(context)),
+      worker_environment_(std::move(worker_environment)) {}
 
 MpiMethodRun::~MpiMethodRun() = default;
 
@@ -69,12 +69,12 @@ StatusOr<MpiRunResult> MpiMethodRun::Run(const std::string& method,
 }
 
 Status MpiMethodRun::RunWorker(const PlacementProblem& problem) {
-  // Each worker evaluates alone: one simulator thread, or this host's
-  // devices as the cluster names them.
+  // Each worker evaluates alone: one simulator thread unless the caller
+  // gave another environment.
   DPLACE_ASSIGN_OR_RETURN(
       std::unique_ptr<Environment> local,
-      measure_on_workers_
-          ? NewMeasuredEnvironment(*problem.graph, *problem.cluster, {})
+      worker_environment_
+          ? worker_environment_(problem)
           : StatusOr<std::unique_ptr<Environment>>(
                 NewSimulatedEnvironment(*problem.cost, /*num_threads=*/1)));
   return context_->RunWorker(local.get());

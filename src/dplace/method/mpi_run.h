@@ -18,6 +18,7 @@
 #ifndef DPLACE_METHOD_MPI_RUN_H_
 #define DPLACE_METHOD_MPI_RUN_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,13 +35,18 @@ enum class MpiRole {
   kPrintingController,  // Controller 0: searches and reports the result.
 };
 
+// Makes the environment a worker evaluates `problem`'s placements with.
+using WorkerEnvironmentFactory =
+    std::function<StatusOr<std::unique_ptr<Environment>>(
+        const PlacementProblem& problem)>;
+
 struct MpiRunOptions {
   // Controllers, evaluation timeout and test hooks. Default: MpiOptions{}.
   MpiOptions mpi;
-  // Workers measure placements on this host's devices (the cluster must
-  // name them, see NewMeasuredEnvironment) instead of simulating them with
-  // one thread. Default: false.
-  bool measure_on_workers = false;
+  // What each worker evaluates with, alone (the CLI's --env mpi:measured
+  // gives one that measures on this host's devices). Default: empty, a
+  // simulated environment of one thread.
+  WorkerEnvironmentFactory worker_environment;
 };
 
 // What one rank did.
@@ -94,7 +100,8 @@ class MpiMethodRun {
   [[noreturn]] void Abort(int exit_code);
 
  private:
-  MpiMethodRun(std::unique_ptr<MpiContext> context, bool measure_on_workers);
+  MpiMethodRun(std::unique_ptr<MpiContext> context,
+               WorkerEnvironmentFactory worker_environment);
   // Worker: evaluates with an environment of its own until stopped.
   Status RunWorker(const PlacementProblem& problem);
   // Controller: after the search, the best placement over the controllers.
@@ -102,7 +109,7 @@ class MpiMethodRun {
                    MpiRunResult* result);
 
   std::unique_ptr<MpiContext> context_;
-  bool measure_on_workers_;
+  WorkerEnvironmentFactory worker_environment_;
 };
 
 }  // namespace dplace

@@ -22,15 +22,20 @@ StatusOr<MethodRun> RunMethod(const std::string& method,
                               const MethodRunOptions& run_options) {
   DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Method> made,
                           MakeMethod(method, options));
+  return RunMethod(made.get(), problem, run_options);
+}
+
+StatusOr<MethodRun> RunMethod(Method* method, const PlacementProblem& problem,
+                              const MethodRunOptions& run_options) {
   MethodRun run;
-  run.method = method;
-  run.searched = made->traits().searches;
+  run.method = method->name();
+  run.searched = method->traits().searches;
   PlaceContext context = run_options.context;
   std::unique_ptr<Environment> simulated;
   if (run.searched) {
     SearchBudget& budget = context.search.budget;
     if (budget.samples <= 0 && budget.seconds <= 0) {
-      budget.samples = made->traits().default_budget_samples;
+      budget.samples = method->traits().default_budget_samples;
     }
     if (context.environment == nullptr) {
       simulated = NewSimulatedEnvironment(*problem.cost,
@@ -39,7 +44,7 @@ StatusOr<MethodRun> RunMethod(const std::string& method,
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  StatusOr<PlaceResult> placed = made->Place(problem, context);
+  StatusOr<PlaceResult> placed = method->Place(problem, context);
   run.wall_seconds = SecondsSince(start);
   if (!placed.ok()) {
     // A search that could not run is an error; a placer that could not
@@ -56,9 +61,11 @@ StatusOr<MethodRun> RunMethod(const std::string& method,
   SimOptions sim_options;
   sim_options.record_timeline = run_options.record_timeline;
   StatusOr<SimResult> sim = simulator.Simulate(run.placement, sim_options);
-  if (!sim.ok()) return sim.status().WithPrefix("method " + method);
+  if (!sim.ok()) return sim.status().WithPrefix("method " + run.method);
   run.placed = true;
   run.sim = std::move(sim).value();
+  run.sim.bounds.proven = placed->lower_bound;
+  run.note = std::move(placed->note);
   return run;
 }
 

@@ -40,7 +40,10 @@ struct MethodRun {
   std::string error;
   StatusCode error_code = StatusCode::kOk;
   Placement placement;
-  SimResult sim;            // Of `placement`, when placed.
+  // Of `placement`, when placed; its bounds.proven is the bound the method
+  // proved (PlaceResult::lower_bound).
+  SimResult sim;
+  std::string note;         // PlaceResult::note.
   double wall_seconds = 0;  // Placing, or the whole search.
   SearchTrace search;       // A search's trace; empty otherwise.
 };
@@ -52,6 +55,9 @@ struct MethodRun {
 StatusOr<MethodRun> RunMethod(const std::string& method,
                               const MethodOptions& options,
                               const PlacementProblem& problem,
+                              const MethodRunOptions& run_options);
+// As above, with a method the caller made (and asked for its traits).
+StatusOr<MethodRun> RunMethod(Method* method, const PlacementProblem& problem,
                               const MethodRunOptions& run_options);
 
 }  // namespace dplace

@@ -1,11 +1,17 @@
 #include "dplace/model/load_model.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 
 #include "dplace/graph/random_graph.h"
+#include "dplace/io/cluster_json.h"
+#include "dplace/io/file.h"
 #include "dplace/io/graph_json.h"
+#include "dplace/io/profile_json.h"
+#include "dplace/io/tarnawski_json.h"
 #include "dplace/zoo/zoo.h"
 
 namespace dplace {
@@ -64,7 +70,99 @@ StatusOr<Graph> MakeRandomModel(const std::string& spec) {
   return MakeRandomLayeredGraph(options);
 }
 
+// The first 4 KiB of the file at `path` (empty when it cannot be read: the
+// reader that follows reports why), to tell its format.
+std::string FileHead(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+  return head;
+}
+
+// A Tarnawski et al. input: its graph, op times and machine; with
+// `expert_path`, the repository's human-expert split as the expert (its
+// i-th accelerator on the cluster's i-th GPU, the rest on the first CPU).
+StatusOr<LoadedModel> LoadTarnawski(const std::string& text,
+                                    const std::string& path,
+                                    const std::string& expert_path) {
+  std::string name = path.substr(path.rfind('/') + 1);
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) {
+    name.resize(name.size() - 5);
+  }
+  DPLACE_ASSIGN_OR_RETURN(TarnawskiProblem p,
+                          ParseTarnawskiJson(text, path, name));
+  std::function<Placement(const Graph&, const Cluster&)> expert;
+  if (!expert_path.empty()) {
+    DPLACE_ASSIGN_OR_RETURN(Placement split,
+                            ReadTarnawskiSplit(expert_path, p));
+    // As accelerator indexes (-1: the CPU), for any cluster.
+    const Cluster& own = p.cluster;
+    std::vector<int> index(split.size(), -1);
+    const std::vector<DeviceId> gpus = own.DevicesOfKind(DeviceKind::kGpu);
+    for (size_t op = 0; op < split.size(); ++op) {
+      for (size_t i = 0; i < gpus.size(); ++i) {
+        if (gpus[i] == split[op]) index[op] = static_cast<int>(i);
+      }
+    }
+    expert = [index](const Graph& g, const Cluster& c) {
+      const std::vector<DeviceId> gpus = c.DevicesOfKind(DeviceKind::kGpu);
+      const std::vector<DeviceId> cpus = c.DevicesOfKind(DeviceKind::kCpu);
+      Placement placement(g.num_ops(), cpus.empty() ? 0 : cpus[0]);
+      for (size_t op = 0; op < index.size(); ++op) {
+        if (index[op] >= 0 && index[op] < static_cast<int>(gpus.size())) {
+          placement[op] = gpus[index[op]];
+        }
+      }
+      return placement;
+    };
+  }
+  LoadedModel model{std::move(p.graph), std::move(expert), {}, {}, {}};
+  model.profile = std::move(p.profile);
+  model.cluster = std::move(p.cluster);
+  return model;
+}
+
+// tarnawski:FILE[,expert=SPLIT].
+StatusOr<LoadedModel> LoadTarnawskiSpec(const std::string& spec) {
+  std::string path = spec.substr(std::string("tarnawski:").size());
+  std::string expert;
+  const size_t comma = path.find(",expert=");
+  if (comma != std::string::npos) {
+    expert = path.substr(comma + std::string(",expert=").size());
+    path.resize(comma);
+  }
+  if (path.empty()) {
+    return InvalidArgumentError("--model " + spec +
+                                ": expected tarnawski:FILE[,expert=SPLIT]");
+  }
+  DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return LoadTarnawski(text, path, expert);
+}
+
 }  // namespace
+
+StatusOr<Cluster> ClusterFor(const LoadedModel& model,
+                             const std::string& name_or_path) {
+  if (!name_or_path.empty()) return LoadCluster(name_or_path);
+  if (model.cluster) return *model.cluster;
+  return InvalidArgumentError(
+      "give --cluster (a preset, see `dplace cluster list`, or a cluster "
+      ".json): only a Tarnawski et al. input brings its own machine");
+}
+
+StatusOr<ProfileTable> ProfileFor(const LoadedModel& model,
+                                  const std::string& path) {
+  DPLACE_ASSIGN_OR_RETURN(ProfileTable file, LoadProfile(path));
+  ProfileTable merged = model.profile;
+  for (auto& [name, times] : file.by_name) {
+    for (auto& [kind, seconds] : times) merged.by_name[name][kind] = seconds;
+  }
+  for (auto& [type, times] : file.by_type) {
+    for (auto& [kind, seconds] : times) merged.by_type[type][kind] = seconds;
+  }
+  return merged;
+}
 
 StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,
                                         const OnnxImportOptions& options,
@@ -106,16 +204,26 @@ StatusOr<LoadedModel> LoadModel(const std::string& spec) {
                        [family](const Graph& g, const Cluster& c) {
                          return family.model->expert(g, c, family.params);
                        },
-                       /*warnings=*/{}};
+                       /*warnings=*/{},
+                       /*profile=*/{},
+                       /*cluster=*/{}};
   }
+  if (spec.rfind("tarnawski:", 0) == 0) return LoadTarnawskiSpec(spec);
   std::vector<std::string> warnings;
-  DPLACE_ASSIGN_OR_RETURN(
-      Graph graph,
-      spec.rfind("random:", 0) == 0 ? MakeRandomModel(spec)
-      : IsOnnxPath(spec)
-          ? ImportOnnxTrainingGraph(spec, {}, Optimizer::kSgd, &warnings)
-          : ReadGraphJson(spec));
-  return LoadedModel{std::move(graph), nullptr, std::move(warnings)};
+  if (spec.rfind("random:", 0) == 0 || IsOnnxPath(spec)) {
+    DPLACE_ASSIGN_OR_RETURN(
+        Graph graph,
+        spec.rfind("random:", 0) == 0
+            ? MakeRandomModel(spec)
+            : ImportOnnxTrainingGraph(spec, {}, Optimizer::kSgd, &warnings));
+    return LoadedModel{std::move(graph), nullptr, std::move(warnings), {}, {}};
+  }
+  if (LooksLikeTarnawskiJson(FileHead(spec))) {
+    DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(spec));
+    return LoadTarnawski(text, spec, "");
+  }
+  DPLACE_ASSIGN_OR_RETURN(Graph graph, ReadGraphJson(spec));
+  return LoadedModel{std::move(graph), nullptr, std::move(warnings), {}, {}};
 }
 
 }  // namespace dplace

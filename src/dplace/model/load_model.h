@@ -1,6 +1,7 @@
-// Loading a model: a zoo benchmark, a random graph, a graph JSON file or an
-// ONNX model, as --model names it, with what its family knows about it
-// (the human expert's placement), and the problem of placing it.
+// Loading a model: a zoo benchmark, a random graph, a graph JSON file, an
+// ONNX model or a Tarnawski et al. input, as --model names it, with what
+// its family knows about it (the human expert's placement; a Tarnawski
+// input's op times and machine), and the problem of placing it.
 //
 //   StatusOr<LoadedModel> model = LoadModel("zoo:nmt:layers=4");
 //   const CostModel cost(model->graph, cluster);
@@ -10,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,13 +30,32 @@ struct LoadedModel {
   // One line each, for the user: what the ONNX importer warns of (an
   // eval-mode export, aliased parameters, operators without a cost).
   std::vector<std::string> warnings;
+  // Op times the model brings (a Tarnawski input's latencies); a --profile
+  // overrides them op by op. Empty for the rest.
+  ProfileTable profile;
+  // The machine the model brings (a Tarnawski input's accelerators and
+  // CPU), placed on when no --cluster is given. Empty for the rest.
+  std::optional<Cluster> cluster;
 };
 
 // Loads a model spec: zoo:NAME[:k=v,...], random:ops=N[,seed=K,width=W]
 // (a random layered DAG, see random_graph.h, for scaling studies), a graph JSON
-// file, or an ONNX model (imported with its own batch size and expanded for
-// training with SGD). Errors name the spec or the file.
+// file, an ONNX model (imported with its own batch size and expanded for
+// training with SGD), or a Tarnawski et al. input (tarnawski_json.h; a
+// .json file of that format, or tarnawski:FILE[,expert=SPLIT] with the
+// repository's human-expert split as the expert placement). Errors name
+// the spec or the file.
 StatusOr<LoadedModel> LoadModel(const std::string& spec);
+
+// The cluster to place `model` on: the preset or file `name_or_path`
+// (LoadCluster), or the model's own when it is empty. Errors: neither.
+StatusOr<Cluster> ClusterFor(const LoadedModel& model,
+                             const std::string& name_or_path);
+
+// The op times: the model's own, overridden op by op by the profile file
+// `path` (none when empty).
+StatusOr<ProfileTable> ProfileFor(const LoadedModel& model,
+                                  const std::string& path);
 
 // The problem of placing `model`'s graph on `cost`'s cluster, with the
 // model's expert placement when it has one. REQUIRES: `model` and `cost`

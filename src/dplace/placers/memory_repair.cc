@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "dplace/placers/partition_graph.h"
-#include "dplace/placers/placer_util.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
 

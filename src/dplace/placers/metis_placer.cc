@@ -15,7 +15,6 @@
 #include "dplace/placers/memory_repair.h"
 #include "dplace/placers/partition_graph.h"
 #include "dplace/placers/placer.h"
-#include "dplace/placers/placer_util.h"
 
 namespace dplace {
 namespace {

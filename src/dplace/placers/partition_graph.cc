@@ -4,8 +4,6 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "dplace/placers/placer_util.h"
-
 namespace dplace {
 
 std::vector<int32_t> PlacementUnits(const Graph& graph, bool coarsen,

@@ -8,7 +8,6 @@
 #include "dplace/graph/random_graph.h"
 #include "dplace/placers/memory_repair.h"
 #include "dplace/placers/placer.h"
-#include "dplace/placers/placer_util.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/testing/placer_test_util.h"
 #include "dplace/zoo/zoo.h"

@@ -11,66 +11,22 @@
 //   build/place_benchmark --benchmark_filter='nmt'
 #include <benchmark/benchmark.h>
 
-#include <map>
-#include <memory>
+#include <string>
+#include <utility>
 
-#include "dplace/graph/random_graph.h"
 #include "dplace/method/method.h"
 #include "dplace/sim/simulator.h"
-#include "dplace/zoo/zoo.h"
+#include "dplace/testing/benchmark_problems.h"
 
 namespace dplace {
 namespace {
 
-struct Problem {
-  Graph graph;
-  Cluster cluster;
-  std::unique_ptr<CostModel> cost;
-  PlacementProblem problem;
-};
-
-std::unique_ptr<Problem> NewProblem(Graph graph, const char* preset) {
-  auto p = std::make_unique<Problem>(
-      Problem{std::move(graph), *MakeClusterPreset(preset), nullptr, {}});
-  p->cost = std::make_unique<CostModel>(p->graph, p->cluster);
-  p->problem.graph = &p->graph;
-  p->problem.cluster = &p->cluster;
-  p->problem.cost = p->cost.get();
-  return p;
-}
-
-const Problem& ZooProblem(const std::string& spec, const char* preset) {
-  static std::map<std::string, std::unique_ptr<Problem>> cache;
-  auto& p = cache[spec];
-  if (!p) {
-    const ZooSpec zoo = *ParseZooSpec(spec);
-    p = NewProblem(*MakeZooModel(zoo), preset);
-    const Problem* raw = p.get();
-    p->problem.expert = [raw, zoo] {
-      return zoo.model->expert(raw->graph, raw->cluster, zoo.params);
-    };
-  }
-  return *p;
-}
-
-const Problem& RandomProblem(int num_ops) {
-  static std::map<int, std::unique_ptr<Problem>> cache;
-  auto& p = cache[num_ops];
-  if (!p) {
-    RandomGraphOptions o;
-    o.num_ops = num_ops;
-    o.layer_width = 50;
-    o.max_reach = 2;
-    o.max_inputs = 3;
-    o.max_persistent_bytes = 1 << 20;
-    o.seed = 42;
-    p = NewProblem(MakeRandomLayeredGraph(o), "k80x4");
-  }
-  return *p;
-}
+using testing_problems::BenchmarkProblem;
+using testing_problems::RandomBenchmarkProblem;
+using testing_problems::ZooBenchmarkProblem;
 
 void Place(benchmark::State& state, const std::string& method,
-           const Problem& p) {
+           const BenchmarkProblem& p) {
   std::unique_ptr<Method> placer = *MakeMethod(method);
   Placement placement;
   for (auto _ : state) {
@@ -97,14 +53,15 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(
         ("Place/" + name + "/nmt8_k40x8").c_str(),
         [name](benchmark::State& s) {
-          dplace::Place(s, name, dplace::ZooProblem("nmt:layers=8", "k40x8"));
+          dplace::Place(s, name,
+                        dplace::ZooBenchmarkProblem("nmt:layers=8", "k40x8"));
         })
         ->Iterations(1)
         ->Unit(benchmark::kSecond);
     benchmark::RegisterBenchmark(
         ("Place/" + name + "/bert_p100x4").c_str(),
         [name](benchmark::State& s) {
-          dplace::Place(s, name, dplace::ZooProblem("bert", "p100x4"));
+          dplace::Place(s, name, dplace::ZooBenchmarkProblem("bert", "p100x4"));
         })
         ->Iterations(1)
         ->Unit(benchmark::kSecond);
@@ -116,7 +73,7 @@ int main(int argc, char** argv) {
           ("Scale/" + std::string(name) + "/random_" + std::to_string(ops))
               .c_str(),
           [name, ops](benchmark::State& s) {
-            dplace::Place(s, name, dplace::RandomProblem(ops));
+            dplace::Place(s, name, dplace::RandomBenchmarkProblem(ops));
           })
           ->Iterations(1)
           ->Unit(benchmark::kSecond);

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include "dplace/placers/placer.h"
-#include "dplace/placers/placer_util.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/testing/placer_test_util.h"
 #include "dplace/zoo/zoo.h"

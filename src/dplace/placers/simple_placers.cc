@@ -1,12 +1,64 @@
 // The papers' simplest baselines: one device, the human expert, random and
 // round-robin placements.
+#include <algorithm>
 #include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "dplace/placers/placer.h"
-#include "dplace/placers/placer_util.h"
 
 namespace dplace {
 namespace {
+
+std::string CutScope(const std::string& scope, int depth) {
+  size_t pos = 0;
+  for (int i = 0; i < depth; ++i) {
+    pos = scope.find('/', pos);
+    if (pos == std::string::npos) return scope;
+    if (i + 1 < depth) ++pos;
+  }
+  return scope.substr(0, pos);
+}
+
+int MaxScopeDepth(const Graph& graph) {
+  int deepest = 1;
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const std::string& s = graph.scope(op);
+    deepest = std::max<int>(
+        deepest, 1 + static_cast<int>(std::count(s.begin(), s.end(), '/')));
+  }
+  return deepest;
+}
+
+std::vector<int32_t> LayersAtDepth(const Graph& graph, int depth,
+                                   int* num_layers) {
+  std::vector<int32_t> layer(graph.num_ops());
+  std::unordered_map<std::string, int32_t> ids;
+  for (OpId op : graph.topological_order()) {
+    auto [it, inserted] = ids.emplace(CutScope(graph.scope(op), depth),
+                                      static_cast<int32_t>(ids.size()));
+    layer[op] = it->second;
+  }
+  *num_layers = static_cast<int>(ids.size());
+  return layer;
+}
+
+// The layer of every op from its scope path: the scope cut to `depth`
+// components ("encoder/layer_2/lstm" at depth 2 is "encoder/layer_2"). With
+// depth 0 the depth is chosen as the smallest that yields at least
+// `min_layers` distinct layers (or the deepest). Layers are numbered in
+// topological order of their first op; returns the per-op layer index.
+std::vector<int32_t> ScopeLayers(const Graph& graph, int depth, int min_layers,
+                                 int* num_layers) {
+  if (depth > 0) return LayersAtDepth(graph, depth, num_layers);
+  const int deepest = MaxScopeDepth(graph);
+  for (int d = 1; d < deepest; ++d) {
+    std::vector<int32_t> layer = LayersAtDepth(graph, d, num_layers);
+    if (*num_layers >= min_layers) return layer;
+  }
+  return LayersAtDepth(graph, deepest, num_layers);
+}
 
 // Every op on the first device of `kind`; ops that may not run there go to
 // the first device of a kind they allow.

@@ -21,8 +21,8 @@
 
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
-#include "dplace/method/lower_bound.h"
-#include "dplace/sim/placement.h"
+#include "dplace/graph/placement.h"
+#include "dplace/sim/lower_bound.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/status.h"
 

@@ -12,14 +12,35 @@
 #include <algorithm>
 #include <cmath>
 
-#include "dplace/method/search_log.h"
-#include "dplace/placers/placer_util.h"
-#include "dplace/placers/start_placements.h"
 #include "dplace/rl/agent_parts.h"
 #include "dplace/rl/checkpoint.h"
+#include "dplace/search/search_loop.h"
+#include "dplace/search/start_placements.h"
+#include "dplace/sim/work_bound.h"
 
 namespace dplace {
 namespace {
+
+// Post's time for a placement that does not fit (Gao et al., 2018).
+constexpr double kPaperFailingStepTime = 100;
+
+// ColocRL's single-consumer rule merges a chain into one group: it stops
+// at kGroupsPerDevice groups per device (or every op), and at groups of
+// half the smallest GPU's memory (a group no device holds helps no one).
+constexpr int kGroupsPerDevice = 8;
+void LimitAbsorption(const PlacementProblem& problem,
+                     ColocationOptions* options) {
+  const Cluster& cluster = *problem.cluster;
+  options->min_groups = std::min(problem.graph->num_ops(),
+                                 kGroupsPerDevice * cluster.num_devices());
+  for (DeviceId d : cluster.DevicesOfKind(DeviceKind::kGpu)) {
+    const int64_t half = cluster.device(d).memory_bytes / 2;
+    if (options->max_group_persistent_bytes == 0 ||
+        half < options->max_group_persistent_bytes) {
+      options->max_group_persistent_bytes = half;
+    }
+  }
+}
 
 StatusOr<Grouping> MakeSearchGrouping(const PlacementProblem& problem,
                                       const SearchSettings& settings) {
@@ -28,6 +49,7 @@ StatusOr<Grouping> MakeSearchGrouping(const PlacementProblem& problem,
     case OpGrouping::kColocation: {
       ColocationOptions options;
       options.scope_marker = settings.scope_marker;
+      if (problem.cluster != nullptr) LimitAbsorption(problem, &options);
       return ColocationGrouping(graph, options);
     }
     case OpGrouping::kHints: {
@@ -185,12 +207,6 @@ class FlushDenormals {
 #endif
 };
 
-bool Better(bool feasible, double step_time, const LoopState& s) {
-  if (!s.has_best) return true;
-  if (feasible != s.best_feasible) return feasible;
-  return step_time < s.best_step_time;
-}
-
 }  // namespace
 
 Agent::~Agent() = default;
@@ -236,8 +252,10 @@ Status ValidateSearchSettings(const std::string& method,
   auto bad = [&](const std::string& what) {
     return InvalidArgumentError("method " + method + ": option " + what);
   };
-  if (!(s.failing_step_time > 0)) {
-    return bad("failing_step_time must be > 0");
+  if (!(s.failing_step_time >= 0 && std::isfinite(s.failing_step_time))) {
+    return bad(
+        "failing_step_time must be >= 0 (0: 100 s or twice the serial "
+        "bound)");
   }
   if (!(s.baseline_decay >= 0 && s.baseline_decay < 1)) {
     return bad("baseline_decay must be in [0, 1)");
@@ -293,201 +311,149 @@ StatusOr<CheckpointInfo> Agent::CheckCheckpoint(const PlacementProblem& problem,
   DPLACE_ASSIGN_OR_RETURN(AgentSetup setup,
                           MakeSetup(problem, settings_, budget));
   setup.resuming = true;
-  LoopState s;
+  SearchState loop;
+  AgentSearchState s;
   DPLACE_RETURN_IF_ERROR(InitPolicy(problem, setup).WithPrefix(method));
   DPLACE_RETURN_IF_ERROR(LoadCheckpointBytes(
-      bytes, source, CheckpointMeta(name(), setup, s),
-      [this](torch::serialize::InputArchive* a) { DoLoad(a); }, &s));
+      bytes, source, CheckpointMeta(name(), setup, loop, s),
+      [this](torch::serialize::InputArchive* a) { DoLoad(a); }, &loop, &s));
   CheckpointInfo info;
-  info.samples = s.samples;
-  info.updates = s.updates;
-  info.has_best = s.has_best;
+  info.samples = loop.samples;
+  info.updates = loop.updates;
+  info.has_best = loop.has_best;
   return info;
 }
 
-// One search, step by step: Start, then RunBatch while BudgetLeft, then
-// Finish. Owns what a checkpoint holds (LoopState), the log and the trace.
-class SearchLoop {
+// An agent's search: the loop (search_loop.h) with the agent's groups,
+// policy, baseline and checkpoints.
+class AgentSearch : public SearchLoop {
  public:
-  SearchLoop(Agent* agent, const PlacementProblem& problem,
-             Environment* environment, const SearchOptions& options)
-      : agent_(*agent),
+  AgentSearch(Agent* agent, const PlacementProblem& problem,
+              const PlaceContext& context)
+      : SearchLoop(problem, context),
+        agent_(*agent),
         settings_(agent->settings_),
-        problem_(problem),
-        environment_(environment),
-        options_(options),
-        clock_(options.clock ? options.clock : SteadyClock()),
-        failing_reward_(-std::sqrt(settings_.failing_step_time)),
+        failing_step_time_(settings_.failing_step_time > 0
+                               ? settings_.failing_step_time
+                               : std::max(kPaperFailingStepTime,
+                                          2 * SerialStepBound(*problem.cost))),
+        failing_reward_(-std::sqrt(failing_step_time_)),
         feasible_only_after_(
             settings_.warm_start.empty() ? settings_.feasible_only_after : -1) {
   }
 
-  // Checks the request, builds the groups and the policy, resumes from the
-  // checkpoint and opens the log.
-  Status Start() {
-    DPLACE_RETURN_IF_ERROR(CheckRequest());
+ protected:
+  // Builds the groups and the policy.
+  StatusOr<int> DoStart() override {
     DPLACE_ASSIGN_OR_RETURN(setup_,
-                            MakeSetup(problem_, settings_, options_.budget));
-    setup_.resuming = !options_.resume_path.empty();
-    s_.rng.seed(problem_.seed ^
-                (options_.sampling_stream * 0x9E3779B97F4A7C15ull));
-    agent_.average_gradients_ = options_.average_gradients;
-    DPLACE_RETURN_IF_ERROR(agent_.InitPolicy(problem_, setup_));
-    if (!options_.resume_path.empty()) {
-      DPLACE_RETURN_IF_ERROR(LoadCheckpoint(
-          options_.resume_path, CheckpointMeta(agent_.name(), setup_, s_),
-          [this](torch::serialize::InputArchive* a) { agent_.DoLoad(a); },
-          &s_));
-    }
-    DPLACE_RETURN_IF_ERROR(OpenLog());
-    trace_.num_groups = setup_.groups.num_groups;
-    trace_.first_sample_of_this_run = s_.samples;
-    start_ = clock_();
+                            MakeSetup(problem(), settings_, options().budget));
+    setup_.resuming = resuming();
+    agent_.average_gradients_ = options().average_gradients;
+    DPLACE_RETURN_IF_ERROR(agent_.InitPolicy(problem(), setup_));
+    return setup_.groups.num_groups;
+  }
+
+  Status DoResume(const std::string& path) override {
+    return LoadCheckpoint(
+        path, CheckpointMeta(agent_.name(), setup_, state(), s_),
+        [this](torch::serialize::InputArchive* a) { agent_.DoLoad(a); },
+        &state(), &s_);
+  }
+
+  Status DoBegin(bool resumed) override {
     if (settings_.baseline_starts_failing && !s_.baseline_set) {
       s_.baseline = failing_reward_;
       s_.baseline_set = true;
     }
-    updates_at_checkpoint_ = s_.updates;
-    if (!settings_.warm_start.empty() && options_.resume_path.empty()) {
-      DPLACE_RETURN_IF_ERROR(WarmStart());
-    }
-    return Status::Ok();
+    if (settings_.warm_start.empty() || resumed) return Status::Ok();
+    return WarmStart();
   }
 
-  bool BudgetLeft() const {
-    const SearchBudget& budget = options_.budget;
-    return !(budget.samples > 0 && s_.samples >= budget.samples) &&
-           !(budget.seconds > 0 && Wall() >= budget.seconds);
-  }
+  int64_t BatchSize() const override { return agent_.BatchSize(); }
 
-  // Samples one batch, evaluates it, logs it and learns from it; then
-  // checkpoints when due and reports progress.
-  Status RunBatch() {
-    int k = agent_.BatchSize();
-    if (options_.budget.samples > 0) {
-      k = static_cast<int>(
-          std::min<int64_t>(k, options_.budget.samples - s_.samples));
-    }
+  // Samples one batch, evaluates it, records it and learns from it.
+  StatusOr<BatchReport> DoBatch(int64_t k) override {
     EvaluatedBatch batch;
-    batch.first_index = s_.samples;
+    batch.first_index = state().samples;
     try {
-      batch.group_devices = agent_.DoSample(k, &s_.rng);
+      batch.group_devices = agent_.DoSample(static_cast<int>(k), &state().rng);
     } catch (const std::exception& e) {
       return InternalError("sampling failed: " + FirstLine(e.what()));
     }
-    const std::vector<std::pair<std::string, double>> stats =
-        agent_.BatchStats();
+    BatchReport report;
+    report.stats = agent_.BatchStats();
     DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
                             Evaluate(batch.group_devices));
-    DPLACE_RETURN_IF_ERROR(Record(measured, stats, &batch));
+    DPLACE_RETURN_IF_ERROR(RecordBatch(measured, report.stats, &batch));
     MoveBaseline(&batch);
-    s_.samples += k;
-    if (!LastBatchWithoutCheckpoint()) {
-      try {
-        s_.updates += agent_.DoUpdate(batch);
-        const int64_t every = settings_.imitate_best;
-        if (every > 0 && s_.has_best &&
-            s_.samples / every > batch.first_index / every) {
-          DPLACE_RETURN_IF_ERROR(agent_.DoImitate(s_.best_groups));
-          ++s_.updates;
-        }
-      } catch (const std::exception& e) {
-        return InternalError("the policy update failed: " +
-                             FirstLine(e.what()));
+    if (LastBatchWithoutCheckpoint()) return report;
+    try {
+      report.updates += agent_.DoUpdate(batch);
+      const int64_t every = settings_.imitate_best;
+      if (every > 0 && state().has_best &&
+          state().samples / every > batch.first_index / every) {
+        DPLACE_RETURN_IF_ERROR(agent_.DoImitate(s_.best_groups));
+        ++report.updates;
       }
+    } catch (const std::exception& e) {
+      return InternalError("the policy update failed: " + FirstLine(e.what()));
     }
-    DPLACE_RETURN_IF_ERROR(CheckpointWhenDue());
-    ReportProgress(batch, stats);
-    return Status::Ok();
+    return report;
   }
 
-  // Saves the last checkpoint; the best placement and the trace.
-  StatusOr<PlaceResult> Finish() {
-    s_.wall_seconds = Wall();
-    DPLACE_RETURN_IF_ERROR(Save());
-    if (!s_.has_best) {
-      return InternalError("the search evaluated no placement");
-    }
-    PlaceResult result;
-    DPLACE_ASSIGN_OR_RETURN(
-        result.placement,
-        ExpandGroupPlacement(*problem_.graph, *problem_.cluster,
-                             setup_.grouping, s_.best_groups));
-    result.search = std::move(trace_);
-    result.search.samples = s_.samples;
-    result.search.updates = s_.updates;
-    result.search.wall_seconds = s_.wall_seconds;
-    result.search.best_step_time = s_.best_step_time;
-    result.search.best_feasible = s_.best_feasible;
-    return result;
+  Status DoSave(const std::string& path) const override {
+    return WriteCheckpoint(
+        path, CheckpointMeta(agent_.name(), setup_, state(), s_),
+        [this](torch::serialize::OutputArchive* a) { agent_.DoSave(a); });
+  }
+
+  StatusOr<Placement> BestPlacement() const override {
+    return ExpandGroupPlacement(*problem().graph, *problem().cluster,
+                                setup_.grouping, s_.best_groups);
   }
 
  private:
-  Status CheckRequest() const {
-    return CheckSearchRequest(problem_, environment_, options_);
-  }
-
   // The sample budget is spent and no checkpoint will hold the policy: an
   // update now would change nothing anyone reads.
   bool LastBatchWithoutCheckpoint() const {
-    return options_.budget.samples > 0 &&
-           s_.samples >= options_.budget.samples &&
-           options_.checkpoint_path.empty();
+    return options().budget.samples > 0 &&
+           state().samples >= options().budget.samples &&
+           options().checkpoint_path.empty();
   }
-
-  Status OpenLog() {
-    if (options_.log_path.empty()) return Status::Ok();
-    const bool resuming = !options_.resume_path.empty();
-    return log_.Open(options_.log_path, resuming ? s_.samples : -1);
-  }
-
-  double Wall() const { return s_.wall_seconds + (clock_() - start_); }
 
   StatusOr<std::vector<Measurement>> Evaluate(
       const std::vector<std::vector<DeviceId>>& group_devices) {
     std::vector<Placement> placements;
     for (const std::vector<DeviceId>& groups : group_devices) {
       DPLACE_ASSIGN_OR_RETURN(
-          Placement p, ExpandGroupPlacement(*problem_.graph, *problem_.cluster,
-                                            setup_.grouping, groups));
+          Placement p,
+          ExpandGroupPlacement(*problem().graph, *problem().cluster,
+                               setup_.grouping, groups));
       placements.push_back(std::move(p));
     }
-    return environment_->Evaluate(placements);
+    return environment()->Evaluate(placements);
   }
 
-  // The batch's rewards and use, the best so far, and a log line and a
-  // trace record per sample.
-  Status Record(const std::vector<Measurement>& measured,
-                const std::vector<std::pair<std::string, double>>& stats,
-                EvaluatedBatch* batch) {
+  // Records each sample (the best's groups kept) and the batch's rewards
+  // and use.
+  Status RecordBatch(const std::vector<Measurement>& measured,
+                     const std::vector<std::pair<std::string, double>>& stats,
+                     EvaluatedBatch* batch) {
     const bool drop_infeasible =
-        feasible_only_after_ >= 0 && s_.samples >= feasible_only_after_;
+        feasible_only_after_ >= 0 && state().samples >= feasible_only_after_;
     for (size_t i = 0; i < batch->group_devices.size(); ++i) {
       const Measurement& m = measured[i];
-      const double reward =
-          m.feasible ? -std::sqrt(m.step_time) : failing_reward_;
       batch->step_times.push_back(m.feasible ? m.step_time
-                                             : settings_.failing_step_time);
+                                             : failing_step_time_);
       batch->feasible.push_back(m.feasible);
-      batch->rewards.push_back(reward);
+      batch->rewards.push_back(m.feasible ? -std::sqrt(m.step_time)
+                                          : failing_reward_);
       batch->use.push_back(m.feasible || !drop_infeasible);
-      if (Better(m.feasible, m.step_time, s_)) {
-        s_.has_best = true;
-        s_.best_groups = batch->group_devices[i];
-        s_.best_step_time = m.step_time;
-        s_.best_feasible = m.feasible;
-      }
-      SampleRecord r;
-      r.index = s_.samples + static_cast<int64_t>(i);
-      r.wall_seconds = Wall();
-      r.step_time = m.step_time;
-      r.feasible = m.feasible;
-      r.reward = reward;
-      r.best_step_time = s_.best_feasible ? s_.best_step_time : 0;
-      if (log_.is_open()) DPLACE_RETURN_IF_ERROR(log_.Append(r, stats));
-      trace_.history.push_back(r);
+      DPLACE_ASSIGN_OR_RETURN(const bool best,
+                              Record(m, failing_step_time_, stats));
+      if (best) s_.best_groups = batch->group_devices[i];
     }
-    return log_.Flush();
+    return Status::Ok();
   }
 
   // Option warm_start: evaluates the start's placements (snapped to the
@@ -497,21 +463,20 @@ class SearchLoop {
   // every sample has a negative advantage and the policy unlearns it).
   Status WarmStart() {
     StatusOr<std::vector<Placement>> starts =
-        StartCandidates(problem_, settings_.warm_start);
+        StartCandidates(problem(), settings_.warm_start);
     if (!starts.ok()) {
       return starts.status().WithPrefix("option warm_start=" +
                                         settings_.warm_start);
     }
     EvaluatedBatch batch;
-    batch.first_index = s_.samples;
+    batch.first_index = state().samples;
     for (const Placement& p : *starts) {
       batch.group_devices.push_back(SnapToGroups(p));
     }
     DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
                             Evaluate(batch.group_devices));
-    // A fresh search: Record made the fastest start the best so far.
-    DPLACE_RETURN_IF_ERROR(Record(measured, {}, &batch));
-    s_.samples += static_cast<int64_t>(measured.size());
+    // A fresh search: RecordBatch made the fastest start the best so far.
+    DPLACE_RETURN_IF_ERROR(RecordBatch(measured, {}, &batch));
     try {
       return agent_
           .DoWarmStart(s_.best_groups, settings_.warm_start_confidence,
@@ -571,63 +536,17 @@ class SearchLoop {
     }
   }
 
-  Status CheckpointWhenDue() {
-    if (s_.updates - updates_at_checkpoint_ < options_.checkpoint_every) {
-      return Status::Ok();
-    }
-    updates_at_checkpoint_ = s_.updates;
-    const double saved_wall = s_.wall_seconds;
-    s_.wall_seconds = Wall();
-    Status saved = Save();
-    s_.wall_seconds = saved_wall;
-    return saved;
-  }
-
-  Status Save() {
-    if (options_.checkpoint_path.empty()) return Status::Ok();
-    return WriteCheckpoint(
-        options_.checkpoint_path, CheckpointMeta(agent_.name(), setup_, s_),
-        [this](torch::serialize::OutputArchive* a) { agent_.DoSave(a); });
-  }
-
-  void ReportProgress(
-      const EvaluatedBatch& batch,
-      const std::vector<std::pair<std::string, double>>& stats) const {
-    if (!options_.progress) return;
-    double feasible_sum = 0;
-    int feasible = 0;
-    for (size_t i = 0; i < batch.feasible.size(); ++i) {
-      if (!batch.feasible[i]) continue;
-      feasible_sum += batch.step_times[i];
-      ++feasible;
-    }
-    SearchProgress p;
-    p.samples = s_.samples;
-    p.updates = s_.updates;
-    p.wall_seconds = Wall();
-    p.budget = options_.budget;
-    p.batch_mean_step_time = feasible ? feasible_sum / feasible : 0;
-    p.best_step_time = s_.best_feasible ? s_.best_step_time : 0;
-    p.agent_stats = stats;
-    options_.progress(p);
-  }
-
   Agent& agent_;
   const SearchSettings& settings_;
-  const PlacementProblem& problem_;
-  Environment* environment_;
-  const SearchOptions& options_;
-  const Clock clock_;
+  // What a placement that does not fit costs (SearchSettings), and its
+  // reward.
+  const double failing_step_time_;
   const double failing_reward_;
   // settings_.feasible_only_after, or -1 (never) with a warm start: from a
   // placement that fits, infeasible samples keep teaching (SearchSettings).
   const int64_t feasible_only_after_;
   AgentSetup setup_;
-  LoopState s_;
-  SearchLog log_;
-  SearchTrace trace_;
-  double start_ = 0;  // clock_() when this run began.
-  int64_t updates_at_checkpoint_ = 0;
+  AgentSearchState s_;
 };
 
 StatusOr<std::unique_ptr<Agent>> MakeAgent(std::string_view name,
@@ -648,10 +567,7 @@ StatusOr<PlaceResult> Agent::DoPlace(const PlacementProblem& problem,
   const ComputeThreads threads(settings_.threads);
   const KeepFreedMemory keep_memory;
   const FlushDenormals flush_denormals;
-  SearchLoop loop(this, problem, context.environment, context.search);
-  DPLACE_RETURN_IF_ERROR(loop.Start());
-  while (loop.BudgetLeft()) DPLACE_RETURN_IF_ERROR(loop.RunBatch());
-  return loop.Finish();
+  return AgentSearch(this, problem, context).Run();
 }
 
 }  // namespace dplace

@@ -79,8 +79,11 @@ const std::string& OpGroupingName(OpGrouping grouping);
 // Settings every agent shares: reward, baseline, warm-up, grouping.
 struct SearchSettings {
   // Step time charged to an infeasible placement; its -sqrt is the failing
-  // signal. Default: 100 (Post's OOM time).
-  double failing_step_time = 100;
+  // signal. 0: Post's OOM time, 100 s, or twice the problem's serial bound
+  // (SerialStepBound: no placement is slower) where that is larger, so a
+  // placement that does not fit never earns more than one that does.
+  // Default: 0.
+  double failing_step_time = 0;
   // Weight of the old value in the moving-average baseline. Default: 0.9.
   double baseline_decay = 0.9;
   // Start the baseline at the failing signal (ColocRL: more exploration)
@@ -161,8 +164,10 @@ Status ValidateSearchSettings(const std::string& method,
                               const SearchSettings& settings);
 
 // The grouping a search with `settings` places on `problem` (what
-// AgentSetup::grouping holds); problem.cluster is not read, problem.cost
-// only by grouping=metis. For what an agent prepares outside a search.
+// AgentSetup::grouping holds); problem.cluster, when given, limits the
+// co-location rule's merging (at least 8 groups per device, none over half
+// a GPU's memory), problem.cost is read only by grouping=metis. For what
+// an agent prepares outside a search.
 StatusOr<Grouping> SearchGrouping(const PlacementProblem& problem,
                                   const SearchSettings& settings);
 
@@ -270,7 +275,7 @@ class Agent : public Method {
   }
 
  private:
-  friend class SearchLoop;  // The search loop of DoPlace (agent.cc).
+  friend class AgentSearch;  // The search of DoPlace (agent.cc).
 
   // DoInit under the problem's torch seed, LibTorch's exceptions as errors.
   Status InitPolicy(const PlacementProblem& problem, const AgentSetup& setup);

@@ -281,31 +281,32 @@ Status CheckArchiveCode(const std::string& bytes, const std::string& path) {
   return Status::Ok();
 }
 
-// The loop state of a checkpoint's meta, `expected` giving the search's
-// number of groups and devices.
-Status ReadLoopState(const std::string& path, const json& meta,
-                     const json& expected, LoopState* s) {
+// The search's states in a checkpoint's meta, `expected` giving the
+// search's number of groups and devices.
+Status ReadSearchStates(const std::string& path, const json& meta,
+                        const json& expected, SearchState* loop,
+                        AgentSearchState* s) {
   const MetaReader r(path, meta);
-  DPLACE_RETURN_IF_ERROR(r.Count("samples", &s->samples));
-  DPLACE_RETURN_IF_ERROR(r.Count("updates", &s->updates));
-  DPLACE_RETURN_IF_ERROR(r.Number("wall_seconds", &s->wall_seconds, 0));
+  DPLACE_RETURN_IF_ERROR(r.Count("samples", &loop->samples));
+  DPLACE_RETURN_IF_ERROR(r.Count("updates", &loop->updates));
+  DPLACE_RETURN_IF_ERROR(r.Number("wall_seconds", &loop->wall_seconds, 0));
   DPLACE_RETURN_IF_ERROR(r.Number("baseline", &s->baseline, -HUGE_VAL));
   DPLACE_RETURN_IF_ERROR(r.Bool("baseline_set", &s->baseline_set));
   std::string rng_state;
   DPLACE_RETURN_IF_ERROR(r.String("rng", &rng_state));
   std::istringstream rng(rng_state);
-  rng >> s->rng;
+  rng >> loop->rng;
   if (rng.fail()) {
     return InvalidArgumentError("checkpoint " + path +
                                 ": rng: not a generator state");
   }
-  DPLACE_RETURN_IF_ERROR(r.Bool("has_best", &s->has_best));
+  DPLACE_RETURN_IF_ERROR(r.Bool("has_best", &loop->has_best));
   DPLACE_RETURN_IF_ERROR(r.Devices(
       "best_groups", expected["num_devices"].get<int>(), &s->best_groups));
-  DPLACE_RETURN_IF_ERROR(r.Number("best_step_time", &s->best_step_time, 0));
-  DPLACE_RETURN_IF_ERROR(r.Bool("best_feasible", &s->best_feasible));
-  if (s->has_best && static_cast<int>(s->best_groups.size()) !=
-                         expected["num_groups"].get<int>()) {
+  DPLACE_RETURN_IF_ERROR(r.Number("best_step_time", &loop->best_step_time, 0));
+  DPLACE_RETURN_IF_ERROR(r.Bool("best_feasible", &loop->best_feasible));
+  if (loop->has_best && static_cast<int>(s->best_groups.size()) !=
+                            expected["num_groups"].get<int>()) {
     return InvalidArgumentError("checkpoint " + path +
                                 ": best_groups has the wrong size");
   }
@@ -315,9 +316,9 @@ Status ReadLoopState(const std::string& path, const json& meta,
 }  // namespace
 
 json CheckpointMeta(const std::string& agent, const AgentSetup& setup,
-                    const LoopState& s) {
+                    const SearchState& loop, const AgentSearchState& s) {
   std::ostringstream rng;
-  rng << s.rng;
+  rng << loop.rng;
   return json{{"format", kCheckpointFormat},
               {"version", kCheckpointVersion},
               {"agent", agent},
@@ -325,16 +326,16 @@ json CheckpointMeta(const std::string& agent, const AgentSetup& setup,
               {"cluster", setup.problem->cluster->name()},
               {"num_groups", setup.groups.num_groups},
               {"num_devices", setup.num_devices},
-              {"samples", s.samples},
-              {"updates", s.updates},
-              {"wall_seconds", s.wall_seconds},
+              {"samples", loop.samples},
+              {"updates", loop.updates},
+              {"wall_seconds", loop.wall_seconds},
               {"baseline", s.baseline},
               {"baseline_set", s.baseline_set},
               {"rng", rng.str()},
-              {"has_best", s.has_best},
+              {"has_best", loop.has_best},
               {"best_groups", s.best_groups},
-              {"best_step_time", s.best_step_time},
-              {"best_feasible", s.best_feasible}};
+              {"best_step_time", loop.best_step_time},
+              {"best_feasible", loop.best_feasible}};
 }
 
 Status WriteCheckpoint(const std::string& path, const json& meta,
@@ -359,7 +360,8 @@ Status WriteCheckpoint(const std::string& path, const json& meta,
 
 Status LoadCheckpointBytes(const std::string& bytes, const std::string& path,
                            const json& expected,
-                           const LoadAgentState& load_agent, LoopState* s) {
+                           const LoadAgentState& load_agent, SearchState* loop,
+                           AgentSearchState* s) {
   try {
     // torch::jit::load compiles the archive's TorchScript code, and LibTorch
     // 1.13's compiler crashes on some malformed code (a SEGV in
@@ -386,7 +388,7 @@ Status LoadCheckpointBytes(const std::string& bytes, const std::string& path,
                                   ": meta is not a JSON object");
     }
     DPLACE_RETURN_IF_ERROR(CheckMeta(path, meta, expected));
-    DPLACE_RETURN_IF_ERROR(ReadLoopState(path, meta, expected, s));
+    DPLACE_RETURN_IF_ERROR(ReadSearchStates(path, meta, expected, loop, s));
     torch::serialize::InputArchive agent_archive;
     archive.read("agent", agent_archive);
     load_agent(&agent_archive);
@@ -402,10 +404,11 @@ Status LoadCheckpointBytes(const std::string& bytes, const std::string& path,
 }
 
 Status LoadCheckpoint(const std::string& path, const json& expected,
-                      const LoadAgentState& load_agent, LoopState* s) {
+                      const LoadAgentState& load_agent, SearchState* loop,
+                      AgentSearchState* s) {
   StatusOr<std::string> bytes = ReadTextFile(path);
   if (!bytes.ok()) return bytes.status().WithPrefix("checkpoint");
-  return LoadCheckpointBytes(*bytes, path, expected, load_agent, s);
+  return LoadCheckpointBytes(*bytes, path, expected, load_agent, loop, s);
 }
 
 }  // namespace dplace

@@ -1,8 +1,9 @@
-// The search loop's checkpoints (agent.cc): what a checkpoint holds (the
-// loop's state, LoopState, as JSON meta beside the agent's own archive),
-// writing one so that a killed search leaves the previous one intact, and
-// reading one back with every field checked, so that a corrupt or foreign
-// file is an error and never a crash. Internal to src/dplace/rl.
+// An agent's search checkpoints (agent.cc): what a checkpoint holds (the
+// search's SearchState and AgentSearchState as JSON meta beside the
+// agent's own archive), writing one so that a killed search leaves the
+// previous one intact, and reading one back with every field checked, so
+// that a corrupt or foreign file is an error and never a crash. Internal
+// to src/dplace/rl.
 //
 // A checkpoint is a LibTorch archive of two entries: "meta", the JSON of
 // CheckpointMeta as a uint8 tensor, and "agent", the archive the agent's
@@ -18,29 +19,25 @@
 #include <vector>
 
 #include "dplace/rl/agent.h"
+#include "dplace/search/search_loop.h"
 
 namespace dplace {
 
-// Everything the search loop owns, as a checkpoint holds it.
-struct LoopState {
-  int64_t samples = 0;
-  int64_t updates = 0;
-  double wall_seconds = 0;  // Of the runs before this one.
+// What an agent's search keeps beside the loop's SearchState, as a
+// checkpoint holds it.
+struct AgentSearchState {
   double baseline = 0;
   bool baseline_set = false;
-  std::mt19937_64 rng;
-  bool has_best = false;
-  std::vector<DeviceId> best_groups;
-  double best_step_time = 0;
-  bool best_feasible = false;
+  std::vector<DeviceId> best_groups;  // The best sample's group devices.
 };
 
-// The meta of a checkpoint of `agent`'s search on `setup` in state `s`:
-// what identifies the search (format, version, agent, graph hash, cluster,
-// numbers of groups and devices) and the loop state. As `expected` of the
-// loaders, only the identifying fields are read.
+// The meta of a checkpoint of `agent`'s search on `setup` in states `loop`
+// and `s`: what identifies the search (format, version, agent, graph hash,
+// cluster, numbers of groups and devices) and the states. As `expected` of
+// the loaders, only the identifying fields are read.
 nlohmann::json CheckpointMeta(const std::string& agent, const AgentSetup& setup,
-                              const LoopState& s);
+                              const SearchState& loop,
+                              const AgentSearchState& s);
 
 // The agent's part of a checkpoint: Agent::DoSave and Agent::DoLoad.
 using SaveAgentState = std::function<void(torch::serialize::OutputArchive*)>;
@@ -52,7 +49,7 @@ using LoadAgentState = std::function<void(torch::serialize::InputArchive*)>;
 Status WriteCheckpoint(const std::string& path, const nlohmann::json& meta,
                        const SaveAgentState& save_agent);
 
-// Loads the loop state into *s and the agent's state through `load_agent`
+// Loads the states into *loop and *s and the agent's through `load_agent`
 // from `bytes`, the contents of checkpoint `path` (named in errors): the
 // file of `--resume`, and what the checkpoint fuzz target feeds
 // (fuzz/fuzz_checkpoint.cc). The meta must match `expected`'s identifying
@@ -61,10 +58,12 @@ Status WriteCheckpoint(const std::string& path, const nlohmann::json& meta,
 // a Status.
 Status LoadCheckpointBytes(const std::string& bytes, const std::string& path,
                            const nlohmann::json& expected,
-                           const LoadAgentState& load_agent, LoopState* s);
+                           const LoadAgentState& load_agent, SearchState* loop,
+                           AgentSearchState* s);
 // As LoadCheckpointBytes, from the file `path`.
 Status LoadCheckpoint(const std::string& path, const nlohmann::json& expected,
-                      const LoadAgentState& load_agent, LoopState* s);
+                      const LoadAgentState& load_agent, SearchState* loop,
+                      AgentSearchState* s);
 
 }  // namespace dplace
 

@@ -32,36 +32,18 @@
 #include <memory>
 #include <random>
 
+#include "dplace/graph/placement.h"
 #include "dplace/graph/random_graph.h"
-#include "dplace/placers/placer_util.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/testing/benchmark_problems.h"
 #include "dplace/testing/large_clusters.h"
-#include "dplace/zoo/zoo.h"
 
 namespace dplace {
 namespace {
 
-struct Problem {
-  Graph graph;
-  Cluster cluster;
-};
-
-const Problem& GetProblem(int num_ops) {
-  static std::map<int, std::unique_ptr<Problem>> cache;
-  auto& p = cache[num_ops];
-  if (!p) {
-    RandomGraphOptions o;
-    o.num_ops = num_ops;
-    o.layer_width = 50;
-    o.max_reach = 2;
-    o.max_inputs = 3;
-    o.max_persistent_bytes = 1 << 20;
-    o.seed = 42;
-    p = std::make_unique<Problem>(
-        Problem{MakeRandomLayeredGraph(o), *MakeClusterPreset("k80x4")});
-  }
-  return *p;
-}
+using testing_problems::BenchmarkProblem;
+using testing_problems::RandomBenchmarkProblem;
+using testing_problems::ZooBenchmarkProblem;
 
 Placement BlockPlacement(const Graph& g, const Cluster& c) {
   const std::vector<DeviceId> gpus = c.DevicesOfKind(DeviceKind::kGpu);
@@ -76,9 +58,9 @@ Placement BlockPlacement(const Graph& g, const Cluster& c) {
 }
 
 void Run(benchmark::State& state, bool random_placement, bool bounds) {
-  const Problem& problem = GetProblem(static_cast<int>(state.range(0)));
-  const CostModel cost(problem.graph, problem.cluster);
-  Simulator sim(cost);
+  const BenchmarkProblem& problem =
+      RandomBenchmarkProblem(static_cast<int>(state.range(0)));
+  Simulator sim(*problem.cost);
   const Placement placement =
       random_placement ? MakeRandomPlacement(problem.graph, problem.cluster, 7)
                        : BlockPlacement(problem.graph, problem.cluster);
@@ -112,7 +94,6 @@ void BM_SimulateRandomPlacementNoBounds(benchmark::State& state) {
 
 // A problem with a start placement and a walk of one-group moves.
 struct Walk {
-  std::unique_ptr<Problem> nmt;  // Where the walk's problem is NMT-4.
   const Graph* graph = nullptr;
   const Cluster* cluster = nullptr;
   std::vector<Placement> placements;  // [0] is the start.
@@ -148,22 +129,15 @@ const Walk& GetWalk(int which) {
   auto& w = cache[which];
   if (!w) {
     w = std::make_unique<Walk>();
-    if (which == 0) {
-      StatusOr<ZooSpec> spec = ParseZooSpec("nmt:layers=4");
-      w->nmt = std::make_unique<Problem>(
-          Problem{*MakeZooModel(*spec), *MakeClusterPreset("k40x4")});
-      w->graph = &w->nmt->graph;
-      w->cluster = &w->nmt->cluster;
-      w->placements = RandomWalk(
-          *w->graph, *w->cluster,
-          spec->model->expert(*w->graph, *w->cluster, spec->params), 200);
-    } else {
-      const Problem& p = GetProblem(50000);
-      w->graph = &p.graph;
-      w->cluster = &p.cluster;
-      w->placements = RandomWalk(p.graph, p.cluster,
-                                 BlockPlacement(p.graph, p.cluster), 200);
-    }
+    const BenchmarkProblem& p =
+        which == 0 ? ZooBenchmarkProblem("nmt:layers=4", "k40x4")
+                   : RandomBenchmarkProblem(50000);
+    w->graph = &p.graph;
+    w->cluster = &p.cluster;
+    w->placements = RandomWalk(
+        p.graph, p.cluster,
+        which == 0 ? p.problem.expert() : BlockPlacement(p.graph, p.cluster),
+        200);
   }
   return *w;
 }

@@ -5,6 +5,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include "dplace/sim/path_bound.h"
+#include "dplace/sim/work_bound.h"
 #include "dplace/util/format.h"
 
 namespace dplace {
@@ -905,7 +907,6 @@ Simulator::Simulator(const CostModel& cost)
       scratch_(std::make_unique<Scratch>(cost.cluster())) {
   const Graph& g = cost.graph();
   std::vector<double> finish(g.num_ops(), 0.0);
-  double work = 0;
   for (OpId op : g.topological_order()) {
     double start = 0;
     for (EdgeId e : g.in_edges(op)) {
@@ -913,9 +914,9 @@ Simulator::Simulator(const CostModel& cost)
     }
     finish[op] = start + cost.FastestOpTime(op);
     critical_path_ = std::max(critical_path_, finish[op]);
-    work += cost.FastestOpTime(op);
   }
-  total_work_ = work / cost.cluster().total_compute_slots();
+  total_work_ = WorkBound(cost);
+  memory_path_ = MemoryPathBound(cost);
 }
 
 Simulator::~Simulator() = default;
@@ -923,6 +924,7 @@ Simulator::Simulator(Simulator&&) noexcept = default;
 
 double Simulator::critical_path_bound() const { return critical_path_; }
 double Simulator::total_work_bound() const { return total_work_; }
+double Simulator::memory_path_bound() const { return memory_path_; }
 
 int Simulator::ResumePoint(const Placement& placement, bool paths) {
   Scratch& s = *scratch_;
@@ -1009,6 +1011,7 @@ StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
   }
   result.bounds.critical_path = critical_path_;
   result.bounds.total_work = total_work_;
+  result.bounds.memory_path = memory_path_;
   if (options.compute_bounds) {
     run.ComputeBounds();
   } else {

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "dplace/cost/cost_model.h"
-#include "dplace/sim/placement.h"
+#include "dplace/graph/placement.h"
 
 namespace dplace {
 
@@ -38,8 +38,17 @@ struct LowerBounds {
   // Longest dependency path with every op on its fastest allowed device and
   // free communication.
   double critical_path = 0;
-  // Sum of every op's fastest time over the cluster's compute slots.
+  // The work over the devices' compute slots, each op on the devices that
+  // run it fastest for the balance (WorkBound, work_bound.h): at least
+  // every op's fastest time summed over all slots.
   double total_work = 0;
+  // Any placement that fits in memory: the longest path with the transfers
+  // that memory forces (MemoryPathBound, path_bound.h); infinity when no
+  // placement fits. Not in Max(): an out-of-memory placement may beat it.
+  double memory_path = 0;
+  // Any placement that fits: a bound the placing method proved (the MILP's
+  // dual bound, set by RunMethod); 0: none. Not in Max().
+  double proven = 0;
   // Placement: the most loaded device's op time (and time copying for links
   // it is the copier of) over its slots.
   double device_load = 0;
@@ -126,6 +135,7 @@ class Simulator {
   // Placement-independent bounds (also in every SimResult).
   double critical_path_bound() const;
   double total_work_bound() const;
+  double memory_path_bound() const;
 
  private:
   class Run;
@@ -139,6 +149,7 @@ class Simulator {
   const CostModel* cost_;
   double critical_path_ = 0;
   double total_work_ = 0;
+  double memory_path_ = 0;
   std::unique_ptr<const Topology> topology_;
   std::unique_ptr<Scratch> scratch_;
 };

@@ -10,6 +10,7 @@
 
 #include "dplace/graph/random_graph.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/sim/work_bound.h"
 
 namespace dplace {
 namespace {
@@ -111,6 +112,7 @@ TEST(SimulatorPropertyTest, BoundsHoldOnThousandsOfRandomCases) {
     EXPECT_GE(t + slack, b.link_volume);
     EXPECT_GE(t + slack, b.placed_critical_path);
     EXPECT_LE(t, SerialTime(cost, p) * (1 + 1e-9));
+    EXPECT_LE(t, SerialStepBound(cost) * (1 + 1e-9));
 
     std::vector<int64_t> persistent(c.num_devices(), 0);
     for (OpId op = 0; op < g.num_ops(); ++op) {

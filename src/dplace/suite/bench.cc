@@ -16,10 +16,11 @@
 
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
-#include "dplace/method/lower_bound.h"
 #include "dplace/method/run.h"
-#include "dplace/method/search_log.h"
 #include "dplace/model/load_model.h"
+#include "dplace/report/markdown.h"
+#include "dplace/search/search_log.h"
+#include "dplace/sim/lower_bound.h"
 #include "dplace/util/format.h"
 
 namespace dplace {
@@ -117,6 +118,7 @@ RunRecord RecordOf(uint64_t seed, const Cluster& cluster, const MethodRun& r) {
   rec.feasible = r.sim.feasible;
   rec.infeasible = DescribeInfeasibility(cluster, r.sim);
   rec.peak_memory_bytes = r.sim.device_peak_bytes;
+  rec.proven_bound = r.sim.bounds.proven;
   if (r.searched) {
     rec.samples = r.search.samples;
     rec.num_groups = r.search.num_groups;
@@ -194,10 +196,10 @@ StatusOr<MethodOptions> OptionsOf(const SuiteMethod& m,
 // What RunSuite needs of one loaded benchmark. Not movable: the problem
 // points into it.
 struct LoadedBenchmark {
-  LoadedBenchmark(LoadedModel m, Cluster c)
+  LoadedBenchmark(LoadedModel m, Cluster c, const ProfileTable& profile)
       : model(std::move(m)),
         cluster(std::move(c)),
-        cost(model.graph, cluster),
+        cost(model.graph, cluster, profile),
         problem(ProblemOf(model, cost, /*seed=*/1)) {}  // Runs set theirs.
   LoadedBenchmark(const LoadedBenchmark&) = delete;
   LoadedBenchmark& operator=(const LoadedBenchmark&) = delete;
@@ -210,8 +212,9 @@ struct LoadedBenchmark {
 StatusOr<std::unique_ptr<LoadedBenchmark>> Load(const std::string& model,
                                                 const std::string& cluster) {
   DPLACE_ASSIGN_OR_RETURN(LoadedModel m, LoadModel(model));
-  DPLACE_ASSIGN_OR_RETURN(Cluster c, LoadCluster(cluster));
-  return std::make_unique<LoadedBenchmark>(std::move(m), std::move(c));
+  DPLACE_ASSIGN_OR_RETURN(Cluster c, ClusterFor(m, cluster));
+  DPLACE_ASSIGN_OR_RETURN(ProfileTable profile, ProfileFor(m, ""));
+  return std::make_unique<LoadedBenchmark>(std::move(m), std::move(c), profile);
 }
 
 int CountRuns(const Suite& suite) {
@@ -514,37 +517,32 @@ std::string PaperTable(const TableResults& t) {
       }
     }
   }
-  std::string out = "| benchmark | GPUs |";
-  std::string rule = "|---|---:|";
-  for (const std::string& m : methods) {
-    out += " " + m + " |";
-    rule += "---:|";
-  }
-  out += " best learned vs best baseline |\n" + rule + "---|\n";
+  MarkdownTable table({{"benchmark"}, {"GPUs", Align::kRight}});
+  for (const std::string& m : methods) table.AddColumn({m, Align::kRight});
+  table.AddColumn({"best learned vs best baseline"});
   for (const BenchmarkResults& b : t.benchmarks) {
-    out += "| `" + b.name + "` | " + std::to_string(b.gpus) + " |";
+    std::vector<std::string> row = {"`" + b.name + "`", std::to_string(b.gpus)};
     const MethodResults* best_learned = nullptr;
     for (const std::string& name : methods) {
       const MethodResults* m = nullptr;
       for (const MethodResults& x : b.methods) {
         if (x.label == name) m = &x;
       }
-      out += " " + (m ? StepTimeCell(*m) : std::string("")) + " |";
+      row.push_back(m ? StepTimeCell(*m) : "");
       if (m && m->learned && m->step_time.count &&
           (!best_learned ||
            m->step_time.median < best_learned->step_time.median)) {
         best_learned = m;
       }
     }
-    if (best_learned && !b.best_baseline.empty()) {
-      out += " " + best_learned->label + " " +
-             Percent(best_learned->reduction_vs_best_baseline) + " vs " +
-             b.best_baseline + " |\n";
-    } else {
-      out += " - |\n";
-    }
+    row.push_back(best_learned && !b.best_baseline.empty()
+                      ? best_learned->label + " " +
+                            Percent(best_learned->reduction_vs_best_baseline) +
+                            " vs " + b.best_baseline
+                      : "-");
+    table.AddRow(std::move(row));
   }
-  return out;
+  return table.ToString();
 }
 
 // Median samples a search ran: the budget, or fewer when a seconds budget
@@ -555,23 +553,37 @@ double SamplesRun(const MethodResults& m) {
   return SpreadOf(samples).median;
 }
 
+// The median's certified gap, "1.07x", or "1.00x optimal" when the bound
+// proves the median optimal.
+std::string GapCell(const BenchmarkResults& b, const MethodResults& m) {
+  if (!std::isfinite(m.vs_lower_bound)) return "-";
+  const bool optimal =
+      ProvenOptimal(m.step_time.median, {b.lower_bound, b.lower_bound_binding});
+  return Format("%.2fx", m.vs_lower_bound) + (optimal ? " optimal" : "");
+}
+
 std::string DetailTable(const BenchmarkResults& b) {
   std::string out =
-      "`" + b.model + "` on `" + b.cluster + "`: graph " + b.graph_name + ", " +
-      std::to_string(b.ops) + " ops, " + std::to_string(b.devices) +
-      " devices; lower bound " +
+      "`" + b.model + "` on " +
+      (b.cluster.empty() ? "the cluster it brings" : "`" + b.cluster + "`") +
+      ": graph " + b.graph_name + ", " + std::to_string(b.ops) + " ops, " +
+      std::to_string(b.devices) + " devices; lower bound " +
       DescribeLowerBound({b.lower_bound, b.lower_bound_binding}) +
       "; best baseline " +
       (b.best_baseline.empty()
            ? std::string("none (every classical placer OOM or refused)")
            : b.best_baseline + " " + Format("%.4f", b.best_baseline_step_time) +
                  " s") +
-      ".\n\n"
-      "| method | runs | step time (s), median (min–max) | reduction vs best "
-      "baseline | vs lower bound | samples to best | wall time to best (s) | "
-      "wall "
-      "time (s) | note |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+      ".\n\n";
+  MarkdownTable table({{"method"},
+                       {"runs", Align::kRight},
+                       {"step time (s), median (min–max)", Align::kRight},
+                       {"reduction vs best baseline", Align::kRight},
+                       {"vs lower bound", Align::kRight},
+                       {"samples to best", Align::kRight},
+                       {"wall time to best (s)", Align::kRight},
+                       {"wall time (s)", Align::kRight},
+                       {"note"}});
   for (const MethodResults& m : b.methods) {
     std::string name = m.label;
     if (m.label != m.method) name += ": " + m.method;
@@ -593,22 +605,17 @@ std::string DetailTable(const BenchmarkResults& b) {
       }
     }
     if (note.size() > 160) note = note.substr(0, 157) + "...";
-    std::replace(note.begin(), note.end(), '|', '/');
     const bool searched = m.searched && m.step_time.count;
-    out += "| " + name + " | " + std::to_string(m.runs.size()) + " | " +
-           StepTimeCell(m) + " | " + Percent(m.reduction_vs_best_baseline) +
-           " | " +
-           (std::isfinite(m.vs_lower_bound) ? Format("%.2fx", m.vs_lower_bound)
-                                            : "-") +
-           " | " +
-           (searched ? Format("%.0f", m.samples_to_best.median) + " / " +
-                           Format("%.0f", SamplesRun(m))
-                     : "-") +
-           " | " + (searched ? Format("%.2f", m.seconds_to_best.median) : "-") +
-           " | " + Format(m.searched ? "%.2f" : "%.3f", m.wall_seconds.median) +
-           " | " + note + " |\n";
+    table.AddRow({name, std::to_string(m.runs.size()), StepTimeCell(m),
+                  Percent(m.reduction_vs_best_baseline), GapCell(b, m),
+                  searched ? Format("%.0f", m.samples_to_best.median) + " / " +
+                                 Format("%.0f", SamplesRun(m))
+                           : "-",
+                  searched ? Format("%.2f", m.seconds_to_best.median) : "-",
+                  Format(m.searched ? "%.2f" : "%.3f", m.wall_seconds.median),
+                  MarkdownCell(note)});
   }
-  return out;
+  return out + table.ToString();
 }
 
 std::string ScaleTable(const BenchResults& r) {
@@ -621,31 +628,34 @@ std::string ScaleTable(const BenchResults& r) {
       }
     }
   }
-  std::string out =
-      "| model | ops | edges | build (s) | simulate one step (ms) |";
-  std::string rule = "|---|---:|---:|---:|---:|";
+  MarkdownTable table({{"model"},
+                       {"ops", Align::kRight},
+                       {"edges", Align::kRight},
+                       {"build (s)", Align::kRight},
+                       {"simulate one step (ms)", Align::kRight}});
   for (const std::string& m : methods) {
-    out += " " + m + " (s) |";
-    rule += "---:|";
+    table.AddColumn({m + " (s)", Align::kRight});
   }
-  out += " RSS | peak RSS |\n" + rule + "---:|---:|\n";
+  table.AddColumn({"RSS", Align::kRight});
+  table.AddColumn({"peak RSS", Align::kRight});
   for (const ScaleRow& row : r.scale) {
-    out += "| `" + row.model + "` | " + std::to_string(row.ops) + " | " +
-           std::to_string(row.edges) + " | " +
-           Format("%.3f", row.build_seconds) + " | " +
-           Format("%.2f", row.simulate_seconds * 1e3) + " |";
+    std::vector<std::string> cells = {
+        "`" + row.model + "`", std::to_string(row.ops),
+        std::to_string(row.edges), Format("%.3f", row.build_seconds),
+        Format("%.2f", row.simulate_seconds * 1e3)};
     for (const std::string& m : methods) {
       std::string cell = "-";
       for (const ScalePlacerCost& p : row.placers) {
         if (p.method == m)
           cell = Format("%.3f", p.seconds) + (p.placed ? "" : " (refused)");
       }
-      out += " " + cell + " |";
+      cells.push_back(cell);
     }
-    out += " " + Format("%.0f MB", row.rss_bytes / 1e6) + " | " +
-           Format("%.0f MB", row.peak_rss_bytes / 1e6) + " |\n";
+    cells.push_back(Format("%.0f MB", row.rss_bytes / 1e6));
+    cells.push_back(Format("%.0f MB", row.peak_rss_bytes / 1e6));
+    table.AddRow(std::move(cells));
   }
-  return out;
+  return table.ToString();
 }
 
 }  // namespace
@@ -727,6 +737,16 @@ StatusOr<BenchResults> RunSuite(const Suite& suite, const std::string& command,
 }
 
 void SummariseBenchmark(BenchmarkResults* benchmark) {
+  // A bound a method proved (the MILP's) holds for every method's
+  // placement: the benchmark's bound is the largest.
+  for (const MethodResults& m : benchmark->methods) {
+    for (const RunRecord& r : m.runs) {
+      if (r.proven_bound > benchmark->lower_bound) {
+        benchmark->lower_bound = r.proven_bound;
+        benchmark->lower_bound_binding = kProvenBoundName;
+      }
+    }
+  }
   for (MethodResults& m : benchmark->methods) {
     Summarise(benchmark->lower_bound, &m);
   }

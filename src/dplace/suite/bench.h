@@ -47,6 +47,8 @@ struct RunRecord {
   std::string infeasible;                  // Why, when placed but infeasible.
   std::vector<int64_t> peak_memory_bytes;  // Per device.
   double wall_seconds = 0;                 // Placing or searching.
+  // The lower bound the method proved (PlaceResult::lower_bound); 0: none.
+  double proven_bound = 0;
   // Learned placers.
   int64_t samples = 0;
   int64_t samples_to_best = 0;  // 1-based sample that found the best.
@@ -79,7 +81,7 @@ struct BenchmarkResults {
   int ops = 0;
   int devices = 0;
   int gpus = 0;
-  double lower_bound = 0;           // ProblemLowerBound (method/lower_bound.h).
+  double lower_bound = 0;           // ProblemLowerBound (sim/lower_bound.h).
   std::string lower_bound_binding;  // Which bound binds.
   // The classical method with the fastest median (empty when none fits).
   std::string best_baseline;

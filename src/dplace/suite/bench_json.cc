@@ -49,6 +49,7 @@ json RunJson(const RunRecord& r, bool searched) {
   j["feasible"] = r.feasible;
   if (!r.feasible) j["infeasible"] = r.infeasible;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
+  if (r.proven_bound > 0) j["proven_bound"] = r.proven_bound;
   if (searched) {
     j["samples"] = r.samples;
     j["samples_to_best"] = r.samples_to_best;
@@ -255,6 +256,7 @@ RunRecord ReadRun(const json& value, const std::string& path) {
   r.feasible = f.Bool("feasible", true);
   r.infeasible = f.String("infeasible", "");
   r.peak_memory_bytes = f.List<int64_t>("peak_memory_bytes");
+  r.proven_bound = f.Number("proven_bound", 0.0);
   r.samples = f.Int("samples", 0);
   r.samples_to_best = f.Int("samples_to_best", 0);
   r.seconds_to_best = f.Number("seconds_to_best", 0.0);

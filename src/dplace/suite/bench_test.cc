@@ -15,8 +15,8 @@
 
 #include "dplace/io/file.h"
 #include "dplace/method/run.h"
-#include "dplace/method/search_log.h"
 #include "dplace/report/html_report.h"
+#include "dplace/search/search_log.h"
 #include "dplace/testing/xml_check.h"
 
 namespace dplace {
@@ -44,7 +44,7 @@ TEST(SuiteTest, BuiltinSuitesAreTheSourceFile) {
 
 TEST(SuiteTest, SmokePaperAndScaleExistAndNameOnlyRegisteredMethods) {
   const std::vector<Suite> suites = Builtin();
-  for (const char* name : {"smoke", "paper", "scale"}) {
+  for (const char* name : {"smoke", "paper", "peer", "scale"}) {
     StatusOr<Suite> suite = FindSuite(suites, name);
     ASSERT_TRUE(suite.ok()) << name;
     Status known = CheckSuiteMethods(*suite);
@@ -57,7 +57,8 @@ TEST(SuiteTest, SmokePaperAndScaleExistAndNameOnlyRegisteredMethods) {
   EXPECT_THAT(
       FindSuite(suites, "smok").status().message(),
       HasSubstr(
-          "unknown suite \"smok\" (suites: smoke, paper, local-search, scale"));
+          "unknown suite \"smok\" (suites: smoke, paper, peer, local-search, "
+          "scale"));
 }
 
 const char* kOneTable = R"({

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "dplace/report/markdown.h"
 #include "dplace/util/format.h"
 
 namespace dplace {
@@ -219,11 +220,6 @@ std::string VerdictCell(ClaimVerdict v) {
   return "";
 }
 
-std::string TableCell(std::string text) {
-  std::replace(text.begin(), text.end(), '|', '/');
-  return text;
-}
-
 }  // namespace
 
 std::vector<ClaimCheck> CheckClaims(const std::vector<SuiteClaim>& claims,
@@ -252,22 +248,25 @@ std::string ClaimsToMarkdown(const std::vector<ClaimCheck>& checks) {
       "claim compares with), the condition under which dplace's figure "
       "bears the claim out, and whether it does.\n";
   for (const std::string& paper : papers) {
-    out += "\n### Claims: " + paper +
-           "\n\n| claim | benchmark | paper | dplace | holds when | holds |\n"
-           "|---|---|---|---|---|---|\n";
+    out += "\n### Claims: " + paper + "\n\n";
+    MarkdownTable table({{"claim"},
+                         {"benchmark"},
+                         {"paper"},
+                         {"dplace"},
+                         {"holds when"},
+                         {"holds"}});
     int holds = 0, total = 0, not_run = 0;
     for (const ClaimCheck& c : checks) {
       if (c.claim.paper != paper) continue;
       ++total;
       holds += c.verdict == ClaimVerdict::kHolds;
       not_run += c.verdict == ClaimVerdict::kNotRun;
-      out += "| " + TableCell(c.claim.claim) + " | `" + c.claim.benchmark +
-             "` | " + TableCell(c.claim.paper_figure) + " | " +
-             TableCell(c.figure) + " | " + Condition(c.claim) + " | " +
-             VerdictCell(c.verdict) + " |\n";
+      table.AddRow({MarkdownCell(c.claim.claim), "`" + c.claim.benchmark + "`",
+                    MarkdownCell(c.claim.paper_figure), MarkdownCell(c.figure),
+                    Condition(c.claim), VerdictCell(c.verdict)});
     }
-    out += "\n" + std::to_string(holds) + " of " + std::to_string(total) +
-           " claims hold on dplace's simulator";
+    out += table.ToString() + "\n" + std::to_string(holds) + " of " +
+           std::to_string(total) + " claims hold on dplace's simulator";
     if (not_run) out += " (" + std::to_string(not_run) + " not run)";
     out += ".\n";
   }

@@ -69,11 +69,12 @@ Status ParseBenchmark(const json& value, const std::string& path,
                       SuiteBenchmark* benchmark) {
   FieldReader fields(value, path);
   benchmark->model = fields.String("model");
-  benchmark->cluster = fields.String("cluster");
+  // Empty: the machine the model brings (a Tarnawski et al. input).
+  benchmark->cluster = fields.String("cluster", "");
   benchmark->name = fields.String(
       "name",
       benchmark->model.substr(benchmark->model.rfind("zoo:", 0) == 0 ? 4 : 0) +
-          "@" + benchmark->cluster);
+          (benchmark->cluster.empty() ? "" : "@" + benchmark->cluster));
   if (const json* options = fields.Object("method_options", false)) {
     for (const auto& [method, list] : options->items()) {
       std::vector<std::string>& out = benchmark->method_options[method];

@@ -14,8 +14,8 @@
 
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
+#include "dplace/graph/placement.h"
 #include "dplace/graph/training.h"
-#include "dplace/sim/placement.h"
 
 namespace dplace {
 

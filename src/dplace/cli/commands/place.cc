@@ -7,9 +7,9 @@
 #include <sstream>
 #include <vector>
 
-#include "dplace/method/lower_bound.h"
 #include "dplace/method/run.h"
 #include "dplace/model/load_model.h"
+#include "dplace/sim/lower_bound.h"
 #ifdef DPLACE_WITH_MPI
 #include "dplace/method/mpi_run.h"
 #endif
@@ -19,14 +19,16 @@
 #include "dplace/cli/commands/exec_util.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
+#include "dplace/exec/measured_environment.h"
 #include "dplace/io/chrome_trace.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/method/method.h"
-#include "dplace/placers/mcmc.h"
 #include "dplace/report/html_report.h"
+#include "dplace/report/markdown.h"
+#include "dplace/search/mcmc.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
 
@@ -49,7 +51,8 @@ int PlaceList(std::ostream& out) {
   return kExitOk;
 }
 
-bool HasAgentFlags(const PlaceFlags& place) {
+// Whether any flag only a search reads was given.
+bool HasSearchFlags(const PlaceFlags& place) {
   return place.budget_samples >= 0 || place.budget_seconds >= 0 ||
          !place.log.empty() || !place.checkpoint.empty() ||
          !place.resume.empty();
@@ -98,16 +101,16 @@ struct PlaceHooks {
 };
 
 // The options of the method's run: the timeline when --trace or --report
-// wants it, and for a learned placer its budget, log, checkpoint, resume,
-// and a progress line when `err` is a terminal. Errors: a zero budget.
+// wants it, and for a search its budget, log, checkpoint, resume, and a
+// progress line when `err` is a terminal. Errors: a zero budget.
 StatusOr<MethodRunOptions> PlaceRunOptions(const PlaceFlags& place,
-                                           bool learned,
+                                           bool searches,
                                            const std::string& trace,
                                            std::ostream& err) {
   MethodRunOptions run_options;
   run_options.record_timeline = !trace.empty() || !place.report.empty();
   SearchOptions& search = run_options.context.search;
-  if (learned) {
+  if (searches) {
     if (place.budget_samples == 0 || place.budget_seconds == 0) {
       return InvalidArgumentError(
           "--budget-samples and --budget-seconds must be > 0");
@@ -119,7 +122,7 @@ StatusOr<MethodRunOptions> PlaceRunOptions(const PlaceFlags& place,
     search.resume_path = place.resume;
   }
   const bool terminal =
-      learned && &err == &std::cerr && ::isatty(STDERR_FILENO);
+      searches && &err == &std::cerr && ::isatty(STDERR_FILENO);
   if (terminal) {
     search.progress = [&err](const SearchProgress& p) {
       PrintSearchProgress(p, err);
@@ -131,7 +134,7 @@ StatusOr<MethodRunOptions> PlaceRunOptions(const PlaceFlags& place,
 // Prints the placement `run` chose (`note` after the method's line) and
 // writes --out, --trace and --report.
 int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
-                   bool learned, const MethodRunOptions& run_options,
+                   bool searches, const MethodRunOptions& run_options,
                    const MethodRun& run, const std::string& note,
                    const std::string& header, const std::string& trace,
                    std::ostream& out, std::ostream& err) {
@@ -148,7 +151,7 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
   const Cluster& cluster = *problem.cluster;
   const SimResult& sim = run.sim;
   out << header << "method " << place.method << ": ";
-  if (learned) {
+  if (searches) {
     const SearchTrace& result = run.search;
     out << "searched " << result.samples << " samples ("
         << (result.first_sample_of_this_run > 0
@@ -161,9 +164,10 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
     out << "placed in " << Format("%.3f", run.wall_seconds) << " s\n";
   }
   if (!note.empty()) out << note << "\n";
+  if (!run.note.empty()) out << run.note << "\n";
   PrintSimResult(cluster, sim, out);
   if (!place.log.empty()) out << "log: " << place.log << "\n";
-  if (learned && !search.checkpoint_path.empty()) {
+  if (searches && !search.checkpoint_path.empty()) {
     out << "checkpoint: " << search.checkpoint_path << "\n";
   }
   if (!place.out.empty()) {
@@ -223,19 +227,19 @@ StatusOr<std::string> Refine(const PlacementProblem& problem, double seconds,
   return line;
 }
 
-// dplace place --method NAME: one placer, or a learned placer's search
-// through the simulated environment; prints the chosen placement.
+// dplace place --method NAME: one placer, or a search through the
+// simulated environment; prints the chosen placement.
 int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
-             const MethodOptions& options, const std::string& header,
+             Method* method, const std::string& header,
              const std::string& trace, std::ostream& out, std::ostream& err,
              const PlaceHooks& hooks = {}) {
-  const bool learned = IsSearchMethod(place.method);
-  StatusOr<MethodRunOptions> made = PlaceRunOptions(place, learned, trace, err);
+  const bool searches = method->traits().searches;
+  StatusOr<MethodRunOptions> made =
+      PlaceRunOptions(place, searches, trace, err);
   if (!made.ok()) return Fail(err, made.status());
   MethodRunOptions run_options = std::move(made).value();
   run_options.context.environment = hooks.environment;
-  StatusOr<MethodRun> run =
-      RunMethod(place.method, options, problem, run_options);
+  StatusOr<MethodRun> run = RunMethod(method, problem, run_options);
   if (run_options.context.search.progress) err << "\n";
   std::string note;
   if (run.ok() && run->placed && place.refine > 0) {
@@ -250,32 +254,97 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
     if (!line.ok()) run = line.status();
   }
   if (!run.ok()) return Fail(err, run.status());
-  return PrintPlacement(problem, place, learned, run_options, *run, note,
+  return PrintPlacement(problem, place, searches, run_options, *run, note,
                         header, trace, out, err);
 }
 
-// The one search --method all runs, and its budget: small enough for a
+// The searches --method all runs, and their budget: small enough for a
 // table, enough for mcmc to improve on its start.
-constexpr const char* kAllSearch = "mcmc";
+bool IsAllSearch(const std::string& name) {
+  return name == "mcmc" || name == "auto";
+}
 constexpr int64_t kAllSearchSamples = 2000;
 constexpr double kAllSearchSeconds = 10;
+
+// The note of a row of PlaceAll's table: why the placement does not fit,
+// and what the search ran.
+std::string PlaceAllNote(const Cluster& cluster, const MethodRun& r) {
+  std::string note =
+      r.sim.feasible ? "" : DescribeInfeasibility(cluster, r.sim);
+  if (r.searched) {
+    note += "searched " + std::to_string(r.search.samples) +
+            " samples (budget: " + std::to_string(kAllSearchSamples) +
+            " samples or " + Format("%g", kAllSearchSeconds) + " s)";
+  }
+  return note;
+}
+
+// The fastest feasible step time of `results`, or of method `only`; 0 when
+// none fits.
+double BestStepTime(const std::vector<MethodRun>& results,
+                    const std::string& only = "") {
+  double best = 0;
+  for (const MethodRun& r : results) {
+    if (!r.placed || !r.sim.feasible) continue;
+    if (!only.empty() && r.method != only) continue;
+    if (best == 0 || r.sim.step_time < best) best = r.sim.step_time;
+  }
+  return best;
+}
+
+// PlaceAll's table: a row per method, the best feasible step time marked.
+std::string PlaceAllTable(const Cluster& cluster,
+                          const std::vector<MethodRun>& results,
+                          double lower_bound) {
+  const double best = BestStepTime(results);
+  const double single_gpu = BestStepTime(results, "single-gpu");
+  MarkdownTable table({{"method"},
+                       {"step time (s)", Align::kRight},
+                       {"vs single-gpu", Align::kRight},
+                       {"vs lower bound", Align::kRight},
+                       {"max peak memory", Align::kRight},
+                       {"time to place (s)", Align::kRight},
+                       {"note"}});
+  for (const MethodRun& r : results) {
+    const std::string wall = Format("%.3f", r.wall_seconds);
+    if (!r.placed) {
+      table.AddRow({r.method, "-", "-", "-", "-", wall, r.error});
+      continue;
+    }
+    const SimResult& sim = r.sim;
+    int64_t peak = 0;
+    for (int64_t p : sim.device_peak_bytes) peak = std::max(peak, p);
+    const bool fits = sim.feasible;
+    table.AddRow({r.method,
+                  (fits ? Format("%.4f", sim.step_time) : "OOM") +
+                      (fits && sim.step_time == best ? " (best)" : ""),
+                  fits && single_gpu > 0
+                      ? Format("%.2fx", single_gpu / sim.step_time)
+                      : "-",
+                  fits ? Format("%.2fx", sim.step_time / lower_bound) : "-",
+                  FormatBytesScaled(peak), wall, PlaceAllNote(cluster, r)});
+  }
+  return table.ToString();
+}
 
 // Every registered classical placer on one problem, and mcmc with a small
 // budget, as a markdown table; the best feasible step time is marked.
 int PlaceAll(const PlacementProblem& problem, std::ostream& out,
              std::ostream& err) {
-  Simulator simulator(*problem.cost);
   std::vector<MethodRun> results;
   for (const MethodEntry* e : Methods()) {
-    const bool search = e->name == kAllSearch;
-    if (TraitsOf(*e).searches && !search) continue;
+    const bool search = IsAllSearch(e->name);
+    StatusOr<std::unique_ptr<Method>> method = MakeMethod(e->name);
+    if (method.ok() && (*method)->traits().searches && !search) continue;
     err << "dplace: placing with " << e->name << " ...\n";
     MethodRunOptions run_options;
     if (search) {
       run_options.context.search.budget.samples = kAllSearchSamples;
       run_options.context.search.budget.seconds = kAllSearchSeconds;
     }
-    StatusOr<MethodRun> run = RunMethod(e->name, {}, problem, run_options);
+    StatusOr<MethodRun> run =
+        method.ok() ? RunMethod(method->get(), problem, run_options)
+                    : StatusOr<MethodRun>(method.status());
     if (!run.ok()) {
       MethodRun failed;
       failed.method = e->name;
@@ -285,49 +354,19 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
       results.push_back(std::move(run).value());
     }
   }
-  const StepLowerBound lower_bound = ProblemLowerBound(simulator);
-  const double bound = lower_bound.seconds;
-  double best = 0, single_gpu = 0;
+  // The largest bound: the problem's, or one a method proved (the MILP's).
+  StepLowerBound lower_bound = ProblemLowerBound(Simulator(*problem.cost));
   for (const MethodRun& r : results) {
-    if (!r.placed || !r.sim.feasible) continue;
-    if (best == 0 || r.sim.step_time < best) best = r.sim.step_time;
-    if (r.method == "single-gpu") single_gpu = r.sim.step_time;
-  }
-  const Cluster& c = *problem.cluster;
-  out << "| method | step time (s) | vs single-gpu | vs lower bound | max "
-         "peak memory | time to place (s) | note |\n"
-         "|---|---:|---:|---:|---:|---:|---|\n";
-  for (const MethodRun& r : results) {
-    out << "| " << r.method << " | ";
-    if (!r.placed) {
-      out << "- | - | - | - | " << Format("%.3f", r.wall_seconds) << " | "
-          << r.error << " |\n";
-      continue;
+    if (r.placed && r.sim.bounds.proven > lower_bound.seconds) {
+      lower_bound = ProblemLowerBound(r.sim.bounds);
     }
-    const SimResult& sim = r.sim;
-    int64_t peak = 0;
-    for (int64_t p : sim.device_peak_bytes) peak = std::max(peak, p);
-    out << (sim.feasible ? Format("%.4f", sim.step_time) : "OOM")
-        << (sim.feasible && sim.step_time == best ? " (best)" : "") << " | "
-        << (sim.feasible && single_gpu > 0
-                ? Format("%.2fx", single_gpu / sim.step_time)
-                : "-")
-        << " | "
-        << (sim.feasible ? Format("%.2fx", sim.step_time / bound) : "-")
-        << " | " << FormatBytesScaled(peak) << " | "
-        << Format("%.3f", r.wall_seconds) << " | "
-        << (sim.feasible ? "" : DescribeInfeasibility(c, sim))
-        << (r.searched
-                ? "searched " + std::to_string(r.search.samples) +
-                      " samples (budget: " + std::to_string(kAllSearchSamples) +
-                      " samples or " + Format("%g", kAllSearchSeconds) + " s)"
-                : "")
-        << " |\n";
   }
-  out << "lower bound: " << DescribeLowerBound(lower_bound)
-      << "; no placement beats the larger of the critical path and the total "
-         "work over all devices\n";
-  return best > 0 ? kExitOk : kExitInfeasible;
+  out << PlaceAllTable(*problem.cluster, results, lower_bound.seconds)
+      << "lower bound: " << DescribeLowerBound(lower_bound)
+      << "; no placement that fits in memory beats the largest of the "
+         "critical path, the total work, the forced-transfer path and a "
+         "proven bound\n";
+  return BestStepTime(results) > 0 ? kExitOk : kExitInfeasible;
 }
 
 bool IsMpiEnv(const std::string& env) {
@@ -335,8 +374,9 @@ bool IsMpiEnv(const std::string& env) {
 }
 
 // --env: simulated, measured (one method, on a detected cluster), or
-// mpi[:simulated|:measured] (learned placers only).
-Status CheckEnv(const PlaceFlags& place) {
+// mpi[:simulated|:measured] (searches only). `searches`: the method's
+// traits (false for --method all).
+Status CheckEnv(const PlaceFlags& place, bool searches) {
   if (place.env == "simulated") return Status::Ok();
   if (place.env == "measured") {
     if (place.method == "all") {
@@ -358,7 +398,7 @@ Status CheckEnv(const PlaceFlags& place) {
       "install libopenmpi-dev openmpi-bin), rebuild with "
       "-DDPLACE_WITH_MPI=ON and start it with mpirun (docs/mpi.md)");
 #else
-  if (place.method == "all" || !IsSearchMethod(place.method)) {
+  if (place.method == "all" || !searches) {
     return InvalidArgumentError("--env " + place.env +
                                 " spreads a search's evaluations over MPI "
                                 "ranks; method " +
@@ -418,7 +458,13 @@ int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
     if (!s.ok()) return Fail(err, s);
     mpi.exit_after = static_cast<int64_t>(after);
   }
-  mpi_run.measure_on_workers = place.env == "mpi:measured";
+  if (place.env == "mpi:measured") {
+    // Each worker measures on this host's devices, as the cluster names
+    // them.
+    mpi_run.worker_environment = [](const PlacementProblem& p) {
+      return NewMeasuredEnvironment(*p.graph, *p.cluster, {});
+    };
+  }
   StatusOr<std::unique_ptr<MpiMethodRun>> started =
       MpiMethodRun::Start(mpi_run);
   if (!started.ok()) return Fail(err, started.status());
@@ -434,12 +480,12 @@ int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
     trace.clear();
     shown = &discarded;
   }
-  // CheckEnv let only learned placers through.
-  const bool learned = true;
+  // CheckEnv let only searches through.
+  const bool searches = true;
   MethodRunOptions run_options;  // A worker's are not used.
   if (ranks.role() != MpiRole::kWorker) {
     StatusOr<MethodRunOptions> made =
-        PlaceRunOptions(place, learned, trace, err);
+        PlaceRunOptions(place, searches, trace, err);
     if (!made.ok()) return Fail(err, made.status());
     run_options = std::move(made).value();
   }
@@ -465,16 +511,16 @@ int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
            " late replies ignored; best from controller " +
            std::to_string(result->best_controller);
   }
-  return PrintPlacement(problem, place, learned, run_options, result->run, note,
-                        header, trace, *shown, err);
+  return PrintPlacement(problem, place, searches, run_options, result->run,
+                        note, header, trace, *shown, err);
 }
 #endif  // DPLACE_WITH_MPI
 
-// dplace place --env measured: a learned placer's samples are measured on
-// this machine's devices (the cluster must be a detected one); the chosen
+// dplace place --env measured: a search's samples are measured on this
+// machine's devices (the cluster must be a detected one); the chosen
 // placement, from any method, is measured too.
 int PlaceMeasured(const PlacementProblem& problem, const PlaceFlags& place,
-                  const MethodOptions& options, const std::string& header,
+                  Method* method, const std::string& header,
                   const std::string& trace, std::ostream& out,
                   std::ostream& err) {
   StatusOr<std::unique_ptr<Environment>> env =
@@ -491,7 +537,7 @@ int PlaceMeasured(const PlacementProblem& problem, const PlaceFlags& place,
     return "measured step time: " + Format("%.6f", r.step_time) +
            " s (simulated below)";
   };
-  return PlaceOne(problem, place, options, header, trace, out, err, hooks);
+  return PlaceOne(problem, place, method, header, trace, out, err, hooks);
 }
 
 }  // namespace
@@ -504,9 +550,10 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
       "gap to the lower bound and the time placing took");
   AddGraphFlags(place, &flags->graph, /*required=*/false);
   place->add_option("--cluster", flags->cluster,
-                    "preset name (see `dplace cluster list`) or cluster .json");
+                    "preset name (see `dplace cluster list`) or cluster "
+                    ".json; a Tarnawski et al. input brings its own");
   place->add_option("--method", flags->method,
-                    "placer or learned placer name (see --list), or `all` "
+                    "method name (see --list), or `all` "
                     "for a table comparing every classical placer");
   place->add_option("--option", flags->options,
                     "key=value setting of the method (repeatable)");
@@ -520,23 +567,23 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
                     "roofline cost model)");
   place->add_flag("--list", flags->list, "list every method, one line each");
   place->add_option("--budget-samples", flags->budget_samples,
-                    "learned placers: placements to evaluate (default: the "
-                    "agent's paper budget, 2400, when no budget is given)");
+                    "searches (learned placers, mcmc): placements to "
+                    "evaluate (default, when no budget is given: the "
+                    "method's own, an agent's paper budget or mcmc's 2000)");
   place->add_option("--budget-seconds", flags->budget_seconds,
-                    "learned placers: wall seconds to search");
+                    "searches: wall seconds to search");
   place->add_option("--log", flags->log,
-                    "learned placers: write one JSON line per sampled "
-                    "placement (sample, wall_s, step_time, feasible, reward, "
+                    "searches: write one JSON line per evaluated placement "
+                    "(sample, wall_s, step_time, feasible, reward, "
                     "best_step_time)");
   place->add_option("--checkpoint", flags->checkpoint,
-                    "learned placers: checkpoint file, written every 10 "
-                    "updates and at the end (default: beside --log as "
-                    ".ckpt)");
+                    "searches: checkpoint file, written every 10 updates "
+                    "and at the end (default: beside --log as .ckpt)");
   place->add_option("--resume", flags->resume,
-                    "learned placers: continue the search saved in this "
-                    "checkpoint (same method, model, cluster, options)");
+                    "searches: continue the search saved in this checkpoint "
+                    "(same method, model, cluster, options)");
   place->add_option("--env", flags->env,
-                    "where a learned placer's placements are evaluated: "
+                    "where a search's placements are evaluated: "
                     "simulated (default, in process), measured (run on this "
                     "machine's devices; --cluster from `cluster detect`), "
                     "or mpi[:simulated|:measured] "
@@ -560,7 +607,7 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
   place->add_option("--report", flags->report,
                     "write a self-contained HTML report: placement by layer "
                     "and op, per-device load and memory, the step's "
-                    "timeline, and a learned placer's learning curve");
+                    "timeline, and a search's learning curve");
   place->add_option("--encoder", flags->encoder,
                     "mars: start from this pre-trained encoder (see `dplace "
                     "pretrain`); the same as --option encoder=FILE");
@@ -583,16 +630,29 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
   return place;
 }
 
+// The method of --method and --option, made once; null for --method all.
+// Errors: an unknown method (listing the known ones), bad options.
+StatusOr<std::unique_ptr<Method>> MakePlaceMethod(const PlaceFlags& place,
+                                                  MethodOptions* options) {
+  if (place.method == "all") return std::unique_ptr<Method>();
+  DPLACE_ASSIGN_OR_RETURN(*options, MethodOptions::Parse(place.options));
+  return MakeMethod(place.method, *options);
+}
+
 int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
   if (place.list) return PlaceList(out);
-  if (place.graph.empty() || place.cluster.empty() || place.method.empty()) {
+  if (place.graph.empty() || place.method.empty()) {
     return Fail(err, InvalidArgumentError(
                          "place needs --model (or --graph), --cluster and "
                          "--method (or --list)"));
   }
-  if (Status s = CheckEnv(place); !s.ok()) return Fail(err, s);
-  const bool searches = IsSearchMethod(place.method);
-  if (!searches && HasAgentFlags(place)) {
+  MethodOptions options;
+  StatusOr<std::unique_ptr<Method>> made = MakePlaceMethod(place, &options);
+  if (!made.ok()) return Fail(err, made.status());
+  Method* method = made->get();
+  const bool searches = method != nullptr && method->traits().searches;
+  if (Status s = CheckEnv(place, searches); !s.ok()) return Fail(err, s);
+  if (!searches && HasSearchFlags(place)) {
     return Fail(err, InvalidArgumentError(
                          "--budget-samples, --budget-seconds, --log, "
                          "--checkpoint and --resume are for searches, the "
@@ -610,16 +670,12 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
                          "--refine searches from one method's placement; "
                          "not with --method all or --env mpi"));
   }
-  if (place.method != "all" && !FindMethod(place.method)) {
-    return Fail(err, NotFoundError("unknown method \"" + place.method +
-                                   "\" (methods: " + MethodNames() + ")"));
-  }
   StatusOr<LoadedModel> model = LoadModel(place.graph);
   if (!model.ok()) return Fail(err, model.status());
   PrintWarnings(model->warnings, err);
-  StatusOr<Cluster> cluster = LoadCluster(place.cluster);
+  StatusOr<Cluster> cluster = ClusterFor(*model, place.cluster);
   if (!cluster.ok()) return Fail(err, cluster.status());
-  StatusOr<ProfileTable> profile = LoadProfile(place.profile);
+  StatusOr<ProfileTable> profile = ProfileFor(*model, place.profile);
   if (!profile.ok()) return Fail(err, profile.status());
   const Graph& graph = model->graph;
   const CostModel cost(graph, *cluster, *profile);
@@ -640,20 +696,15 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
     out << header;
     return PlaceAll(problem, out, err);
   }
-
-  StatusOr<MethodOptions> options = MethodOptions::Parse(place.options);
-  if (!options.ok()) return Fail(err, options.status());
 #ifdef DPLACE_WITH_MPI
   if (IsMpiEnv(place.env)) {
-    return PlaceWithMpi(problem, place, *options, header, place.trace, out,
-                        err);
+    return PlaceWithMpi(problem, place, options, header, place.trace, out, err);
   }
 #endif
   if (place.env == "measured") {
-    return PlaceMeasured(problem, place, *options, header, place.trace, out,
-                         err);
+    return PlaceMeasured(problem, place, method, header, place.trace, out, err);
   }
-  return PlaceOne(problem, place, *options, header, place.trace, out, err);
+  return PlaceOne(problem, place, method, header, place.trace, out, err);
 }
 
 }  // namespace dplace

@@ -9,6 +9,7 @@
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
+#include "dplace/model/load_model.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
 
@@ -20,10 +21,9 @@ CLI::App* AddSimulateCommand(CLI::App* parent, SimulateFlags* flags) {
       "simulate one training step of a placement: step time, feasibility, "
       "per-device load and peak memory, lower bounds");
   AddGraphFlags(simulate, &flags->graph);
-  simulate
-      ->add_option("--cluster", flags->cluster,
-                   "preset name (see `dplace cluster list`) or cluster .json")
-      ->required();
+  simulate->add_option("--cluster", flags->cluster,
+                       "preset name (see `dplace cluster list`) or cluster "
+                       ".json; a Tarnawski et al. input brings its own");
   simulate->add_option("--placement", flags->placement, "placement JSON file")
       ->required();
   simulate->add_option("--trace", flags->trace,
@@ -36,14 +36,16 @@ CLI::App* AddSimulateCommand(CLI::App* parent, SimulateFlags* flags) {
 
 int RunSimulate(const SimulateFlags& flags, std::ostream& out,
                 std::ostream& err) {
-  StatusOr<Graph> graph = LoadGraph(flags.graph, &err);
-  if (!graph.ok()) return Fail(err, graph.status());
-  StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
+  StatusOr<LoadedModel> model = LoadModel(flags.graph);
+  if (!model.ok()) return Fail(err, model.status());
+  PrintWarnings(model->warnings, err);
+  const Graph* graph = &model->graph;
+  StatusOr<Cluster> cluster = ClusterFor(*model, flags.cluster);
   if (!cluster.ok()) return Fail(err, cluster.status());
   StatusOr<Placement> placement =
       ReadPlacementJson(flags.placement, *graph, *cluster);
   if (!placement.ok()) return Fail(err, placement.status());
-  StatusOr<ProfileTable> profile = LoadProfile(flags.profile);
+  StatusOr<ProfileTable> profile = ProfileFor(*model, flags.profile);
   if (!profile.ok()) return Fail(err, profile.status());
 
   const auto start = std::chrono::steady_clock::now();

@@ -11,6 +11,7 @@
 #include "dplace/cost/cost_model.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/graph_json.h"
+#include "dplace/report/markdown.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
 
@@ -50,9 +51,16 @@ int ZooStats(std::ostream& out, std::ostream& err) {
     const Cluster c = *LoadCluster(preset);
     gpus.push_back(c.device(c.DevicesOfKind(DeviceKind::kGpu)[0]));
   }
-  out << "| model | ops | paper ops | vs paper | GFLOPs / step | parameters "
-         "| peak on one GPU | fits one | expert placement | build |\n"
-         "|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n";
+  MarkdownTable table({{"model"},
+                       {"ops", Align::kRight},
+                       {"paper ops", Align::kRight},
+                       {"vs paper", Align::kRight},
+                       {"GFLOPs / step", Align::kRight},
+                       {"parameters", Align::kRight},
+                       {"peak on one GPU", Align::kRight},
+                       {"fits one"},
+                       {"expert placement"},
+                       {"build", Align::kRight}});
   for (const ZooModel& m : ZooModels()) {
     std::vector<std::pair<std::string, int64_t>> configs = {
         {m.name, m.paper_ops}};
@@ -81,19 +89,21 @@ int ZooStats(std::ostream& out, std::ostream& err) {
       Simulator simulator(cost);
       const SimResult expert =
           *simulator.Simulate(m.expert(g, paper, spec->params));
-      out << "| `" << spec_text << "` | " << g.num_ops() << " | "
-          << (paper_ops ? std::to_string(paper_ops) : "-") << " | "
-          << (paper_ops ? Format("%+.0f%%",
-                                 100.0 * (g.num_ops() - paper_ops) / paper_ops)
-                        : "-")
-          << " | " << Format("%.1f", g.total_flops() / 1e9) << " | "
-          << FormatBytesScaled(g.total_persistent_bytes()) << " | "
-          << FormatBytesScaled(peak) << " | " << (fits.empty() ? "none" : fits)
-          << " | " << m.paper_preset << ": "
-          << (expert.feasible ? Format("%.3f s", expert.step_time) : "OOM")
-          << " | " << Format("%.0f ms", build * 1e3) << " |\n";
+      table.AddRow(
+          {"`" + spec_text + "`", std::to_string(g.num_ops()),
+           paper_ops ? std::to_string(paper_ops) : "-",
+           paper_ops ? Format("%+.0f%%",
+                              100.0 * (g.num_ops() - paper_ops) / paper_ops)
+                     : "-",
+           Format("%.1f", g.total_flops() / 1e9),
+           FormatBytesScaled(g.total_persistent_bytes()),
+           FormatBytesScaled(peak), fits.empty() ? "none" : fits,
+           m.paper_preset + ": " +
+               (expert.feasible ? Format("%.3f s", expert.step_time) : "OOM"),
+           Format("%.0f ms", build * 1e3)});
     }
   }
+  out << table.ToString();
   return kExitOk;
 }
 

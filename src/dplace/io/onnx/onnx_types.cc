@@ -225,4 +225,10 @@ std::string StringAttribute(const NodeProto& node, const std::string& name) {
   return a ? a->s() : "";
 }
 
+std::string DescribeNode(const NodeProto& node, int index) {
+  return "node '" +
+         (node.name().empty() ? "#" + std::to_string(index) : node.name()) +
+         "' (" + node.op_type() + ")";
+}
+
 }  // namespace dplace::onnx_internal

@@ -1,5 +1,5 @@
 // The ONNX importer's parts, not a public API: element types, shapes from
-// TypeProto, Einsum shapes and attribute readers.
+// TypeProto, Einsum shapes, attribute readers, and how messages name a node.
 #ifndef DPLACE_IO_ONNX_ONNX_TYPES_H_
 #define DPLACE_IO_ONNX_ONNX_TYPES_H_
 
@@ -68,6 +68,11 @@ std::pair<int64_t, int64_t> ShapeRange(const ::onnx::NodeProto& node,
 
 std::string StringAttribute(const ::onnx::NodeProto& node,
                             const std::string& name);
+
+// --- Messages ----------------------------------------------------------------
+
+// "node 'NAME' (TYPE)"; "node '#INDEX' (TYPE)" for a nameless one.
+std::string DescribeNode(const ::onnx::NodeProto& node, int index);
 
 }  // namespace dplace::onnx_internal
 

@@ -7,7 +7,6 @@
 #include <tuple>
 #include <utility>
 
-#include "dplace/placers/placer_util.h"
 #include "dplace/util/format.h"
 
 namespace dplace {

@@ -1,0 +1,308 @@
+// mcmc: finds known optima of small DAGs, never ends worse than its start,
+// is deterministic for a seed, steps over out-of-memory placements without
+// choosing them, resumes where an uninterrupted search ends, and rejects
+// bad options by name.
+#include "dplace/search/mcmc.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dplace/env/environment.h"
+#include "dplace/search/start_placements.h"
+#include "dplace/sim/simulator.h"
+#include "dplace/sim/work_bound.h"
+#include "dplace/testing/placer_test_util.h"
+#include "dplace/testing/small_dags.h"
+#include "dplace/zoo/zoo.h"
+
+namespace dplace {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_dags::Dag;
+using testing_dags::Gpus;
+using testing_dags::kGB;
+
+// mcmc with `options` on `problem`, through a one-thread simulated
+// environment.
+StatusOr<PlaceResult> Search(const PlacementProblem& problem,
+                             const std::vector<std::string>& options,
+                             const SearchOptions& search) {
+  std::unique_ptr<Environment> env = NewSimulatedEnvironment(*problem.cost, 1);
+  DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Method> method,
+                          MakeMethod("mcmc", *MethodOptions::Parse(options)));
+  PlaceContext context;
+  context.environment = env.get();
+  context.search = search;
+  return method->Place(problem, context);
+}
+
+SearchOptions Samples(int64_t samples) {
+  SearchOptions search;
+  search.budget.samples = samples;
+  return search;
+}
+
+SimResult Simulate(const PlacementProblem& problem, const Placement& p) {
+  return *Simulator(*problem.cost).Simulate(p);
+}
+
+// The log's lines without their wall times.
+std::vector<std::string> LogWithoutWallTimes(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    j.erase("wall_s");
+    lines.push_back(j.dump());
+  }
+  return lines;
+}
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/mcmc_test_" + name;
+}
+
+// The zoo's small RNN language model on two K40s, with its expert.
+struct ZooProblem {
+  explicit ZooProblem(const std::string& model, const std::string& preset)
+      : spec(*ParseZooSpec(model)),
+        p(*MakeZooModel(spec), *MakeClusterPreset(preset)) {
+    p.problem.expert = [this] {
+      return spec.model->expert(p.graph, p.cluster, spec.params);
+    };
+  }
+  ZooSpec spec;
+  PlacerTestProblem p;
+};
+
+constexpr const char* kSmallRnnlm =
+    "rnnlm:layers=2,units=256,steps=4,vocab=2000,batch=16";
+
+TEST(McmcTest, FindsTheOptimumOfSmallDagsFromOneGpu) {
+  struct Case {
+    const char* name;
+    Graph graph;
+    int gpus;
+  };
+  Case cases[] = {{"fork-join", testing_dags::ForkJoin(), 2},
+                  {"two heavy chains", testing_dags::TwoHeavyChains(), 2},
+                  {"wide diamond", testing_dags::WideDiamond(), 3}};
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const PlacerTestProblem p(std::move(c.graph), Gpus(c.gpus));
+    const double optimum = testing_dags::BruteForceOptimum(p);
+    const double start =
+        Simulate(p.problem, Place("single-gpu", p.problem)).step_time;
+    ASSERT_GT(start, optimum * 1.1);  // The walk has somewhere to go.
+    StatusOr<PlaceResult> r =
+        Search(p.problem, {"start=single-gpu", "batch=4", "restart_after=40"},
+               Samples(600));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_NEAR(Simulate(p.problem, r->placement).step_time, optimum,
+                1e-6 * optimum);
+    EXPECT_NEAR(r->search.best_step_time, optimum, 1e-6 * optimum);
+    EXPECT_EQ(r->search.samples, 600);
+  }
+}
+
+TEST(McmcTest, NeverEndsWorseThanItsStart) {
+  ZooProblem z(kSmallRnnlm, "k40x2");
+  for (const char* start : {"expert", "round-robin", "m-etf", "single-gpu"}) {
+    const double start_time =
+        Simulate(z.p.problem, Place(start, z.p.problem)).step_time;
+    for (uint64_t seed : {1, 2, 3}) {
+      SCOPED_TRACE(std::string(start) + " seed " + std::to_string(seed));
+      PlacementProblem problem = z.p.problem;
+      problem.seed = seed;
+      StatusOr<PlaceResult> r =
+          Search(problem,
+                 {std::string("start=") + start, "batch=8",
+                  "beta=5"},  // A hot walk wanders uphill.
+                 Samples(40));
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      const SimResult result = Simulate(problem, r->placement);
+      EXPECT_TRUE(result.feasible);
+      EXPECT_LE(result.step_time, start_time);
+      EXPECT_EQ(result.step_time, r->search.best_step_time);
+    }
+  }
+}
+
+TEST(McmcTest, AutoStartsFromTheBestClassicalPlacement) {
+  ZooProblem z(kSmallRnnlm, "k40x2");
+  double best_classical = 0;
+  for (const char* name :
+       {"expert", "mincut", "round-robin", "m-etf", "single-gpu"}) {
+    const double t = Simulate(z.p.problem, Place(name, z.p.problem)).step_time;
+    if (best_classical == 0 || t < best_classical) best_classical = t;
+  }
+  StatusOr<PlaceResult> r = Search(z.p.problem, {"batch=4"}, Samples(12));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // The five candidates are the first samples.
+  ASSERT_GE(r->search.history.size(), 5u);
+  EXPECT_EQ(r->search.history[4].best_step_time, best_classical);
+  EXPECT_LE(r->search.best_step_time, best_classical);
+}
+
+TEST(McmcTest, SameSeedSamePlacementAndLog) {
+  ZooProblem z(kSmallRnnlm, "k40x2");
+  std::vector<Placement> placements;
+  std::vector<std::vector<std::string>> logs;
+  for (const char* name : {"a", "b"}) {
+    SearchOptions search = Samples(64);
+    search.log_path = TempPath(std::string("determinism_") + name + ".jsonl");
+    StatusOr<PlaceResult> r = Search(z.p.problem, {"batch=8"}, search);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    placements.push_back(r->placement);
+    logs.push_back(LogWithoutWallTimes(search.log_path));
+  }
+  EXPECT_EQ(placements[0], placements[1]);
+  EXPECT_EQ(logs[0], logs[1]);
+  ASSERT_EQ(logs[0].size(), 64u);
+  EXPECT_THAT(logs[0][0], HasSubstr("\"sample\":0"));
+  EXPECT_THAT(logs[0][0], HasSubstr("\"best_step_time\""));
+  EXPECT_THAT(logs[0][0], HasSubstr("\"reward\""));
+  // Another seed walks elsewhere.
+  PlacementProblem other = z.p.problem;
+  other.seed = 7;
+  SearchOptions search = Samples(64);
+  search.log_path = TempPath("determinism_c.jsonl");
+  ASSERT_TRUE(Search(other, {"batch=8"}, search).ok());
+  EXPECT_NE(LogWithoutWallTimes(search.log_path), logs[0]);
+}
+
+// Two 6 GB parameters on GPUs of 10 GB: only the placements that split them
+// fit, and every move of one proposes an out-of-memory placement. It costs
+// twice the serial bound (every op and tensor one after another: 2.5 s),
+// more than any placement that fits.
+TEST(McmcTest, OutOfMemoryProposalsAreLoggedInfeasibleAndNotChosen) {
+  Dag g;
+  const OpId a = g.Op("a", 1, 6 * kGB);
+  const OpId b = g.Op("b", 1, 6 * kGB);
+  const OpId c = g.Op("c", 0.5);
+  g.Edge(a, c, 1000);
+  g.Edge(b, c, 1000);
+  const PlacerTestProblem p(std::move(g).Build(), Gpus(2, 1e9, 10 * kGB));
+  std::unique_ptr<Environment> env = NewSimulatedEnvironment(p.cost, 1);
+  const McmcSettings settings = *ReadMcmcSettings({});
+  for (const Placement& start : {Placement{0, 1, 0}, Placement{0, 0, 0}}) {
+    SCOPED_TRACE(start[1] == 1 ? "feasible start" : "infeasible start");
+    PlaceContext context;
+    context.environment = env.get();
+    context.search.budget.samples = 48;
+    StatusOr<PlaceResult> r =
+        RefinePlacement(p.problem, start, settings, context);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    int infeasible = 0;
+    for (const SampleRecord& s : r->search.history) {
+      if (s.feasible) continue;
+      ++infeasible;
+      EXPECT_DOUBLE_EQ(s.reward, -std::sqrt(2 * SerialStepBound(p.cost)));
+    }
+    EXPECT_GT(infeasible, 0);
+    EXPECT_NEAR(SerialStepBound(p.cost), 2.5, 1e-5);
+    const SimResult result = Simulate(p.problem, r->placement);
+    EXPECT_TRUE(result.feasible);
+    EXPECT_TRUE(r->search.best_feasible);
+    EXPECT_NE(r->placement[a], r->placement[b]);
+  }
+}
+
+// A search killed after its fifth batch (its checkpoint is of the fourth;
+// the log has the fifth batch's lines too) and resumed ends where an
+// uninterrupted one ends, with the same log.
+TEST(McmcTest, ResumedAfterAKillEndsWhereAnUninterruptedSearchEnds) {
+  ZooProblem z(kSmallRnnlm, "k40x2");
+  const std::vector<std::string> options = {"batch=4", "restart_after=12"};
+  SearchOptions whole = Samples(60);
+  whole.log_path = TempPath("whole.jsonl");
+  StatusOr<PlaceResult> uninterrupted = Search(z.p.problem, options, whole);
+  ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status().message();
+
+  SearchOptions killed = Samples(60);
+  killed.log_path = TempPath("killed.jsonl");
+  killed.checkpoint_path = TempPath("killed.ckpt");
+  killed.checkpoint_every = 4;
+  std::remove(killed.checkpoint_path.c_str());
+  killed.progress = [](const SearchProgress& p) {
+    if (p.updates == 5) throw std::runtime_error("killed");
+  };
+  EXPECT_THROW((void)Search(z.p.problem, options, killed), std::runtime_error);
+
+  SearchOptions resumed = Samples(60);
+  resumed.log_path = killed.log_path;
+  resumed.checkpoint_path = killed.checkpoint_path;
+  resumed.resume_path = killed.checkpoint_path;
+  StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // The start candidates (every one-shot placer that places it; one more
+  // sample when snapping the best to the groups changed it) and four
+  // batches of four before the checkpoint.
+  const int64_t starts = StartCandidates(z.p.problem, "auto")->size();
+  EXPECT_GE(r->search.first_sample_of_this_run, starts + 4 * 4);
+  EXPECT_LE(r->search.first_sample_of_this_run, starts + 1 + 4 * 4);
+  EXPECT_EQ(r->placement, uninterrupted->placement);
+  EXPECT_EQ(r->search.best_step_time, uninterrupted->search.best_step_time);
+  EXPECT_EQ(r->search.samples, 60);
+  EXPECT_EQ(LogWithoutWallTimes(resumed.log_path),
+            LogWithoutWallTimes(whole.log_path));
+
+  // A checkpoint of other settings is refused, naming what differs.
+  StatusOr<PlaceResult> other = Search(z.p.problem, {"batch=8"}, resumed);
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(other.status().message(),
+              HasSubstr("made for another search: batch is 4"));
+}
+
+TEST(McmcTest, BadOptionsAreErrorsNamingTheMethodAndKey) {
+  auto error = [](const std::vector<std::string>& options) {
+    StatusOr<std::unique_ptr<Method>> m =
+        MakeMethod("mcmc", *MethodOptions::Parse(options));
+    return m.ok() ? std::string("ok") : m.status().message();
+  };
+  EXPECT_THAT(error({"beta=-1"}),
+              HasSubstr("method mcmc: option beta must be >= 0"));
+  EXPECT_THAT(error({"beta=hot"}), HasSubstr("mcmc"));
+  EXPECT_THAT(error({"beta=hot"}), HasSubstr("beta"));
+  EXPECT_THAT(error({"batch=0"}),
+              HasSubstr("method mcmc: option batch must be >= 1"));
+  EXPECT_THAT(error({"restart_after=0"}),
+              HasSubstr("method mcmc: option restart_after"));
+  EXPECT_THAT(error({"failing_step_time=-1"}),
+              HasSubstr("method mcmc: option failing_step_time"));
+  EXPECT_THAT(error({"move_probability=0.8", "swap_probability=0.4"}),
+              HasSubstr("method mcmc: option move_probability, "
+                        "swap_probability and boundary_probability"));
+  EXPECT_THAT(error({"start=m-etff"}),
+              HasSubstr("method mcmc: option start=m-etff: unknown method"));
+  EXPECT_THAT(error({"start=mcmc"}),
+              HasSubstr("method mcmc: option start=mcmc: a search cannot"));
+  EXPECT_THAT(error({"betta=3"}), HasSubstr("unknown option \"betta\""));
+  EXPECT_EQ(error({"start=m-sct", "beta=10"}), "ok");
+}
+
+TEST(McmcTest, IsASearchThatResumes) {
+  const MethodTraits traits = TraitsOf(*FindMethod("mcmc"));
+  EXPECT_TRUE(traits.searches);
+  EXPECT_FALSE(traits.learns);  // No policy: not a learned placer.
+  EXPECT_TRUE(traits.can_resume);
+  EXPECT_EQ(traits.default_budget_samples, 2000);
+  // A search without a budget or an environment says so.
+  ZooProblem z(kSmallRnnlm, "k40x2");
+  StatusOr<PlaceResult> r = Search(z.p.problem, {}, SearchOptions());
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("method mcmc: the search needs a budget"));
+}
+
+}  // namespace
+}  // namespace dplace

@@ -1,0 +1,36 @@
+// The classical placements a search starts from: mcmc's walk (option
+// start) and a learned agent's warm start (option warm_start) both take a
+// method that places once, or "auto" for the best of the fast ones.
+//
+//   DPLACE_RETURN_IF_ERROR(CheckStartMethod("auto"));
+//   StatusOr<std::vector<Placement>> starts = StartCandidates(problem, "auto");
+//   ... evaluate them and start from the fastest ...
+#ifndef DPLACE_SEARCH_START_PLACEMENTS_H_
+#define DPLACE_SEARCH_START_PLACEMENTS_H_
+
+#include <string>
+#include <vector>
+
+#include "dplace/method/method.h"
+
+namespace dplace {
+
+// The methods "auto" tries: every registered method that places once, in
+// listing order, but the MILP (which takes a time budget) and random; the
+// expert only where the problem has one.
+std::vector<std::string> AutoStartMethods(const PlacementProblem& problem);
+
+// OK when `start` is "auto" or a registered method that places once;
+// otherwise the reason, to follow "start=START: " in an option's error.
+Status CheckStartMethod(const std::string& start);
+
+// The placements of `start`: the method's, or for "auto" those of the
+// AutoStartMethods that can place `problem` (a placer that refuses, e.g.
+// because nothing fits, is skipped). Errors: the method's, prefixed
+// "start"; for "auto", that none could place, with each one's reason.
+StatusOr<std::vector<Placement>> StartCandidates(
+    const PlacementProblem& problem, const std::string& start);
+
+}  // namespace dplace
+
+#endif  // DPLACE_SEARCH_START_PLACEMENTS_H_

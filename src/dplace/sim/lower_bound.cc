@@ -1,0 +1,53 @@
+#include "dplace/sim/lower_bound.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dplace/util/format.h"
+
+namespace dplace {
+namespace {
+
+StepLowerBound Largest(double critical_path, double total_work,
+                       double memory_path) {
+  if (memory_path > std::max(critical_path, total_work)) {
+    return {memory_path, "forced-transfer path"};
+  }
+  if (critical_path >= total_work) return {critical_path, "critical path"};
+  return {total_work, "total work"};
+}
+
+}  // namespace
+
+StepLowerBound ProblemLowerBound(const Simulator& simulator) {
+  return Largest(simulator.critical_path_bound(), simulator.total_work_bound(),
+                 simulator.memory_path_bound());
+}
+
+StepLowerBound ProblemLowerBound(const LowerBounds& bounds) {
+  const StepLowerBound computed =
+      Largest(bounds.critical_path, bounds.total_work, bounds.memory_path);
+  if (bounds.proven > computed.seconds)
+    return {bounds.proven, kProvenBoundName};
+  return computed;
+}
+
+bool ProvenOptimal(double step_time, const StepLowerBound& bound) {
+  return bound.seconds > 0 && step_time <= bound.seconds * (1 + 1e-9);
+}
+
+std::string DescribeGap(double step_time, const StepLowerBound& bound) {
+  if (!(bound.seconds > 0) || std::isinf(bound.seconds)) return "";
+  return "step time is " + Format("%.3f", step_time / bound.seconds) +
+         "x the lower bound" +
+         (ProvenOptimal(step_time, bound) ? ": optimal" : "");
+}
+
+std::string DescribeLowerBound(const StepLowerBound& bound) {
+  if (std::isinf(bound.seconds)) {
+    return "none: no placement fits in memory (an op fits on no device)";
+  }
+  return Format("%.6f s", bound.seconds) + " (" + bound.binding + ")";
+}
+
+}  // namespace dplace

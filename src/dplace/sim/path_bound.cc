@@ -1,0 +1,733 @@
+#include "dplace/sim/path_bound.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "dplace/sim/device_classes.h"
+
+namespace dplace {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// Memory of a class that never binds (more than the graph's persistent
+// bytes): far from int64's end, so shifts cannot overflow.
+constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
+
+// A non-increasing step function of m >= 0: infinity below steps[0].m, and
+// steps[i].g on [steps[i].m, steps[i + 1].m). Empty: infinity everywhere.
+struct Step {
+  int64_t m;
+  double g;
+};
+using StepFn = std::vector<Step>;
+
+double Smallest(const StepFn& f) { return f.empty() ? kInfinity : f.back().g; }
+
+// f(m - s), only up to m <= hi.
+StepFn Shifted(const StepFn& f, int64_t s, int64_t hi) {
+  StepFn out;
+  for (const Step& step : f) {
+    if (step.m > hi - s) break;
+    out.push_back({step.m + s, step.g});
+  }
+  return out;
+}
+
+// min(f(m), k) for every m >= from; f(m) below it.
+StepFn MinWith(const StepFn& f, double k, int64_t from = 0) {
+  if (k == kInfinity) return f;
+  StepFn out;
+  for (const Step& step : f) {
+    if (step.m >= from) break;
+    out.push_back(step);
+  }
+  const double before = out.empty() ? kInfinity : out.back().g;
+  if (k < before) out.push_back({from, k});
+  for (const Step& step : f) {
+    if (step.m < from || step.g >= std::min(k, before)) continue;
+    if (!out.empty() && out.back().m == step.m) out.pop_back();
+    out.push_back(step);
+  }
+  return out;
+}
+
+// The value of f at m.
+double At(const StepFn& f, int64_t m) {
+  double g = kInfinity;
+  for (const Step& step : f) {
+    if (step.m > m) break;
+    g = step.g;
+  }
+  return g;
+}
+
+// max(a(m), b(m)): non-increasing again.
+StepFn Max(const StepFn& a, const StepFn& b) {
+  if (a.empty() || b.empty()) return {};
+  StepFn out;
+  size_t i = 0, j = 0;
+  double ga = kInfinity, gb = kInfinity;
+  while (i < a.size() || j < b.size()) {
+    int64_t m;
+    if (j == b.size() || (i < a.size() && a[i].m < b[j].m)) {
+      m = a[i].m;
+    } else {
+      m = b[j].m;
+    }
+    while (i < a.size() && a[i].m == m) ga = a[i++].g;
+    while (j < b.size() && b[j].m == m) gb = b[j++].g;
+    const double g = std::max(ga, gb);
+    if (g == kInfinity) continue;
+    if (out.empty() || g < out.back().g) out.push_back({m, g});
+  }
+  return out;
+}
+
+// f on [lo, hi], infinity outside.
+StepFn Restricted(const StepFn& f, int64_t lo, int64_t hi) {
+  if (lo > hi) return {};
+  StepFn out;
+  const double at_lo = At(f, lo);
+  if (at_lo < kInfinity) out.push_back({lo, at_lo});
+  for (const Step& step : f) {
+    if (step.m <= lo) continue;
+    if (step.m > hi) break;
+    out.push_back(step);
+  }
+  return out;
+}
+
+// At most `max_steps` steps: the step with the smallest drop to the next is
+// merged into it (its interval takes the next, lower value), so the function
+// only decreases and stays a bound.
+void RoundDown(StepFn* f, int max_steps) {
+  while (static_cast<int>(f->size()) > std::max(1, max_steps)) {
+    size_t best = 0;
+    for (size_t i = 1; i + 1 < f->size(); ++i) {
+      if ((*f)[i].g - (*f)[i + 1].g < (*f)[best].g - (*f)[best + 1].g) {
+        best = i;
+      }
+    }
+    (*f)[best + 1].m = (*f)[best].m;
+    f->erase(f->begin() + static_cast<std::ptrdiff_t>(best));
+  }
+}
+
+// The memory a run on each class may hold: the devices' capacity, or
+// kUnlimited where a device holds every persistent byte and the largest
+// op's outputs at once (memory never binds there).
+std::vector<int64_t> RunCapacities(const CostModel& cost,
+                                   const DeviceClasses& classes) {
+  const Graph& g = cost.graph();
+  const int64_t persistent = g.total_persistent_bytes();
+  int64_t largest_op = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    int64_t bytes = g.temporary_bytes(op);
+    for (int i = 0; i < g.num_outputs(op); ++i) {
+      bytes += g.tensor_bytes(g.output(op, i));
+    }
+    largest_op = std::max(largest_op, bytes);
+  }
+  std::vector<int64_t> capacity;
+  for (int c = 0; c < classes.num(); ++c) {
+    const int64_t memory =
+        cost.cluster().device(classes.representative(c)).memory_bytes;
+    capacity.push_back(memory - largest_op >= persistent ? kUnlimited : memory);
+  }
+  return capacity;
+}
+
+// min(a(m), b(m)): non-increasing again.
+StepFn Min(const StepFn& a, const StepFn& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  StepFn out;
+  size_t i = 0, j = 0;
+  double ga = kInfinity, gb = kInfinity;
+  while (i < a.size() || j < b.size()) {
+    int64_t m;
+    if (j == b.size() || (i < a.size() && a[i].m < b[j].m)) {
+      m = a[i].m;
+    } else {
+      m = b[j].m;
+    }
+    while (i < a.size() && a[i].m == m) ga = a[i++].g;
+    while (j < b.size() && b[j].m == m) gb = b[j++].g;
+    const double g = std::min(ga, gb);
+    if (out.empty() || g < out.back().g) out.push_back({m, g});
+  }
+  return out;
+}
+
+// Immediate dominators of a DAG below a virtual root joined to its sources:
+// -1 where only the root dominates. depth[v]: v's depth in the dominator
+// tree (the root's children have depth 1).
+std::vector<OpId> ImmediateDominators(const Graph& g,
+                                      std::vector<int32_t>* depth) {
+  std::vector<OpId> idom(g.num_ops(), -1);
+  depth->assign(g.num_ops(), 1);
+  auto intersect = [&](OpId a, OpId b) {
+    while (a != b) {
+      if (a < 0 || b < 0) return OpId{-1};
+      if ((*depth)[a] >= (*depth)[b]) {
+        a = idom[a];
+      } else {
+        b = idom[b];
+      }
+    }
+    return a;
+  };
+  for (OpId v : g.topological_order()) {
+    bool first = true;
+    OpId d = -1;
+    for (EdgeId e : g.in_edges(v)) {
+      const OpId u = g.edge_src(e);
+      d = first ? u : intersect(d, u);
+      first = false;
+      if (d < 0) break;
+    }
+    idom[v] = d;
+    (*depth)[v] = d < 0 ? 1 : (*depth)[d] + 1;
+  }
+  return idom;
+}
+
+// The bound's state and its two ways of computing an op's functions: from
+// its inputs' (each input free to choose its device), and, at an op where
+// paths meet, again from the op w that dominates it, with every op between
+// them knowing whether it shares w's device (so the paths agree on w).
+class PathBound {
+ public:
+  PathBound(const CostModel& cost, const PathBoundOptions& options)
+      : cost_(cost),
+        g_(cost.graph()),
+        options_(options),
+        classes_(ClassesOf(cost)),
+        capacity_(RunCapacities(cost, classes_)),
+        nc_(classes_.num()) {
+    const ClassTransfers table(cost, classes_);
+    transfer_.resize(static_cast<size_t>(g_.num_edges()) * nc_ * nc_);
+    for (EdgeId e = 0; e < g_.num_edges(); ++e) {
+      const bool control = g_.is_control(e);
+      const int64_t bytes = control ? 0 : g_.tensor_bytes(g_.edge_tensor(e));
+      for (int a = 0; a < nc_; ++a) {
+        for (int b = 0; b < nc_; ++b) {
+          transfer_[(static_cast<size_t>(e) * nc_ + a) * nc_ + b] =
+              table.Seconds(a, b, control, bytes);
+        }
+      }
+    }
+    for (int c = 0; c < nc_; ++c) memory_binds_ |= capacity_[c] != kUnlimited;
+  }
+
+  // Keep every op's functions after Run, for Guide.
+  void KeepFunctions() { keep_ = true; }
+
+  // A placement read off the bound (after Run with KeepFunctions): from
+  // the outputs back, each op takes the device class and run memory its
+  // most critical consumer asked for, and shares that consumer's device
+  // when the bound had it do so; the groups of ops that share a device
+  // then fill the devices of their class in topological order while
+  // memory lasts (the rest go where they fit best).
+  Placement Guide() const;
+
+  double Run() {
+    const int n = g_.num_ops();
+    f_.assign(static_cast<size_t>(n) * nc_, {});
+    smallest_.assign(static_cast<size_t>(n) * nc_, kInfinity);
+    std::vector<int32_t> depth;
+    const std::vector<OpId> idom = ImmediateDominators(g_, &depth);
+    std::vector<int32_t> readers_left(n, 0);
+    for (EdgeId e = 0; e < g_.num_edges(); ++e) ++readers_left[g_.edge_src(e)];
+    std::vector<char> meets(n, 0);
+    for (OpId v = 0; v < n; ++v) {
+      meets[v] = memory_binds_ && idom[v] >= 0 && DistinctInputs(v) > 1;
+      if (meets[v]) ++readers_left[idom[v]];  // Read again at v.
+    }
+    double bound = 0;
+    int64_t region_budget = options_.max_region_ops;
+    for (OpId v : g_.topological_order()) {
+      FromInputs(v);
+      if (meets[v]) {
+        std::vector<OpId> region;
+        if (Region(v, idom[v], &region_budget, &region))
+          Pinned(v, idom[v], region);
+        Release(idom[v], &readers_left);
+      }
+      double best = kInfinity;
+      for (int c = 0; c < nc_; ++c) best = std::min(best, smallest_[Key(v, c)]);
+      bound = std::max(bound, best);
+      for (EdgeId e : g_.in_edges(v)) Release(g_.edge_src(e), &readers_left);
+    }
+    return bound;
+  }
+
+ private:
+  size_t Key(OpId v, int c) const { return static_cast<size_t>(v) * nc_ + c; }
+  double Transfer(EdgeId e, int from, int to) const {
+    return transfer_[(static_cast<size_t>(e) * nc_ + from) * nc_ + to];
+  }
+  double Time(OpId v, int c) const {
+    return cost_.OpTime(v, classes_.representative(c));
+  }
+  // The most persistent bytes v's run may hold on class c: the capacity
+  // less v's outputs and temporary bytes.
+  int64_t Limit(OpId v, int c) const {
+    if (capacity_[c] == kUnlimited) return kUnlimited;
+    int64_t extra = g_.temporary_bytes(v);
+    for (int i = 0; i < g_.num_outputs(v); ++i) {
+      extra += g_.tensor_bytes(g_.output(v, i));
+    }
+    return capacity_[c] - extra;
+  }
+  int DistinctInputs(OpId v) const {
+    std::vector<OpId> inputs;
+    for (EdgeId e : g_.in_edges(v)) inputs.push_back(g_.edge_src(e));
+    std::sort(inputs.begin(), inputs.end());
+    return static_cast<int>(std::unique(inputs.begin(), inputs.end()) -
+                            inputs.begin());
+  }
+  void Release(OpId u, std::vector<int32_t>* readers_left) {
+    if (keep_ || --(*readers_left)[u] > 0) return;
+    for (int c = 0; c < nc_; ++c) StepFn().swap(f_[Key(u, c)]);
+  }
+
+  // v's function on class c from what its inputs need: the largest, over
+  // inputs, of the input's function on v's device (memory shifted by v's
+  // persistent bytes) or, on another device, its best plus the transfer.
+  StepFn Finish(OpId v, int c, const StepFn& need) const {
+    StepFn result = Restricted(need, g_.persistent_bytes(v), Limit(v, c));
+    for (Step& step : result) step.g += Time(v, c);
+    RoundDown(&result, options_.max_steps);
+    return result;
+  }
+  bool Placeable(OpId v, int c) const {
+    return Time(v, c) < kInfinity && g_.persistent_bytes(v) <= Limit(v, c);
+  }
+
+  void FromInputs(OpId v) {
+    const int64_t s = g_.persistent_bytes(v);
+    for (int c = 0; c < nc_; ++c) {
+      if (!Placeable(v, c)) continue;
+      StepFn need{{0, 0}};
+      for (EdgeId e : g_.in_edges(v)) {
+        const OpId u = g_.edge_src(e);
+        double moved = kInfinity;
+        for (int from = 0; from < nc_; ++from) {
+          moved =
+              std::min(moved, smallest_[Key(u, from)] + Transfer(e, from, c));
+        }
+        need =
+            Max(need, MinWith(Shifted(f_[Key(u, c)], s, Limit(v, c)), moved));
+        if (need.empty()) break;
+      }
+      f_[Key(v, c)] = Finish(v, c, need);
+      smallest_[Key(v, c)] = Smallest(f_[Key(v, c)]);
+    }
+  }
+
+  // The ops between w and v (those v reaches backwards without crossing w),
+  // in topological order, v last; false when they exceed the budget.
+  bool Region(OpId v, OpId w, int64_t* budget, std::vector<OpId>* region) {
+    std::vector<OpId> stack{v};
+    seen_.resize(g_.num_ops(), 0);
+    region->clear();
+    seen_[v] = 1;
+    while (!stack.empty()) {
+      const OpId u = stack.back();
+      stack.pop_back();
+      region->push_back(u);
+      for (EdgeId e : g_.in_edges(u)) {
+        const OpId a = g_.edge_src(e);
+        if (a == w || seen_[a]) continue;
+        seen_[a] = 1;
+        stack.push_back(a);
+      }
+    }
+    for (OpId u : *region) seen_[u] = 0;
+    *budget -= static_cast<int64_t>(region->size());
+    if (*budget < 0) return false;
+    if (position_.empty()) {
+      position_.resize(g_.num_ops());
+      for (size_t i = 0; i < g_.topological_order().size(); ++i) {
+        position_[g_.topological_order()[i]] = static_cast<int32_t>(i);
+      }
+    }
+    std::sort(region->begin(), region->end(),
+              [&](OpId a, OpId b) { return position_[a] < position_[b]; });
+    return true;
+  }
+
+  // An input op of an op in a pinned region: its function on the op's
+  // device and its arrival from another device.
+  struct Input {
+    OpId op;
+    const StepFn* same;
+    double moved;
+  };
+
+  // Per op of the region: the region's ops it reaches backwards (itself
+  // included), as bits of their index; empty when the region is too large
+  // to sum its branches' memory.
+  static std::vector<std::vector<uint64_t>> Ancestors(
+      const std::vector<OpId>& region,
+      const std::unordered_map<OpId, int>& index, const Graph& g) {
+    std::vector<std::vector<uint64_t>> bits;
+    if (region.size() > kMaxSummedRegion) return bits;
+    const size_t words = (region.size() + 63) / 64;
+    bits.assign(region.size(), std::vector<uint64_t>(words, 0));
+    for (size_t i = 0; i < region.size(); ++i) {  // Topological order.
+      bits[i][i / 64] |= uint64_t{1} << (i % 64);
+      for (EdgeId e : g.in_edges(region[i])) {
+        const auto it = index.find(g.edge_src(e));
+        if (it == index.end()) continue;  // w.
+        for (size_t k = 0; k < words; ++k) bits[i][k] |= bits[it->second][k];
+      }
+    }
+    return bits;
+  }
+  std::vector<std::vector<uint64_t>> Ancestors(
+      const std::vector<OpId>& region,
+      const std::unordered_map<OpId, int>& index) const {
+    return Ancestors(region, index, g_);
+  }
+
+  // What an op needs of its inputs as a function of the memory of its
+  // device before it: each input on that device (its function) or not (its
+  // arrival), the largest over inputs. Where the inputs' ops in the region
+  // share no op (disjoint branches from w), the device holds all their
+  // runs at once: their memories beyond `base` (w's run, for ops on w's
+  // device) add up; otherwise only the largest counts.
+  static StepFn Combine(const std::vector<Input>& inputs, int64_t base, OpId w,
+                        const std::vector<std::vector<uint64_t>>& ancestors,
+                        const std::unordered_map<OpId, int>& index,
+                        int max_steps) {
+    bool disjoint = !ancestors.empty() && inputs.size() > 1;
+    for (size_t a = 0; a < inputs.size() && disjoint; ++a) {
+      if (inputs[a].op == w) continue;
+      const std::vector<uint64_t>& x = ancestors[index.at(inputs[a].op)];
+      for (size_t b = a + 1; b < inputs.size() && disjoint; ++b) {
+        if (inputs[b].op == w) continue;
+        const std::vector<uint64_t>& y = ancestors[index.at(inputs[b].op)];
+        for (size_t k = 0; k < x.size(); ++k) disjoint &= (x[k] & y[k]) == 0;
+      }
+    }
+    if (!disjoint) {
+      StepFn need{{0, 0}};
+      for (const Input& in : inputs) {
+        need = Max(need, MinWith(*in.same, in.moved));
+        if (need.empty()) break;
+      }
+      return need;
+    }
+    StepFn need{{base, 0}};
+    for (const Input& in : inputs) {
+      // On the device: memories add beyond base; elsewhere: its arrival.
+      StepFn both;
+      for (const Step& h : need) {
+        for (const Step& f : *in.same) {
+          if (f.m < base) continue;
+          both.push_back({h.m + f.m - base, std::max(h.g, f.g)});
+        }
+      }
+      std::sort(both.begin(), both.end(), [](const Step& x, const Step& y) {
+        return x.m != y.m ? x.m < y.m : x.g < y.g;
+      });
+      StepFn together;
+      for (const Step& step : both) {
+        if (together.empty() || step.g < together.back().g) {
+          if (!together.empty() && together.back().m == step.m) {
+            together.back().g = step.g;
+          } else {
+            together.push_back(step);
+          }
+        }
+      }
+      StepFn apart = need;
+      for (Step& step : apart) step.g = std::max(step.g, in.moved);
+      if (in.moved == kInfinity) apart.clear();
+      need = Min(together, apart);
+      RoundDown(&need, max_steps);
+      if (need.empty()) break;
+    }
+    return need;
+  }
+  StepFn Combine(const std::vector<Input>& inputs, int64_t base, OpId w,
+                 const std::vector<std::vector<uint64_t>>& ancestors,
+                 const std::unordered_map<OpId, int>& index) const {
+    return Combine(inputs, base, w, ancestors, index, options_.max_steps);
+  }
+
+  // v's functions again, with the ops of `region` (v last) each knowing
+  // whether it is on w's device (flag 1) for every class of w; the larger
+  // of these and FromInputs' is kept, both being bounds.
+  void Pinned(OpId v, OpId w, const std::vector<OpId>& region) {
+    std::unordered_map<OpId, int> index;
+    for (size_t i = 0; i < region.size(); ++i)
+      index[region[i]] = static_cast<int>(i);
+    auto key = [&](int i, int c, int flag) {
+      return (static_cast<size_t>(i) * nc_ + c) * 2 + flag;
+    };
+    std::vector<StepFn> pinned(nc_);  // v's, min over w's class.
+    std::vector<StepFn> cond(region.size() * nc_ * 2);
+    std::vector<double> best(region.size() * nc_ * 2);
+    // Per class of w and per step of its function: w's run holds exactly
+    // least_w bytes and w finishes at at_w, the step's value.
+    std::vector<std::pair<int, Step>> pins;
+    for (int cw = 0; cw < nc_; ++cw) {
+      for (const Step& step : f_[Key(w, cw)]) pins.push_back({cw, step});
+    }
+    const std::vector<std::vector<uint64_t>> ancestors =
+        Ancestors(region, index);
+    std::vector<Input> inputs;
+    for (const auto& [cw, pin] : pins) {
+      const int64_t least_w = pin.m;
+      const StepFn at_w{pin};
+      for (size_t i = 0; i < region.size(); ++i) {
+        const OpId u = region[i];
+        const int64_t s = g_.persistent_bytes(u);
+        for (int c = 0; c < nc_; ++c) {
+          for (int flag = 0; flag < 2; ++flag) {
+            StepFn& out = cond[key(i, c, flag)];
+            out.clear();
+            best[key(i, c, flag)] = kInfinity;
+            if ((flag == 1 && c != cw) || !Placeable(u, c)) continue;
+            // Back on w's device, u's run shares it with w's: at least the
+            // least w's run holds.
+            const int64_t from = flag == 1 ? least_w + s : 0;
+            // Per input op: its function on u's device, and its best
+            // arrival from another device (the latest of its tensors).
+            inputs.clear();
+            for (EdgeId e : g_.in_edges(u)) {
+              const OpId a = g_.edge_src(e);
+              static const StepFn kNowhere;
+              const StepFn* same = &kNowhere;
+              double moved = kInfinity;
+              if (a == w) {
+                if (flag == 1) same = &at_w;
+                if (flag == 0) moved = pin.g + Transfer(e, cw, c);
+              } else {
+                const int j = index.at(a);
+                same = &cond[key(j, c, flag)];
+                for (int c2 = 0; c2 < nc_; ++c2) {
+                  for (int f2 = 0; f2 < 2; ++f2) {
+                    // a on w's device and u too: not another device.
+                    if ((flag == 1 && f2 == 1) || (f2 == 1 && c2 != cw))
+                      continue;
+                    moved = std::min(moved,
+                                     best[key(j, c2, f2)] + Transfer(e, c2, c));
+                  }
+                }
+              }
+              bool merged = false;
+              for (Input& in : inputs) {
+                if (in.op != a) continue;
+                in.moved = std::max(in.moved, moved);
+                merged = true;
+              }
+              if (!merged) inputs.push_back({a, same, moved});
+            }
+            StepFn need =
+                Combine(inputs, flag == 1 ? least_w : 0, w, ancestors, index);
+            need = Restricted(Shifted(need, s, Limit(u, c)), from, Limit(u, c));
+            out = Finish(u, c, need);
+            best[key(i, c, flag)] = Smallest(out);
+          }
+        }
+      }
+      const int last = static_cast<int>(region.size()) - 1;
+      for (int c = 0; c < nc_; ++c) {
+        pinned[c] =
+            Min(pinned[c], Min(cond[key(last, c, 0)], cond[key(last, c, 1)]));
+      }
+    }
+    for (int c = 0; c < nc_; ++c) {
+      StepFn& at_v = f_[Key(v, c)];
+      at_v = Max(at_v, pinned[c]);
+      RoundDown(&at_v, options_.max_steps);
+      smallest_[Key(v, c)] = Smallest(at_v);
+    }
+  }
+
+  // Regions of at most this many ops sum their branches' memory.
+  static constexpr size_t kMaxSummedRegion = 512;
+
+  const CostModel& cost_;
+  const Graph& g_;
+  const PathBoundOptions options_;
+  bool keep_ = false;
+  const DeviceClasses classes_;
+  const std::vector<int64_t> capacity_;
+  const int nc_;
+  bool memory_binds_ = false;
+  std::vector<double> transfer_;  // Per edge, class pair.
+  std::vector<StepFn> f_;         // F(v, c), freed when read by all.
+  std::vector<double> smallest_;  // G*(v, c).
+  std::vector<char> seen_;
+  std::vector<int32_t> position_;
+};
+
+Placement PathBound::Guide() const {
+  const int n = g_.num_ops();
+  // What a consumer asked of an op: its class and run memory, and the
+  // consumer whose device it shares (-1: another device).
+  struct Ask {
+    double finish = -kInfinity;  // The asker's value: the most critical wins.
+    int c = -1;
+    int64_t m = 0;
+    OpId share = -1;
+  };
+  std::vector<Ask> ask(n);
+  std::vector<int> cls(n, 0);
+  std::vector<int64_t> mem(n, 0);
+  std::vector<OpId> parent(n);  // Union-find of ops on one device.
+  for (OpId v = 0; v < n; ++v) parent[v] = v;
+  std::function<OpId(OpId)> root = [&](OpId v) {
+    while (parent[v] != v) v = parent[v] = parent[parent[v]];
+    return v;
+  };
+  const std::vector<OpId>& order = g_.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const OpId v = *it;
+    if (ask[v].c >= 0) {
+      cls[v] = ask[v].c;
+      mem[v] = ask[v].m;
+      if (ask[v].share >= 0) parent[v] = root(ask[v].share);
+    } else {  // Nobody needs it on a device of theirs: its own best.
+      double best = kInfinity;
+      for (int c = 0; c < nc_; ++c) {
+        if (smallest_[Key(v, c)] < best) {
+          best = smallest_[Key(v, c)];
+          cls[v] = c;
+        }
+      }
+      const StepFn& at = f_[Key(v, cls[v])];
+      mem[v] = at.empty() ? 0 : at.back().m;
+    }
+    const double finish = At(f_[Key(v, cls[v])], mem[v]);
+    const int64_t m_in = mem[v] - g_.persistent_bytes(v);
+    for (EdgeId e : g_.in_edges(v)) {
+      const OpId u = g_.edge_src(e);
+      const double same = At(f_[Key(u, cls[v])], m_in);
+      int best_class = 0;
+      double moved = kInfinity;
+      for (int c = 0; c < nc_; ++c) {
+        const double t = smallest_[Key(u, c)] + Transfer(e, c, cls[v]);
+        if (t < moved) {
+          moved = t;
+          best_class = c;
+        }
+      }
+      Ask a;
+      a.finish = finish;
+      if (same <= moved) {
+        a.c = cls[v];
+        a.m = m_in;
+        a.share = v;
+      } else {
+        a.c = best_class;
+        const StepFn& at = f_[Key(u, best_class)];
+        a.m = at.empty() ? 0 : at.back().m;
+      }
+      if (a.finish > ask[u].finish) ask[u] = a;
+    }
+  }
+  // Each group's memory and first position; groups to devices of their
+  // class in topological order, first fit.
+  std::vector<int64_t> bytes(n, 0);
+  std::vector<int32_t> first(n, -1);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const OpId v = order[i];
+    const OpId r = root(v);
+    bytes[r] += g_.persistent_bytes(v);
+    for (int k = 0; k < g_.num_outputs(v); ++k) {
+      bytes[r] += g_.tensor_bytes(g_.output(v, k));
+    }
+    if (first[r] < 0) first[r] = static_cast<int32_t>(i);
+  }
+  std::vector<OpId> groups;
+  for (OpId v = 0; v < n; ++v) {
+    if (root(v) == v) groups.push_back(v);
+  }
+  std::sort(groups.begin(), groups.end(),
+            [&](OpId a, OpId b) { return first[a] < first[b]; });
+  const Cluster& cluster = cost_.cluster();
+  std::vector<int64_t> used(cluster.num_devices(), 0);
+  std::vector<size_t> current(nc_, 0);  // Per class: the device filling.
+  std::vector<DeviceId> device_of(n, 0);
+  std::vector<char> placed(n, 0);
+  std::vector<std::vector<OpId>> members(n);
+  for (OpId v = 0; v < n; ++v) members[root(v)].push_back(v);
+  auto fits = [&](DeviceId d, int64_t b) {
+    return used[d] + b <= cluster.device(d).memory_bytes;
+  };
+  for (OpId r : groups) {
+    const std::vector<DeviceId>& devices = classes_.members[cls[r]];
+    // The device of its class that sends it the most bytes, if it has room.
+    std::vector<int64_t> incoming(cluster.num_devices(), 0);
+    for (OpId v : members[r]) {
+      for (EdgeId e : g_.in_edges(v)) {
+        const OpId u = root(g_.edge_src(e));
+        if (u == r || !placed[u]) continue;
+        incoming[device_of[u]] +=
+            1 + (g_.is_control(e) ? 0 : g_.tensor_bytes(g_.edge_tensor(e)));
+      }
+    }
+    DeviceId d = -1;
+    for (DeviceId x : devices) {
+      if (incoming[x] > 0 && fits(x, bytes[r]) &&
+          (d < 0 || incoming[x] > incoming[d])) {
+        d = x;
+      }
+    }
+    size_t& k = current[cls[r]];
+    while (k + 1 < devices.size() && !fits(devices[k], bytes[r])) ++k;
+    if (d < 0) d = devices[k];
+    if (used[d] + bytes[r] > cluster.device(d).memory_bytes) {
+      // The class is full: the device of any class with the most room.
+      for (DeviceId x = 0; x < cluster.num_devices(); ++x) {
+        const int64_t room = cluster.device(x).memory_bytes - used[x];
+        if (room > cluster.device(d).memory_bytes - used[d]) d = x;
+      }
+    }
+    used[d] += bytes[r];
+    device_of[r] = d;
+    placed[r] = 1;
+  }
+  Placement placement(n);
+  for (OpId v = 0; v < n; ++v) {
+    const DeviceId d = device_of[root(v)];
+    if (cost_.OpTime(v, d) < kInfinity) {
+      placement[v] = d;
+      continue;
+    }
+    for (DeviceId x = 0; x < cluster.num_devices(); ++x) {
+      if (cost_.OpTime(v, x) < kInfinity) {
+        placement[v] = x;
+        break;
+      }
+    }
+  }
+  return placement;
+}
+
+}  // namespace
+
+double MemoryPathBound(const CostModel& cost, const PathBoundOptions& options) {
+  return PathBound(cost, options).Run();
+}
+
+Placement PathGuidedPlacement(const CostModel& cost,
+                              const PathBoundOptions& options) {
+  PathBound bound(cost, options);
+  bound.KeepFunctions();
+  bound.Run();
+  return bound.Guide();
+}
+
+}  // namespace dplace

@@ -1,0 +1,199 @@
+// The memory-aware path bound: never above the best simulated step of any
+// placement that fits (brute force over thousands of small random problems
+// under tight memory), equal to the critical path when memory does not
+// bind, and exact where memory forces one known cut.
+#include "dplace/sim/path_bound.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <random>
+
+#include "dplace/graph/random_graph.h"
+#include "dplace/sim/simulator.h"
+#include "dplace/testing/small_dags.h"
+
+namespace dplace {
+namespace {
+
+using testing_dags::Dag;
+using testing_dags::Gpus;
+using testing_dags::kGB;
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// The fastest feasible simulated step over every placement; infinity when
+// none fits.
+double BruteForce(const CostModel& cost) {
+  const int n = cost.graph().num_ops();
+  const int d = cost.cluster().num_devices();
+  Simulator simulator(cost);
+  Placement placement(n, 0);
+  double best = kInfinity;
+  for (;;) {
+    bool allowed = true;
+    for (OpId op = 0; op < n; ++op) {
+      allowed = allowed && cost.OpTime(op, placement[op]) < kInfinity;
+    }
+    if (allowed) {
+      const SimResult r = *simulator.Simulate(placement);
+      if (r.feasible) best = std::min(best, r.step_time);
+    }
+    int i = 0;
+    while (i < n && ++placement[i] == d) placement[i++] = 0;
+    if (i == n) return best;
+  }
+}
+
+// A CPU (one or two slots, slower) and one to three GPUs of `gpu_memory`
+// bytes, linked through the CPU or all to all, copied by the links or by
+// the destination.
+Cluster SmallCluster(std::mt19937_64& rng, int64_t gpu_memory) {
+  std::uniform_real_distribution<double> bandwidth(1e8, 1e10);
+  std::uniform_real_distribution<double> latency(0, 1e-3);
+  const int gpus = std::uniform_int_distribution<int>(1, 3)(rng);
+  const bool star = rng() % 2;
+  const Copier copier = rng() % 3 ? Copier::kLink : Copier::kDestination;
+  ClusterBuilder b("small");
+  Device cpu;
+  cpu.name = "cpu";
+  cpu.kind = DeviceKind::kCpu;
+  cpu.peak_flops = 2e11;
+  cpu.memory_bandwidth = 1e11;
+  cpu.memory_bytes = 64 * kGB;
+  cpu.compute_slots = std::uniform_int_distribution<int>(1, 2)(rng);
+  b.AddDevice(cpu);
+  for (int i = 0; i < gpus; ++i) {
+    Device gpu;
+    gpu.name = "gpu" + std::to_string(i);
+    gpu.kind = DeviceKind::kGpu;
+    gpu.peak_flops = 1e12;
+    gpu.memory_bandwidth = 1e12;
+    gpu.memory_bytes = gpu_memory;
+    gpu.launch_overhead = latency(rng);
+    b.AddDevice(gpu);
+    b.AddLink("cpu", gpu.name, bandwidth(rng), latency(rng), true, copier);
+    for (int j = 0; j < i && !star; ++j) {
+      b.AddLink("gpu" + std::to_string(j), gpu.name, bandwidth(rng),
+                latency(rng), true, copier);
+    }
+  }
+  return *std::move(b).Build();
+}
+
+// Thousands of random problems whose GPUs hold a fraction of the weights:
+// the bound never exceeds the brute-force optimum, and it is infinite only
+// when nothing fits.
+TEST(MemoryPathBoundTest, NeverAboveTheBruteForceOptimum) {
+  std::mt19937_64 rng(20261128);
+  int memory_bound_cases = 0, tight_cases = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    RandomGraphOptions o;
+    o.num_ops = std::uniform_int_distribution<int>(2, 6)(rng);
+    o.layer_width = std::uniform_int_distribution<int>(1, 3)(rng);
+    o.max_reach = std::uniform_int_distribution<int>(1, 3)(rng);
+    o.max_flops = 1e10;
+    o.max_tensor_bytes = int64_t{1} << 28;
+    o.max_persistent_bytes = kGB;
+    o.max_temporary_bytes = int64_t{1} << 26;
+    o.seed = rng();
+    const Graph graph = MakeRandomLayeredGraph(o);
+    const int64_t memory =
+        std::uniform_int_distribution<int64_t>(kGB / 2, 3 * kGB)(rng);
+    const Cluster cluster = SmallCluster(rng, memory);
+    const CostModel cost(graph, cluster);
+    const double bound = MemoryPathBound(cost);
+    const double optimum = BruteForce(cost);
+    ASSERT_LE(bound, optimum * (1 + 1e-9))
+        << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
+    if (bound == kInfinity) {
+      EXPECT_EQ(optimum, kInfinity) << trial;
+    }
+    Simulator simulator(cost);
+    ASSERT_GE(bound, simulator.critical_path_bound() * (1 - 1e-12));
+    if (bound > simulator.critical_path_bound() * (1 + 1e-9)) {
+      ++memory_bound_cases;
+    }
+    if (optimum < kInfinity && bound >= optimum * (1 - 1e-9)) ++tight_cases;
+  }
+  // The bound is not the critical path in disguise: memory lifts it often,
+  // and it is the optimum itself in many small cases.
+  EXPECT_GT(memory_bound_cases, 300) << memory_bound_cases;
+  EXPECT_GT(tight_cases, 300) << tight_cases;
+  std::cout << memory_bound_cases << " cases above the critical path, "
+            << tight_cases << " equal to the optimum\n";
+}
+
+// With memory to spare, the bound is the critical path: every op on its
+// fastest device, transfers free.
+TEST(MemoryPathBoundTest, IsTheCriticalPathWhenMemoryDoesNotBind) {
+  for (const Graph& graph :
+       {testing_dags::ForkJoin(), testing_dags::TwoHeavyChains(),
+        testing_dags::WideDiamond()}) {
+    const Cluster cluster = Gpus(3);
+    const CostModel cost(graph, cluster);
+    Simulator simulator(cost);
+    EXPECT_DOUBLE_EQ(MemoryPathBound(cost), simulator.critical_path_bound());
+  }
+}
+
+// a -> b -> c, 1 s each, 0.6 GB of weights each, on GPUs of 1 GB: no two
+// ops share a GPU, so both tensors (0.1 s each) move, whatever the
+// placement: 3.2 s, where the critical path says 3 s.
+TEST(MemoryPathBoundTest, PaysTheTransfersMemoryForces) {
+  Dag dag;
+  const OpId a = dag.Op("a", 1, 6 * kGB / 10);
+  const OpId b = dag.Op("b", 1, 6 * kGB / 10);
+  const OpId c = dag.Op("c", 1, 6 * kGB / 10);
+  dag.Edge(a, b, kGB / 10);
+  dag.Edge(b, c, kGB / 10);
+  const Graph graph = std::move(dag).Build();
+  const Cluster cluster = Gpus(3, /*bandwidth=*/1e9, /*memory=*/kGB);
+  const CostModel cost(graph, cluster);
+  EXPECT_NEAR(MemoryPathBound(cost), 3.2, 1e-6);
+  EXPECT_NEAR(BruteForce(cost), 3.2, 1e-6);
+  Simulator simulator(cost);
+  EXPECT_NEAR(simulator.critical_path_bound(), 3.0, 1e-9);
+}
+
+// Two GPUs for three ops of which no two fit together: nothing fits, and
+// the bound says so only when one op alone is too large.
+TEST(MemoryPathBoundTest, InfiniteOnlyWhenAnOpFitsNowhere) {
+  Dag dag;
+  const OpId a = dag.Op("a", 1, 2 * kGB);
+  const OpId b = dag.Op("b", 1, kGB / 2);
+  dag.Edge(a, b, 1000);
+  const Graph graph = std::move(dag).Build();
+  const Cluster cluster = Gpus(2, 1e9, kGB);
+  const CostModel cost(graph, cluster);
+  EXPECT_EQ(MemoryPathBound(cost), kInfinity);
+  EXPECT_EQ(BruteForce(cost), kInfinity);
+}
+
+// Rounding the step functions down to few steps keeps a bound, never
+// above the exact one.
+TEST(MemoryPathBoundTest, FewerStepsGiveALowerBound) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    RandomGraphOptions o;
+    o.num_ops = 300;
+    o.layer_width = 4;
+    o.max_persistent_bytes = int64_t{1} << 28;
+    o.max_tensor_bytes = int64_t{1} << 26;
+    o.seed = rng();
+    const Graph graph = MakeRandomLayeredGraph(o);
+    const Cluster cluster = SmallCluster(rng, 2 * kGB);
+    const CostModel cost(graph, cluster);
+    PathBoundOptions coarse;
+    coarse.max_steps = 2;
+    PathBoundOptions fine;
+    fine.max_steps = 1000;
+    EXPECT_LE(MemoryPathBound(cost, coarse),
+              MemoryPathBound(cost, fine) * (1 + 1e-12));
+  }
+}
+
+}  // namespace
+}  // namespace dplace

@@ -206,8 +206,6 @@ TEST(GraphJsonNamesTest, NameStartingWithCaretIsRefused) {
               HasSubstr("g.json: ops[0].name: an op name may not start with"));
 }
 
-// A million-op chain builds, hashes, costs and simulates: nothing in the
-// core is quadratic or recursive in the number of ops.
 // Sums of sizes (docs/robustness.md): a graph whose bytes or FLOPs sum past
 // the bounds is refused at load, naming the file, op and field and what is
 // allowed, so no memory sum wraps and no placement of it looks feasible.
@@ -566,6 +564,8 @@ TEST(LargeClusterTest, RoutesOfALargeClusterArePaidHopByHop) {
   EXPECT_EQ(again->step_time, r->step_time);
 }
 
+// A million-op chain builds, hashes, costs and simulates: nothing in the
+// core is quadratic or recursive in the number of ops.
 TEST(MillionOpGraphTest, BuildsAndSimulates) {
   constexpr int kOps = 1000000;
   GraphBuilder b("chain");

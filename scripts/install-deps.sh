@@ -29,6 +29,10 @@ packages=(
   # The reports' rendering check: headless Chromium screenshots a report,
   # libpng decodes the PNG (report_render_test).
   chromium libpng-dev
+  # `place --json` checked against docs/place.schema.json
+  # (place_json_schema_test). (python3-torch, for the device-map round trip
+  # of docs/onnx.md, is optional: that test skips without it.)
+  python3-jsonschema
 )
 # `install-deps.sh fuzz` (make fuzz): clang with libFuzzer and its
 # sanitizer runtimes, and llvm-symbolizer for readable crash reports. The

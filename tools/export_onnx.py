@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """Exports the ONNX test fixtures of dplace's importer to testdata/onnx/.
 
-Every model is exported with export_params=False: its weights become graph
-inputs without data, so the files stay small (the graph and its names only)
-and the importer is exercised on the weights-as-inputs case. Models are
+Every model but one is exported with export_params=False: its weights
+become graph inputs without data, so the files stay small (the graph and
+its names only) and the importer is exercised on the weights-as-inputs
+case. transformer_untrained keeps its weights, as torch.onnx.export does by
+default: constant folding then leaves the weight matrices as initializers
+the exporter names itself ("onnx::MatMul_409", their transposes). Models are
 exported in training mode, so the graphs keep what a training step runs
 (BatchNormalization is not folded into the convolutions, Dropout stays).
 Each parameter is first filled with distinct random values: the exporter
@@ -51,6 +54,23 @@ Fixtures:
                                  keeps one copy of the weights and aliases
                                  the others through Identity, for the
                                  warning
+  transformer_untrained.onnx     an untrained nn.TransformerEncoder (4
+                                 layers, d_model 64, 4 heads, ffn 128),
+                                 exported as torch.onnx.export does by
+                                 default (eval mode, constant folding, the
+                                 weights in the file): its
+                                 layers are deep copies of one another, so
+                                 the exporter merges their equal parameters
+                                 into the first layer's behind Identity
+                                 nodes; fixed batch 8, 16 tokens
+  cnn_eval_bn.onnx               a DenseNet-style CNN (BatchNorm before each
+                                 conv, Dropout before the classifier),
+                                 untrained, exported in eval mode at opset
+                                 13 as a user would: BatchNormalization in
+                                 inference form (one output, running
+                                 statistics as inputs; opset 13 has no
+                                 training_mode), Dropout removed, running
+                                 statistics merged with equal weights
   batch_mixing.onnx              view(2, -1) of a [8, 4] batch: a reshape
                                  that mixes the batch with the features,
                                  which --batch must refuse
@@ -81,6 +101,7 @@ def write_facts(model, path, batch):
     facts = {
         "export_batch": batch,
         "parameters": len(params),
+        "parameter_elements": sum(p.numel() for p in params),
         "parameter_bytes": sum(p.numel() * p.element_size() for p in params),
     }
     with open(os.path.splitext(path)[0] + ".json", "w") as f:
@@ -89,20 +110,23 @@ def write_facts(model, path, batch):
 
 
 def export(model, example, path, input_names, dynamic_axes=None,
-           randomize_weights=True, training=True, fold=False):
+           randomize_weights=True, training=True, fold=False, opset=OPSET,
+           grad=False, params=False):
     if randomize_weights:
         randomize(model)
     model.train(training)
     mode = (torch.onnx.TrainingMode.TRAINING if training
             else torch.onnx.TrainingMode.EVAL)
-    with torch.no_grad():
+    # An eval-mode nn.TransformerEncoderLayer takes its fused fast path
+    # (no ONNX export) unless gradients are enabled.
+    with torch.set_grad_enabled(grad):
         torch.onnx.export(
             model,
             example,
             path,
-            export_params=False,
+            export_params=params,
             training=mode,
-            opset_version=OPSET,
+            opset_version=opset,
             input_names=input_names,
             output_names=["output"],
             dynamic_axes=dynamic_axes,
@@ -214,6 +238,45 @@ class SmallCnn(torch.nn.Module):
         return self.fc(self.features(x))
 
 
+class DenseLayer(torch.nn.Module):
+    """DenseNet's layer: BatchNorm, ReLU, then the conv (pre-activation), so
+    an eval-mode export cannot fold the BatchNorm into a conv before it;
+    the new features are concatenated to the input."""
+
+    def __init__(self, channels, growth):
+        super().__init__()
+        self.norm = torch.nn.BatchNorm2d(channels)
+        self.relu = torch.nn.ReLU()
+        self.conv = torch.nn.Conv2d(channels, growth, 3, padding=1,
+                                    bias=False)
+
+    def forward(self, x):
+        return torch.cat([x, self.conv(self.relu(self.norm(x)))], 1)
+
+
+class DenseCnn(torch.nn.Module):
+    """A small DenseNet: a stem conv, two dense layers, a transition
+    (BatchNorm, conv, pooling), and a classifier behind Dropout."""
+
+    def __init__(self, growth=8, classes=10):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.block = torch.nn.Sequential(DenseLayer(16, growth),
+                                         DenseLayer(16 + growth, growth))
+        self.transition = torch.nn.Sequential(
+            torch.nn.BatchNorm2d(16 + 2 * growth), torch.nn.ReLU(),
+            torch.nn.Conv2d(16 + 2 * growth, 16, 1, bias=False),
+            torch.nn.AvgPool2d(2))
+        self.norm = torch.nn.BatchNorm2d(16)
+        self.pool = torch.nn.AdaptiveAvgPool2d(1)
+        self.drop = torch.nn.Dropout(0.2)
+        self.fc = torch.nn.Linear(16, classes)
+
+    def forward(self, x):
+        x = torch.relu(self.norm(self.transition(self.block(self.stem(x)))))
+        return self.fc(self.drop(torch.flatten(self.pool(x), 1)))
+
+
 class BatchMixing(torch.nn.Module):
     """Folds the batch into a literal reshape: view(2, -1) of [8, 4] makes
     [2, 16], whose dims mix the batch with the features, so no other batch
@@ -310,6 +373,23 @@ def main():
         mlp = torch.nn.Sequential(*[copy.deepcopy(block) for _ in range(3)])
         export(mlp, torch.randn(4, 64), out("aliased_mlp"), ["input"],
                randomize_weights=False, training=False)
+    if wanted("transformer_untrained"):
+        # As a user would export a model fresh from its constructor: the
+        # default eval mode and constant folding, no re-initialisation.
+        torch.manual_seed(0)
+        layer = torch.nn.TransformerEncoderLayer(
+            d_model=64, nhead=4, dim_feedforward=128, dropout=0.1,
+            batch_first=True)
+        encoder = torch.nn.TransformerEncoder(layer, num_layers=4,
+                                              enable_nested_tensor=False)
+        export(encoder, torch.randn(8, 16, 64), out("transformer_untrained"),
+               ["src"], randomize_weights=False, training=False, fold=True,
+               grad=True, params=True)
+    if wanted("cnn_eval_bn"):
+        torch.manual_seed(0)
+        export(DenseCnn(), torch.randn(4, 3, 32, 32), out("cnn_eval_bn"),
+               ["input"], randomize_weights=False, training=False, fold=True,
+               opset=13)
     if wanted("batch_mixing"):
         export(BatchMixing(), torch.randn(8, 4), out("batch_mixing"),
                ["input"])

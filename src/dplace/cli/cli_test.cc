@@ -65,7 +65,7 @@ TEST_F(CliTest, PlaceReportIsOneWellFormedPage) {
   const testing_xml::XmlCheck check = testing_xml::CheckXml(*html);
   ASSERT_TRUE(check.ok()) << check.error;
   EXPECT_GE(check.elements.at("svg"), 5);
-  EXPECT_THAT(*html, HasSubstr("class=\"gantt\""));
+  EXPECT_THAT(*html, HasSubstr("class=\"chart gantt\""));
   EXPECT_THAT(*html, HasSubstr("dplace place --graph"));
   EXPECT_THAT(*html, ::testing::Not(HasSubstr("Learning curve")));
 
@@ -966,7 +966,8 @@ TEST_F(CliTest, ModelAcceptsOnnxFiles) {
       r.out, AllOf(HasSubstr("graph:            resnet18\n"),
                    HasSubstr("update 62)"), HasSubstr("ApplyGradientDescent")));
   // Parameters, forward and training FLOPs, each on its own line.
-  EXPECT_THAT(r.out, AllOf(HasSubstr("parameters:       62 trained (46.76 MB)"),
+  EXPECT_THAT(r.out, AllOf(HasSubstr("parameters:       11,689,512 trained in "
+                                     "62 tensors (46.76 MB)"),
                            HasSubstr("forward FLOPs:    3.65e+09\n"),
                            HasSubstr("training FLOPs:   ")));
 }
@@ -982,6 +983,165 @@ TEST_F(CliTest, EvalModeExportWarnsAndImports) {
   const CliResult inspected = Dplace({"inspect", "--model", model});
   ASSERT_EQ(inspected.code, kExitOk) << inspected.err;
   EXPECT_THAT(inspected.err, HasSubstr("eval-mode export"));
+}
+
+// The untrained transformer a user exports by default: its warnings are
+// printed wherever the model is read, kept in the graph file import
+// writes and printed again from it, and shown at the top of the report.
+TEST_F(CliTest, WarningsFollowTheGraphEverywhere) {
+  const std::string model =
+      kSourceDir + "/testdata/onnx/transformer_untrained.onnx";
+  const std::string graph = dir_ + "/t.json";
+  const CliResult imported = Dplace({"import", model, "-o", graph});
+  ASSERT_EQ(imported.code, kExitOk) << imported.err;
+  EXPECT_THAT(imported.out,
+              HasSubstr("model: batch 8, sgd updates; 133,888 parameters in 48 "
+                        "tensors (535.55 kB)\n"));
+  StatusOr<std::string> text = ReadTextFile(graph);
+  ASSERT_TRUE(text.ok());
+  const json file = json::parse(*text);
+  ASSERT_EQ(file.at("warnings").size(), 2u);
+  EXPECT_EQ(file.at("batch"), 8);
+  EXPECT_EQ(file.at("optimizer"), "sgd");
+  for (const std::string& spec : {model, graph}) {
+    SCOPED_TRACE(spec);
+    const CliResult inspected = Dplace({"inspect", "--model", spec});
+    ASSERT_EQ(inspected.code, kExitOk) << inspected.err;
+    EXPECT_THAT(inspected.err, AllOf(HasSubstr("dplace: warning: "),
+                                     HasSubstr("eval-mode export"),
+                                     HasSubstr("merged 39 parameters")));
+    EXPECT_THAT(inspected.out,
+                HasSubstr("batch:            8, updates by sgd"));
+    const std::string report = dir_ + "/r.html";
+    const CliResult placed =
+        Dplace({"place", "--model", spec, "--cluster", "k80x2", "--method",
+                "m-etf", "--report", report});
+    ASSERT_EQ(placed.code, kExitOk) << placed.err;
+    EXPECT_THAT(placed.err, HasSubstr("merged 39 parameters"));
+    EXPECT_THAT(placed.out, HasSubstr("model: batch 8, sgd updates; 133,888 "
+                                      "parameters in 48 tensors"));
+    StatusOr<std::string> html = ReadTextFile(report);
+    ASSERT_TRUE(html.ok());
+    EXPECT_LT(html->find("merged 39 parameters"), html->find("<h2>"));
+  }
+  // simulate too, with --batch and --optimizer on the ONNX model.
+  const std::string placement = dir_ + "/p.json";
+  ASSERT_EQ(Dplace({"place", "--model", model, "--batch", "16", "--optimizer",
+                    "adam", "--cluster", "k80x2", "--method", "single-gpu",
+                    "--out", placement})
+                .code,
+            kExitOk);
+  const CliResult simulated =
+      Dplace({"simulate", "--model", model, "--batch", "16", "--optimizer",
+              "adam", "--cluster", "k80x2", "--placement", placement});
+  ASSERT_EQ(simulated.code, kExitOk) << simulated.err;
+  EXPECT_THAT(simulated.err, HasSubstr("merged 39 parameters"));
+  EXPECT_THAT(simulated.out, HasSubstr("model: batch 16, adam updates"));
+  // The graph file keeps its batch and optimizer: others are refused.
+  EXPECT_THAT(BadInput(Dplace({"inspect", "--model", graph, "--batch", "16"})),
+              AllOf(HasSubstr("--batch 16: the graph was made at batch 8"),
+                    HasSubstr("dplace import")));
+  // --keep-merged-parameters reads the file as it is.
+  const CliResult merged = Dplace(
+      {"inspect", "--model", model, "--keep-merged-parameters", "--json"});
+  ASSERT_EQ(merged.code, kExitOk) << merged.err;
+  const json counts = json::parse(merged.out);
+  EXPECT_LT(counts.at("parameters").at("trained").at("tensors"), 24);
+}
+
+TEST_F(CliTest, InspectJsonCountsLikeItsText) {
+  const std::string model = kSourceDir + "/testdata/onnx/cnn_eval_bn.onnx";
+  const CliResult r = Dplace({"inspect", "--model", model, "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("format"), "dplace.inspect");
+  EXPECT_EQ(j.at("batch"), 4);
+  EXPECT_EQ(j.at("parameters").at("trained"),
+            json({{"tensors", 14}, {"elements", 4170}, {"bytes", 16680}}));
+  EXPECT_GT(j.at("parameters").at("untrained").at("tensors"), 0);
+  EXPECT_THAT(j.at("warnings")[0].get<std::string>(),
+              AllOf(HasSubstr("BatchNormalization nodes are in inference form"),
+                    HasSubstr("no Dropout")));
+  EXPECT_EQ(j.at("ops").at("total").get<int>(),
+            j.at("ops").at("forward").get<int>() +
+                j.at("ops").at("backward").get<int>() +
+                j.at("ops").at("update").get<int>());
+}
+
+// --by-module prints the module tree in model order; --whole-modules keeps
+// each module at its depth on one device, so the device map lists modules
+// only (and the model's top-level ops); the placement file still fits the
+// user's graph.
+TEST_F(CliTest, PlaceByModuleWithWholeModulesAndADeviceMap) {
+  const std::string model =
+      kSourceDir + "/testdata/onnx/transformer_untrained.onnx";
+  const std::string map = dir_ + "/map.json";
+  const std::string placement = dir_ + "/p.json";
+  const CliResult r =
+      Dplace({"place", "--model", model, "--cluster", "k80x2", "--method",
+              "m-etf", "--by-module", "1", "--whole-modules", "1",
+              "--device-map", map, "--out", placement});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("whole modules at depth 1: each on one "
+                                     "device"),
+                           HasSubstr("placement by module (depth 1"),
+                           ContainsRegex("layers\\.0 .*\n.*layers\\.1 .*\n"
+                                         ".*layers\\.2 .*\n.*layers\\.3 "),
+                           HasSubstr("what next:\n  busiest device: "),
+                           HasSubstr("device map: " + map)));
+  StatusOr<std::string> text = ReadTextFile(map);
+  ASSERT_TRUE(text.ok());
+  const json m = json::parse(*text);
+  EXPECT_EQ(m.at("format"), "dplace.device-map");
+  std::vector<std::string> modules;
+  for (const auto& [name, device] : m.at("modules").items()) {
+    modules.push_back(name);
+  }
+  EXPECT_EQ(modules, std::vector<std::string>(
+                         {"layers.0", "layers.1", "layers.2", "layers.3"}));
+  for (const auto& [op, device] : m.at("ops").items()) {
+    EXPECT_EQ(op.find("layers."), std::string::npos) << op;
+  }
+  const CliResult simulated = Dplace({"simulate", "--model", model, "--cluster",
+                                      "k80x2", "--placement", placement});
+  EXPECT_EQ(simulated.code, kExitOk) << simulated.err;
+  // A search starts from placers that split modules: they are moved whole.
+  const CliResult searched = Dplace(
+      {"place", "--model", model, "--batch", "256", "--cluster", "k80x2",
+       "--method", "mcmc", "--budget-samples", "200", "--whole-modules", "2"});
+  ASSERT_EQ(searched.code, kExitOk) << searched.err;
+  EXPECT_THAT(searched.out,
+              HasSubstr("whole modules at depth 2: each on one device"));
+  EXPECT_THAT(BadInput(Dplace({"place", "--model", model, "--cluster", "k80x2",
+                               "--method", "all", "--by-module"})),
+              HasSubstr("not with --method all"));
+}
+
+// A model that fits nowhere: what would make it fit, computed.
+TEST_F(CliTest, InfeasiblePlaceSaysWhatWouldFit) {
+  const std::string model =
+      kSourceDir + "/testdata/onnx/transformer_untrained.onnx";
+  const CliResult r = Dplace({"place", "--model", model, "--batch", "400000",
+                              "--cluster", "k80x2", "--method", "single-gpu"});
+  ASSERT_EQ(r.code, kExitInfeasible) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("what next:\n"),
+                           ContainsRegex("to fit: --batch [0-9]+: weights"),
+                           HasSubstr("to fit: --cluster ")));
+}
+
+// On one device the step is the total work, so the bound proves it: what
+// next says optimal instead of suggesting a search.
+TEST_F(CliTest, PlaceSaysOptimalWhereTheBoundMeetsTheStep) {
+  const std::string one_device = Write("cpu.json", R"({
+  "format": "dplace.cluster", "version": 1, "name": "cpu",
+  "devices": [{"name": "cpu:0", "kind": "cpu", "peak_flops": 1e11,
+               "memory_bandwidth": 1e10, "memory_bytes": 17179869184}]})");
+  const CliResult r = Dplace({"place", "--graph", kGraph, "--cluster",
+                              one_device, "--method", "single-cpu"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("the lower bound (total work): optimal, no "
+                               "placement is faster"));
+  EXPECT_THAT(r.out, Not(HasSubstr("a search may close")));
 }
 
 // A batch that cannot be changed with certainty is bad input: exit 2, one

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "dplace/cli/cli.h"
+#include "dplace/graph/parameters.h"
 #include "dplace/model/load_model.h"
 #include "dplace/sim/lower_bound.h"
 #include "dplace/util/format.h"
@@ -21,10 +22,51 @@ std::string PadRight(std::string s, size_t width) {
   return s;
 }
 
-StatusOr<Graph> LoadGraph(const std::string& spec, std::ostream* warnings) {
-  DPLACE_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(spec));
+StatusOr<Graph> LoadGraph(const std::string& spec, const ModelOptions& options,
+                          std::ostream* warnings) {
+  DPLACE_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(spec, options));
   if (warnings) PrintWarnings(model.warnings, *warnings);
   return std::move(model.graph);
+}
+
+void AddModelOptionFlags(CLI::App* cmd, ModelOptions* options) {
+  cmd->add_option("--batch", options->batch,
+                  "batch size of an ONNX or zoo model (an ONNX model's "
+                  "first dim of its data inputs; default: the model's, "
+                  "needed when it is symbolic)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--optimizer", options->optimizer,
+                  "optimizer of the update ops of an ONNX or zoo model: "
+                  "sgd, momentum, rmsprop, adam, or adamw (BERT's Adam with "
+                  "weight decay) (default: sgd for ONNX, the paper's for "
+                  "the zoo)")
+      ->check(CLI::IsMember({"sgd", "momentum", "rmsprop", "adam", "adamw"}));
+  cmd->add_flag("--keep-merged-parameters", options->keep_merged_parameters,
+                "ONNX: read parameters the exporter merged (equal values "
+                "behind Identity nodes) as one, as the file has them "
+                "(default: each is a parameter of its own, as in the model; "
+                "docs/onnx.md)");
+}
+
+std::string DescribeModel(const LoadedModel& model) {
+  const ParameterCounts p = CountParameters(model.graph);
+  std::string line =
+      "model: batch " +
+      (model.batch > 0 ? std::to_string(model.batch) : std::string("unknown"));
+  if (!model.optimizer.empty()) line += ", " + model.optimizer + " updates";
+  const ParameterCounts::Tally& trained =
+      p.trained.tensors > 0 ? p.trained : p.untrained;
+  line += "; " + FormatCount(trained.elements) + " parameters in " +
+          std::to_string(trained.tensors) + " tensors (" +
+          FormatBytesScaled(static_cast<double>(trained.bytes)) + ")";
+  if (p.trained.tensors == 0) {
+    line += ", none trained (a forward graph)";
+  } else if (p.untrained.tensors > 0) {
+    line += ", and " + FormatCount(p.untrained.elements) + " in " +
+            std::to_string(p.untrained.tensors) +
+            " untrained buffers (running statistics, masks)";
+  }
+  return line;
 }
 
 void PrintWarnings(const std::vector<std::string>& warnings,

@@ -11,6 +11,7 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/graph/graph.h"
 #include "dplace/method/search.h"
+#include "dplace/model/load_model.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/status.h"
 
@@ -24,9 +25,20 @@ namespace dplace {
 // kExitBadInput.
 int Fail(std::ostream& err, const Status& status);
 
-// The graph of a --model spec (see LoadModel).
+// The graph of a --model spec read with `options` (see LoadModel); the
+// model's warnings go to *warnings when given.
 StatusOr<Graph> LoadGraph(const std::string& spec,
+                          const ModelOptions& options = {},
                           std::ostream* warnings = nullptr);
+
+// Adds how --model is read to `cmd`: --batch, --optimizer and
+// --keep-merged-parameters (ModelOptions).
+void AddModelOptionFlags(CLI::App* cmd, ModelOptions* options);
+
+// One line on the model read: the batch in effect, the optimizer, and its
+// parameters in numbers as well as bytes, e.g. "model: batch 8, sgd;
+// 133,888 parameters in 48 tensors (535.55 kB)".
+std::string DescribeModel(const LoadedModel& model);
 
 // The model's warnings (an ONNX import's), one "dplace: warning: " line
 // each.

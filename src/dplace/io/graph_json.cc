@@ -149,6 +149,24 @@ class KeySet {
   std::unordered_set<std::string> many_;
 };
 
+// The optional fields of GraphFileInfo.
+GraphFileInfo ReadInfo(FieldReader& f) {
+  GraphFileInfo info;
+  info.batch = f.Int("batch", 0, 0);
+  info.optimizer = f.String("optimizer", "");
+  const json* warnings = f.Array("warnings", false);
+  if (warnings == nullptr) return info;
+  for (size_t i = 0; i < warnings->size(); ++i) {
+    if (!(*warnings)[i].is_string()) {
+      f.Fail(Index("warnings", i) + ": expected a string, got " +
+             DescribeJson((*warnings)[i]));
+      break;
+    }
+    info.warnings.push_back((*warnings)[i].get<std::string>());
+  }
+  return info;
+}
+
 // Reads a graph document event by event (nlohmann's parser callback): each
 // element of "ops" is read and added to the builder as soon as it is
 // complete, then dropped, so memory holds the graph and one op's JSON tree,
@@ -188,13 +206,17 @@ class GraphReader {
 
   // After the parse: the graph, or the first error. `root` is the document
   // without the elements of "ops".
-  StatusOr<Graph> Finish(const json& root) {
+  // The file's GraphFileInfo goes to *info when given and the top-level
+  // fields are valid.
+  StatusOr<Graph> Finish(const json& root, GraphFileInfo* info) {
     DPLACE_RETURN_IF_ERROR(repeated_key_);
     io_internal::FieldReader f(root, "");
     io_internal::CheckFormat(f, kFormat);
     builder_.set_name(f.String("name", ""));
     f.Array("ops", true);
+    GraphFileInfo read = ReadInfo(f);
     DPLACE_RETURN_IF_ERROR(f.Finish());
+    if (info) *info = std::move(read);
     DPLACE_RETURN_IF_ERROR(limit_);
     DPLACE_RETURN_IF_ERROR(op_error_);
     DPLACE_RETURN_IF_ERROR(ResolveDeferredInputs());
@@ -401,7 +423,7 @@ Status MalformedJson(const json::exception& e, const std::string& source) {
 // Parses `input` (a string or an istream) with a GraphReader.
 template <typename Input>
 StatusOr<Graph> ParseGraph(Input&& input, const std::string& source,
-                           const FileLimits& limits) {
+                           const FileLimits& limits, GraphFileInfo* info) {
   GraphReader reader(limits);
   json root;
   try {
@@ -413,7 +435,7 @@ StatusOr<Graph> ParseGraph(Input&& input, const std::string& source,
   } catch (const json::exception& e) {
     return MalformedJson(e, source);
   }
-  StatusOr<Graph> graph = reader.Finish(root);
+  StatusOr<Graph> graph = reader.Finish(root, info);
   if (!graph.ok()) return graph.status().WithPrefix(source);
   return graph;
 }
@@ -459,20 +481,20 @@ class BoundedFileBuffer : public std::streambuf {
 }  // namespace
 
 StatusOr<Graph> ParseGraphJson(const std::string& text,
-                               const std::string& source,
+                               const std::string& source, GraphFileInfo* info,
                                const FileLimits& limits) {
-  return ParseGraph(text, source, limits);
+  return ParseGraph(text, source, limits, info);
 }
 
-StatusOr<Graph> ReadGraphJson(const std::string& path,
-                              const FileLimits& limits) {
+StatusOr<Graph> ReadGraphJson(const std::string& path, const FileLimits& limits,
+                              GraphFileInfo* info) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return NotFoundError(path + ": cannot open: " + std::strerror(errno));
   }
   BoundedFileBuffer buffer(fd, limits.max_file_bytes);
   std::istream in(&buffer);
-  StatusOr<Graph> graph = ParseGraph(in, path, limits);
+  StatusOr<Graph> graph = ParseGraph(in, path, limits, info);
   close(fd);
   // A cut input reads as malformed JSON: say why it was cut.
   if (buffer.over_limit()) {
@@ -484,7 +506,7 @@ StatusOr<Graph> ReadGraphJson(const std::string& path,
   return graph;
 }
 
-std::string GraphToJson(const Graph& g) {
+std::string GraphToJson(const Graph& g, const GraphFileInfo& info) {
   json ops = json::array();
   for (OpId op = 0; op < g.num_ops(); ++op) {
     json o;
@@ -541,12 +563,16 @@ std::string GraphToJson(const Graph& g) {
   root["format"] = kFormat;
   root["version"] = 1;
   root["name"] = g.name();
+  if (info.batch > 0) root["batch"] = info.batch;
+  if (!info.optimizer.empty()) root["optimizer"] = info.optimizer;
+  if (!info.warnings.empty()) root["warnings"] = info.warnings;
   root["ops"] = std::move(ops);
   return root.dump(1) + "\n";
 }
 
-Status WriteGraphJson(const Graph& graph, const std::string& path) {
-  return WriteTextFile(path, GraphToJson(graph));
+Status WriteGraphJson(const Graph& graph, const std::string& path,
+                      const GraphFileInfo& info) {
+  return WriteTextFile(path, GraphToJson(graph, info));
 }
 
 }  // namespace dplace

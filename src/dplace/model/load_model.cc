@@ -17,6 +17,19 @@
 namespace dplace {
 namespace {
 
+// --optimizer's value, or `fallback` when it is empty.
+StatusOr<Optimizer> OptimizerOf(const std::string& name,
+                                const std::string& fallback) {
+  const std::string& text = name.empty() ? fallback : name;
+  std::optional<Optimizer> optimizer = ParseOptimizer(text);
+  if (!optimizer) {
+    return InvalidArgumentError("--optimizer " + text +
+                                ": expected sgd, momentum, rmsprop, adam or "
+                                "adamw");
+  }
+  return *optimizer;
+}
+
 bool IsOnnxPath(const std::string& path) {
   return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
 }
@@ -117,9 +130,11 @@ StatusOr<LoadedModel> LoadTarnawski(const std::string& text,
       return placement;
     };
   }
-  LoadedModel model{std::move(p.graph), std::move(expert), {}, {}, {}};
-  model.profile = std::move(p.profile);
-  model.cluster = std::move(p.cluster);
+  LoadedModel model{std::move(p.graph),   std::move(expert),
+                    /*warnings=*/{},      std::move(p.profile),
+                    std::move(p.cluster),
+                    /*batch=*/0,
+                    /*optimizer=*/{}};
   return model;
 }
 
@@ -138,6 +153,97 @@ StatusOr<LoadedModel> LoadTarnawskiSpec(const std::string& spec) {
   }
   DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
   return LoadTarnawski(text, path, expert);
+}
+
+// A zoo model (NAME[:k=v,...]) with --batch and --optimizer as its batch
+// and optimizer parameters.
+StatusOr<LoadedModel> LoadZooModel(const std::string& text,
+                                   const ModelOptions& options) {
+  DPLACE_ASSIGN_OR_RETURN(ZooSpec zoo, ParseZooSpec(text));
+  std::map<std::string, std::string> values = zoo.params.values();
+  if (options.keep_merged_parameters) {
+    return InvalidArgumentError("--keep-merged-parameters is for ONNX models");
+  }
+  const std::pair<const char*, std::string> overrides[] = {
+      {"batch", options.batch > 0 ? std::to_string(options.batch) : ""},
+      {"optimizer", options.optimizer}};
+  for (const auto& [key, value] : overrides) {
+    if (value.empty()) continue;
+    if (!values.count(key)) {
+      return InvalidArgumentError(std::string("--") + key + " " + value +
+                                  ": zoo model " + zoo.model->name +
+                                  " has no " + key + " parameter");
+    }
+    values[key] = value;
+  }
+  zoo.params = ZooParams(values);
+  DPLACE_ASSIGN_OR_RETURN(Graph graph, MakeZooModel(zoo));
+  const ZooSpec family = zoo;
+  LoadedModel model{std::move(graph),
+                    [family](const Graph& g, const Cluster& c) {
+                      return family.model->expert(g, c, family.params);
+                    },
+                    /*warnings=*/{},
+                    /*profile=*/{},
+                    /*cluster=*/{},
+                    /*batch=*/0,
+                    values.at("optimizer")};
+  if (values.count("batch")) model.batch = zoo.params.Int("batch");
+  return model;
+}
+
+// --batch, --optimizer and --keep-merged-parameters apply to ONNX and zoo
+// models only.
+Status CheckNoModelOptions(const std::string& spec,
+                           const ModelOptions& options) {
+  const bool random = spec.rfind("random:", 0) == 0;
+  const bool tarnawski = spec.rfind("tarnawski:", 0) == 0 ||
+                         (!random && LooksLikeTarnawskiJson(FileHead(spec)));
+  if (!random && !tarnawski) return Status::Ok();
+  if (options.batch > 0 || !options.optimizer.empty() ||
+      options.keep_merged_parameters) {
+    return InvalidArgumentError(
+        "--model " + spec +
+        ": --batch, --optimizer and "
+        "--keep-merged-parameters apply to ONNX and zoo models; " +
+        (random ? "a random graph" : "a Tarnawski et al. input") +
+        " has its own sizes");
+  }
+  return Status::Ok();
+}
+
+// A graph JSON is a training graph already: --batch and --optimizer may
+// only repeat what it was made with.
+Status CheckGraphFileOptions(const std::string& path, const LoadedModel& model,
+                             const ModelOptions& options) {
+  const std::string fix =
+      "; it is a training graph made at its batch with its optimizer: "
+      "import the ONNX model again (dplace import MODEL.onnx --batch N "
+      "--optimizer NAME) or give the .onnx model itself";
+  if (options.batch > 0 && options.batch != model.batch) {
+    return InvalidArgumentError(
+        path + ": --batch " + std::to_string(options.batch) +
+        ": the graph was made at " +
+        (model.batch > 0 ? "batch " + std::to_string(model.batch)
+                         : std::string("a batch it does not record")) +
+        fix);
+  }
+  if (!options.optimizer.empty() && options.optimizer != model.optimizer) {
+    return InvalidArgumentError(
+        path + ": --optimizer " + options.optimizer + ": the graph was made " +
+        (model.optimizer.empty() ? std::string("with an optimizer it does "
+                                               "not record")
+                                 : "for " + model.optimizer) +
+        fix);
+  }
+  if (options.keep_merged_parameters) {
+    return InvalidArgumentError(
+        path +
+        ": --keep-merged-parameters is read when an ONNX model is "
+        "imported" +
+        fix);
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -164,18 +270,35 @@ StatusOr<ProfileTable> ProfileFor(const LoadedModel& model,
   return merged;
 }
 
-StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,
-                                        const OnnxImportOptions& options,
-                                        Optimizer optimizer,
-                                        std::vector<std::string>* warnings) {
-  DPLACE_ASSIGN_OR_RETURN(OnnxImport imported, ImportOnnxFile(path, options));
-  if (warnings) *warnings = std::move(imported.warnings);
+StatusOr<LoadedModel> ImportOnnxModel(const std::string& path,
+                                      const ModelOptions& options) {
+  OnnxImportOptions import_options;
+  import_options.batch = options.batch;
+  import_options.keep_merged_parameters = options.keep_merged_parameters;
+  DPLACE_ASSIGN_OR_RETURN(OnnxImport imported,
+                          ImportOnnxFile(path, import_options));
   TrainingOptions training_options;
-  training_options.optimizer = optimizer;
+  DPLACE_ASSIGN_OR_RETURN(training_options.optimizer,
+                          OptimizerOf(options.optimizer, "sgd"));
   StatusOr<Graph> training =
       ExpandForTraining(imported.forward, training_options);
   if (!training.ok()) return training.status().WithPrefix(path);
-  return training;
+  LoadedModel model{std::move(training).value(),
+                    nullptr,
+                    std::move(imported.warnings),
+                    /*profile=*/{},
+                    /*cluster=*/{},
+                    imported.batch,
+                    std::string(OptimizerName(training_options.optimizer))};
+  return model;
+}
+
+GraphFileInfo GraphFileInfoOf(const LoadedModel& model) {
+  GraphFileInfo info;
+  info.warnings = model.warnings;
+  info.batch = model.batch;
+  info.optimizer = model.optimizer;
+  return info;
 }
 
 PlacementProblem ProblemOf(const LoadedModel& model, const CostModel& cost,
@@ -193,37 +316,33 @@ PlacementProblem ProblemOf(const LoadedModel& model, const CostModel& cost,
   return problem;
 }
 
-StatusOr<LoadedModel> LoadModel(const std::string& spec) {
+StatusOr<LoadedModel> LoadModel(const std::string& spec,
+                                const ModelOptions& options) {
   if (spec.rfind("zoo:", 0) == 0) {
-    StatusOr<ZooSpec> zoo = ParseZooSpec(spec.substr(4));
-    StatusOr<Graph> graph =
-        zoo.ok() ? MakeZooModel(*zoo) : StatusOr<Graph>(zoo.status());
-    if (!graph.ok()) return graph.status().WithPrefix("--model " + spec);
-    const ZooSpec family = *zoo;
-    return LoadedModel{std::move(graph).value(),
-                       [family](const Graph& g, const Cluster& c) {
-                         return family.model->expert(g, c, family.params);
-                       },
-                       /*warnings=*/{},
-                       /*profile=*/{},
-                       /*cluster=*/{}};
+    StatusOr<LoadedModel> zoo = LoadZooModel(spec.substr(4), options);
+    if (!zoo.ok()) return zoo.status().WithPrefix("--model " + spec);
+    return zoo;
   }
+  if (IsOnnxPath(spec)) return ImportOnnxModel(spec, options);
+  if (Status s = CheckNoModelOptions(spec, options); !s.ok()) return s;
   if (spec.rfind("tarnawski:", 0) == 0) return LoadTarnawskiSpec(spec);
-  std::vector<std::string> warnings;
-  if (spec.rfind("random:", 0) == 0 || IsOnnxPath(spec)) {
-    DPLACE_ASSIGN_OR_RETURN(
-        Graph graph,
-        spec.rfind("random:", 0) == 0
-            ? MakeRandomModel(spec)
-            : ImportOnnxTrainingGraph(spec, {}, Optimizer::kSgd, &warnings));
-    return LoadedModel{std::move(graph), nullptr, std::move(warnings), {}, {}};
+  if (spec.rfind("random:", 0) == 0) {
+    DPLACE_ASSIGN_OR_RETURN(Graph graph, MakeRandomModel(spec));
+    return LoadedModel{std::move(graph), nullptr, {}, {}, {}, 0, {}};
   }
   if (LooksLikeTarnawskiJson(FileHead(spec))) {
     DPLACE_ASSIGN_OR_RETURN(std::string text, ReadTextFile(spec));
     return LoadTarnawski(text, spec, "");
   }
-  DPLACE_ASSIGN_OR_RETURN(Graph graph, ReadGraphJson(spec));
-  return LoadedModel{std::move(graph), nullptr, std::move(warnings), {}, {}};
+  GraphFileInfo info;
+  DPLACE_ASSIGN_OR_RETURN(Graph graph, ReadGraphJson(spec, {}, &info));
+  LoadedModel model{std::move(graph), nullptr,    std::move(info.warnings),
+                    /*profile=*/{},
+                    /*cluster=*/{},   info.batch, std::move(info.optimizer)};
+  if (Status s = CheckGraphFileOptions(spec, model, options); !s.ok()) {
+    return s;
+  }
+  return model;
 }
 
 }  // namespace dplace

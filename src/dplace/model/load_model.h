@@ -16,10 +16,27 @@
 #include <vector>
 
 #include "dplace/graph/training.h"
+#include "dplace/io/graph_json.h"
 #include "dplace/io/onnx/onnx_import.h"
 #include "dplace/method/method.h"
 
 namespace dplace {
+
+// How --model is read: the flags every command that reads a model takes.
+struct ModelOptions {
+  // --batch: the batch size. An ONNX model: OnnxImportOptions::batch; a zoo
+  // model: its batch parameter; a graph JSON was made at its batch and
+  // takes only that one. 0: the model's. Default: 0.
+  int64_t batch = 0;
+  // --optimizer: of the update ops (sgd, momentum, rmsprop, adam, adamw)
+  // of an ONNX model or a zoo model; a graph JSON takes only its own.
+  // Empty: the model's (sgd for ONNX, the paper's for the zoo).
+  // Default: "".
+  std::string optimizer;
+  // --keep-merged-parameters: OnnxImportOptions::keep_merged_parameters.
+  // Default: false.
+  bool keep_merged_parameters = false;
+};
 
 // A graph with what its family knows about it.
 struct LoadedModel {
@@ -36,6 +53,11 @@ struct LoadedModel {
   // The machine the model brings (a Tarnawski input's accelerators and
   // CPU), placed on when no --cluster is given. Empty for the rest.
   std::optional<Cluster> cluster;
+  // The batch size in effect; 0 when unknown (random graphs, Tarnawski
+  // inputs, graph files that do not record it).
+  int64_t batch = 0;
+  // The optimizer of the update ops; empty when unknown.
+  std::string optimizer;
 };
 
 // Loads a model spec: zoo:NAME[:k=v,...], random:ops=N[,seed=K,width=W]
@@ -43,9 +65,12 @@ struct LoadedModel {
 // file, an ONNX model (imported with its own batch size and expanded for
 // training with SGD), or a Tarnawski et al. input (tarnawski_json.h; a
 // .json file of that format, or tarnawski:FILE[,expert=SPLIT] with the
-// repository's human-expert split as the expert placement). Errors name
-// the spec or the file.
-StatusOr<LoadedModel> LoadModel(const std::string& spec);
+// repository's human-expert split as the expert placement). `options` set
+// the batch, the optimizer and how merged ONNX parameters are read (see
+// ModelOptions; a model they do not apply to is an error). Errors name the
+// spec or the file.
+StatusOr<LoadedModel> LoadModel(const std::string& spec,
+                                const ModelOptions& options = {});
 
 // The cluster to place `model` on: the preset or file `name_or_path`
 // (LoadCluster), or the model's own when it is empty. Errors: neither.
@@ -63,12 +88,14 @@ StatusOr<ProfileTable> ProfileFor(const LoadedModel& model,
 PlacementProblem ProblemOf(const LoadedModel& model, const CostModel& cost,
                            uint64_t seed);
 
-// Imports an ONNX model and expands it into its training graph; the
-// importer's warnings go to *warnings when given.
-StatusOr<Graph> ImportOnnxTrainingGraph(const std::string& path,
-                                        const OnnxImportOptions& options,
-                                        Optimizer optimizer,
-                                        std::vector<std::string>* warnings);
+// Imports the ONNX model at `path` and expands it into its training graph,
+// with the importer's warnings, the batch and the optimizer (sgd when
+// options.optimizer is empty).
+StatusOr<LoadedModel> ImportOnnxModel(const std::string& path,
+                                      const ModelOptions& options);
+
+// What a graph file records of `model` (graph_json.h), to write beside it.
+GraphFileInfo GraphFileInfoOf(const LoadedModel& model);
 
 }  // namespace dplace
 

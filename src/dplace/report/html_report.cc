@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "dplace/report/module_tree.h"
 #include "dplace/report/svg.h"
 #include "dplace/util/format.h"
 #include "dplace/util/median.h"
@@ -17,11 +19,16 @@ using report::Bar;
 using report::BarChartOptions;
 using report::DeviceColour;
 using report::Escape;
+using report::FormatSeconds;
+using report::NiceTicks;
 using report::Number;
 using report::PlotOptions;
 using report::ReferenceLine;
 using report::Series;
 using report::SeriesColour;
+using report::TimeUnit;
+using report::TimeUnitFor;
+using report::Title;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -38,7 +45,8 @@ std::string PageStart(const std::string& title) {
          "h3 { font-size: 15px; }\n"
          "table { border-collapse: collapse; margin: 8px 0 16px 0; "
          "font-size: 13px; }\n"
-         "td, th { border: 1px solid #ccc; padding: 3px 8px; }\n"
+         "td, th { border: 1px solid #ccc; padding: 3px 8px; "
+         "white-space: nowrap; }\n"
          "td.n { text-align: right; font-variant-numeric: tabular-nums; }\n"
          "th { background: #f3f3f3; }\n"
          ".note { color: #555; font-size: 13px; }\n"
@@ -46,6 +54,30 @@ std::string PageStart(const std::string& title) {
          "svg { display: block; margin: 6px 0 12px 0; }\n"
          ".swatch { display: inline-block; width: 12px; height: 12px; "
          "margin: 0 4px 0 12px; vertical-align: middle; }\n"
+         ".warnings { border: 1px solid #e6ab02; background: #fff8e1; "
+         "padding: 4px 12px; font-size: 13px; }\n"
+         // Module rows line up whatever their depth: the name indents
+         // inside its fixed-width cell, after a fold marker of its own.
+         ".modules { font-size: 12px; }\n"
+         ".modules summary { list-style: none; cursor: pointer; }\n"
+         ".modules summary::-webkit-details-marker { display: none; }\n"
+         ".module-row, .module-head { display: inline-flex; "
+         "align-items: center; }\n"
+         ".module-head { font-weight: bold; }\n"
+         ".module-head .name { padding-left: 14px; }\n"
+         ".module-head .bar { display: inline-block; width: 158px; }\n"
+         ".module-row .name, .module-head .name { display: inline-block; "
+         "box-sizing: border-box; width: 300px; overflow: hidden; "
+         "text-overflow: ellipsis; white-space: nowrap; }\n"
+         ".module-row .name::before { display: inline-block; width: 14px; "
+         "content: ''; }\n"
+         "details[open] > summary .name::before { content: '\\25BE'; }\n"
+         "details:not([open]) > summary .name::before { "
+         "content: '\\25B8'; }\n"
+         ".module-row .num, .module-head .num { display: inline-block; "
+         "width: 104px; text-align: right; margin-right: 8px; "
+         "font-variant-numeric: tabular-nums; }\n"
+         ".module-row svg { display: inline; margin: 0 8px 0 0; }\n"
          "</style>\n</head>\n<body>\n";
 }
 
@@ -79,8 +111,11 @@ std::string DeviceLegend(const Cluster& cluster,
 
 // The op map: ops of each phase in id (topological) order, one cell per
 // run of consecutive ops, coloured by the device most of them run on.
-std::string OpMap(const Graph& graph, const Placement& placement,
+std::string OpMap(const Graph& graph, const Cluster& cluster,
+                  const Placement& placement,
                   const std::vector<std::string>& colours) {
+  std::vector<std::string> names;
+  for (const Device& d : cluster.devices()) names.push_back(d.name);
   const int columns = 120, cell = 8, max_cells = 2400;
   std::string out;
   for (Phase phase : {Phase::kForward, Phase::kBackward, Phase::kUpdate}) {
@@ -111,85 +146,135 @@ std::string OpMap(const Graph& graph, const Placement& placement,
       for (const auto& [d, n] : count) {
         if (n > count[best]) best = d;
       }
-      out += "<rect x=\"" + std::to_string(1 + (c % columns) * cell) +
-             "\" y=\"" + std::to_string(18 + (c / columns) * cell) +
-             "\" width=\"" + std::to_string(cell - 1) + "\" height=\"" +
-             std::to_string(cell - 1) + "\" fill=\"" + colours[best] + "\"/>";
+      const size_t first = c * per_cell;
+      const size_t last = std::min(ops.size(), (c + 1) * per_cell) - 1;
+      out +=
+          "<rect x=\"" + std::to_string(1 + (c % columns) * cell) + "\" y=\"" +
+          std::to_string(18 + (c / columns) * cell) + "\" width=\"" +
+          std::to_string(cell - 1) + "\" height=\"" + std::to_string(cell - 1) +
+          "\" fill=\"" + colours[best] + "\">" +
+          Title(first == last ? graph.op_name(ops[first]) + " on " + names[best]
+                              : graph.op_name(ops[first]) + " .. " +
+                                    graph.op_name(ops[last]) + ": mostly on " +
+                                    names[best]) +
+          "</rect>";
     }
     out += "</svg>\n";
   }
   return out;
 }
 
-// Scope prefix of `depth` components ("encoder/layer_2").
-std::string ScopePrefix(const std::string& scope, int depth) {
-  size_t pos = 0;
-  for (int i = 0; i < depth; ++i) {
-    pos = scope.find('/', pos);
-    if (pos == std::string::npos) return scope.empty() ? "(no scope)" : scope;
-    ++pos;
+// A bar of a module's shares on each device (of its compute time or its
+// memory), each part titled with the device, its share and its amount.
+std::string ShareBar(const Cluster& cluster,
+                     const std::vector<std::string>& colours,
+                     const std::vector<double>& amounts, double total,
+                     const std::string& what, std::string (*format)(double)) {
+  const int width = 150, height = 12;
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                    std::to_string(width) + "\" height=\"" +
+                    std::to_string(height) + "\" class=\"share\">";
+  out += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(width) +
+         "\" height=\"" + std::to_string(height) + "\" fill=\"#f1f1f1\"/>";
+  double x = 0;
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+    if (amounts[d] <= 0 || total <= 0) continue;
+    const double w = width * amounts[d] / total;
+    out += "<rect x=\"" + Format("%.1f", x) + "\" y=\"0\" width=\"" +
+           Format("%.1f", std::max(w, 0.5)) + "\" height=\"" +
+           std::to_string(height) + "\" fill=\"" + colours[d] + "\">" +
+           Title(cluster.device(d).name + ": " +
+                 Format("%.0f%%", 100 * amounts[d] / total) + " of the " +
+                 what + " (" + format(amounts[d]) + ")") +
+           "</rect>";
+    x += w;
   }
-  return scope.substr(0, pos - 1);
+  return out + "</svg>";
 }
 
-// One row per layer (scope prefix), a stacked bar of its ops per device.
-std::string LayerChart(const Graph& graph, const Cluster& cluster,
-                       const Placement& placement,
-                       const std::vector<std::string>& colours) {
-  const size_t max_rows = 60;
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<int>> counts;
-  for (int depth : {2, 1}) {
-    order.clear();
-    counts.clear();
-    for (OpId op = 0; op < graph.num_ops(); ++op) {
-      const std::string key = ScopePrefix(graph.scope(op), depth);
-      auto [it, fresh] = counts.try_emplace(key);
-      if (fresh) {
-        order.push_back(key);
-        it->second.assign(cluster.num_devices(), 0);
-      }
-      ++it->second[placement[op]];
-    }
-    if (order.size() <= max_rows) break;
+std::string SecondsText(double seconds) { return FormatSeconds(seconds); }
+std::string BytesText(double bytes) { return FormatBytesScaled(bytes); }
+
+// One module's row: name, ops, compute time, memory, and its shares of
+// time and memory on each device. data-position is its first forward op's
+// place in topological order (model order).
+std::string ModuleRowHtml(const Cluster& cluster,
+                          const std::vector<std::string>& colours,
+                          const ModuleRow& row) {
+  std::vector<double> bytes(row.device_bytes.begin(), row.device_bytes.end());
+  return "<span class=\"module-row\" data-path=\"" + Escape(row.path) +
+         "\" data-depth=\"" + std::to_string(row.depth) +
+         "\" data-position=\"" + std::to_string(row.first_position) +
+         "\"><span class=\"name\" style=\"padding-left: " +
+         std::to_string(16 * (row.depth - 1)) + "px\" title=\"" +
+         Escape(row.path) + "\">" + Escape(row.path) +
+         "</span><span class=\"num\">" + std::to_string(row.ops) +
+         " ops</span><span class=\"num\">" +
+         Escape(FormatSeconds(row.compute_seconds)) +
+         "</span><span class=\"num\">" +
+         Escape(FormatBytesScaled(static_cast<double>(row.memory_bytes))) +
+         "</span>" +
+         ShareBar(cluster, colours, row.device_seconds, row.compute_seconds,
+                  "module's compute time", SecondsText) +
+         ShareBar(cluster, colours, bytes,
+                  static_cast<double>(row.memory_bytes), "module's memory",
+                  BytesText) +
+         "</span>";
+}
+
+// The module tree in model order: a collapsible <details> per module with
+// children (the top level open), a plain row per leaf. Deep trees of large
+// graphs are cut to the depth that keeps at most kMaxRows rows.
+std::string ModuleSection(const Graph& graph, const Cluster& cluster,
+                          const Placement& placement, const CostModel* cost,
+                          const std::vector<std::string>& colours) {
+  constexpr size_t kMaxRows = 150;
+  std::vector<ModuleRow> rows;
+  int depth = 4;
+  for (; depth > 1; --depth) {
+    rows = ModuleRows(graph, placement, cost, depth, cluster.num_devices());
+    if (rows.size() <= kMaxRows) break;
   }
-  const size_t shown = std::min(order.size(), max_rows);
-  const int label = 230, bar = 640, row = 14;
-  const int height = static_cast<int>(shown) * row + 24;
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    std::to_string(label + bar + 80) + "\" height=\"" +
-                    std::to_string(height) +
-                    "\" class=\"layers\"><g font-size=\"11\">";
-  out += "<text x=\"" + std::to_string(label) +
-         "\" y=\"12\">share of the layer's ops on each device</text>";
-  for (size_t i = 0; i < shown; ++i) {
-    const std::vector<int>& c = counts[order[i]];
-    int total = 0;
-    for (int n : c) total += n;
-    const int y = 18 + static_cast<int>(i) * row;
-    out += "<text x=\"" + std::to_string(label - 6) + "\" y=\"" +
-           std::to_string(y + 10) + "\" text-anchor=\"end\">" +
-           Escape(order[i].size() > 36
-                      ? "..." + order[i].substr(order[i].size() - 33)
-                      : order[i]) +
-           "</text>";
-    double x = label;
-    for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
-      if (c[d] == 0) continue;
-      const double w = bar * static_cast<double>(c[d]) / total;
-      out += "<rect x=\"" + Format("%.1f", x) + "\" y=\"" + std::to_string(y) +
-             "\" width=\"" + Format("%.1f", w) + "\" height=\"" +
-             std::to_string(row - 2) + "\" fill=\"" + colours[d] + "\"/>";
-      x += w;
-    }
-    out += "<text x=\"" + std::to_string(label + bar + 6) + "\" y=\"" +
-           std::to_string(y + 10) + "\">" + std::to_string(total) +
-           " ops</text>";
+  if (depth == 1) {
+    rows = ModuleRows(graph, placement, cost, 1, cluster.num_devices());
   }
-  out += "</g></svg>\n";
-  if (order.size() > shown) {
-    out += "<p class=\"note\">" + std::to_string(order.size() - shown) +
-           " more layers not drawn.</p>\n";
+  // Even the top level too long: its first modules, in model order.
+  const size_t cut = rows.size() > kMaxRows ? rows.size() - kMaxRows : 0;
+  rows.resize(std::min(rows.size(), kMaxRows));
+  std::vector<std::vector<size_t>> children(rows.size());
+  std::vector<size_t> top;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    (rows[r].parent < 0 ? top : children[rows[r].parent]).push_back(r);
+  }
+  std::function<std::string(size_t)> render = [&](size_t r) {
+    const std::string line = ModuleRowHtml(cluster, colours, rows[r]);
+    if (children[r].empty()) return "<div class=\"leaf\">" + line + "</div>";
+    std::string out = std::string("<details") +
+                      (rows[r].depth == 1 ? " open=\"open\"" : "") +
+                      "><summary>" + line + "</summary>";
+    for (size_t k : children[r]) out += render(k);
+    return out + "</details>";
+  };
+  std::string out =
+      "<p class=\"note\">Modules in model order (the order of their first "
+      "forward op), down to depth " +
+      std::to_string(depth) +
+      "; each counts its own ops and its descendants' (forward, backward "
+      "and update). Bytes held: its weights, optimizer slots, scratch and "
+      "outputs, summed over the step (not a peak). The bars split the "
+      "module's compute time (left) and bytes held (right) over the "
+      "devices; hover for figures. Click a module to fold it.</p>\n"
+      "<div class=\"modules\"><div class=\"leaf\"><span "
+      "class=\"module-head\"><span class=\"name\">module</span><span "
+      "class=\"num\">ops</span><span class=\"num\">compute</span><span "
+      "class=\"num\">bytes held</span><span class=\"bar\">share of "
+      "compute time</span><span class=\"bar\">share of bytes held</span></span>"
+      "</div>";
+  for (size_t r : top) out += render(r);
+  out += "</div>\n";
+  if (cut > 0) {
+    out += "<p class=\"note\">" + std::to_string(cut) +
+           " more modules not shown.</p>\n";
   }
   return out;
 }
@@ -241,12 +326,12 @@ std::string Gantt(const Graph& graph, const Cluster& cluster,
     lane.events.push_back(&e);
   }
   const double step = sim.step_time > 0 ? sim.step_time : 1;
-  const int label = 150, width = 960, row = 16, top = 20;
-  const int height = top + row * static_cast<int>(lanes.size()) + 30;
+  const int label = 150, width = 940, row = 16, top = 20;
+  const int height = top + row * static_cast<int>(lanes.size()) + 48;
   auto px = [&](double t) { return label + t / step * width; };
   std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    std::to_string(label + width + 20) + "\" height=\"" +
-                    std::to_string(height) + "\" class=\"gantt\">";
+                    std::to_string(label + width + 40) + "\" height=\"" +
+                    std::to_string(height) + "\" class=\"chart gantt\">";
   out += "<g font-size=\"11\">";
   int i = 0;
   size_t rects = 0;
@@ -254,7 +339,8 @@ std::string Gantt(const Graph& graph, const Cluster& cluster,
   for (auto& [key, lane] : lanes) {
     const int y = top + row * i++;
     out += "<rect x=\"2\" y=\"" + std::to_string(y + 2) +
-           "\" width=\"10\" height=\"10\" fill=\"" + lane.colour + "\"/>";
+           "\" width=\"10\" height=\"10\" fill=\"" + lane.colour + "\">" +
+           Title(lane.label) + "</rect>";
     out += "<text x=\"16\" y=\"" + std::to_string(y + 11) + "\">" +
            Escape(lane.label) + "</text>";
     std::sort(lane.events.begin(), lane.events.end(),
@@ -265,6 +351,7 @@ std::string Gantt(const Graph& graph, const Cluster& cluster,
     while (j < lane.events.size()) {
       double start = lane.events[j]->start, end = lane.events[j]->end;
       double by_phase[3] = {0, 0, 0};
+      const size_t first = j;
       for (; j < lane.events.size() && lane.events[j]->start - end < merge;
            ++j) {
         const TimelineEvent& e = *lane.events[j];
@@ -277,11 +364,25 @@ std::string Gantt(const Graph& graph, const Cluster& cluster,
           static_cast<int>(std::max_element(by_phase, by_phase + 3) - by_phase);
       const char* fill =
           lane.transfer ? "#8c8c8c" : PhaseColour(static_cast<Phase>(major));
-      out += "<rect x=\"" + Format("%.1f", px(start)) + "\" y=\"" +
-             std::to_string(y + 1) + "\" width=\"" +
-             Format("%.2f", std::max(0.5, px(end) - px(start))) +
-             "\" height=\"" + std::to_string(row - 3) + "\" fill=\"" + fill +
-             "\"/>";
+      const std::string what =
+          j - first == 1
+              ? (lane.transfer ? std::string("transfer")
+                               : graph.op_name(lane.events[first]->id) + " (" +
+                                     std::string(PhaseName(
+                                         graph.phase(lane.events[first]->id))) +
+                                     ")")
+              : std::to_string(j - first) +
+                    (lane.transfer
+                         ? " transfers"
+                         : " ops, mostly " + std::string(PhaseName(
+                                                 static_cast<Phase>(major))));
+      out +=
+          "<rect x=\"" + Format("%.1f", px(start)) + "\" y=\"" +
+          std::to_string(y + 1) + "\" width=\"" +
+          Format("%.2f", std::max(0.5, px(end) - px(start))) + "\" height=\"" +
+          std::to_string(row - 3) + "\" fill=\"" + fill + "\">" +
+          Title(what + ", " + FormatSeconds(start) + "-" + FormatSeconds(end)) +
+          "</rect>";
       ++rects;
     }
   }
@@ -290,12 +391,21 @@ std::string Gantt(const Graph& graph, const Cluster& cluster,
   out += "<line x1=\"" + std::to_string(label) + "\" y1=\"" +
          std::to_string(axis_y) + "\" x2=\"" + std::to_string(label + width) +
          "\" y2=\"" + std::to_string(axis_y) + "\" stroke=\"#555\"/>";
-  for (int k = 0; k <= 10; ++k) {
-    const double t = step * k / 10;
-    out += "<text x=\"" + Format("%.1f", px(t)) + "\" y=\"" +
-           std::to_string(axis_y + 14) + "\" text-anchor=\"middle\">" +
-           Number(t, "%.3g") + " s</text>";
+  // Round ticks in the unit that suits the step, within it.
+  const TimeUnit unit = TimeUnitFor(step);
+  for (double t : NiceTicks(0, step * unit.per_second, 8)) {
+    const double x = px(t / unit.per_second);
+    out += "<line x1=\"" + Format("%.1f", x) + "\" y1=\"" +
+           std::to_string(axis_y) + "\" x2=\"" + Format("%.1f", x) +
+           "\" y2=\"" + std::to_string(axis_y + 4) + "\" stroke=\"#555\"/>";
+    out += "<text x=\"" + Format("%.1f", x) + "\" y=\"" +
+           std::to_string(axis_y + 16) + "\" text-anchor=\"middle\">" +
+           Number(t, "%.4g") + "</text>";
   }
+  out += "<text class=\"axis-label\" x=\"" + std::to_string(label + width / 2) +
+         "\" y=\"" + std::to_string(axis_y + 34) +
+         "\" text-anchor=\"middle\">time in the step (" + unit.name +
+         ")</text>";
   // Legend: what the bars' colours mean (lanes carry the device colour).
   double lx = label;
   for (const auto& [name, colour] :
@@ -318,45 +428,71 @@ std::string Gantt(const Graph& graph, const Cluster& cluster,
   return out;
 }
 
+// The search's samples and best-so-far line, in the time unit that suits
+// them. Out-of-memory samples are crosses, at 4x the best when one fit
+// (clipped there), at their step times when none did.
 std::string LearningCurvePlot(const std::vector<ReportSample>& history,
                               double lower_bound) {
-  Series sampled{"sampled (feasible)", "#3182bd"};
-  sampled.line = false;
-  sampled.points = true;
-  Series oom{"sampled (out of memory)", "#d62728"};
-  oom.line = false;
-  oom.points = true;
-  Series best{"best so far", "#e6550d"};
-  best.width = 2.5;
-  double final_best = 0;
+  double final_best = 0, largest = 0;
   for (const ReportSample& s : history) {
     if (s.best_step_time > 0) final_best = s.best_step_time;
+    largest = std::max(largest, s.step_time);
   }
   const double clip = final_best > 0 ? 4 * final_best : 0;
+  const TimeUnit unit = TimeUnitFor(clip > 0 ? clip : largest);
+  Series sampled{"sampled (fits)", "#3182bd"};
+  sampled.line = false;
+  sampled.points = true;
+  Series oom{"sampled (out of memory)", "#222222"};
+  oom.line = false;
+  oom.points = true;
+  oom.crosses = true;
+  Series best{"best that fits so far", "#e6550d"};
+  best.width = 2.5;
   for (size_t i = 0; i < history.size(); ++i) {
     const ReportSample& s = history[i];
     const double x = static_cast<double>(i + 1);
     if (s.feasible) {
       sampled.x.push_back(x);
-      sampled.y.push_back(s.step_time);
+      sampled.y.push_back(s.step_time * unit.per_second);
     } else {
       oom.x.push_back(x);
-      oom.y.push_back(clip > 0 ? clip : s.step_time);
+      oom.y.push_back((clip > 0 ? clip : s.step_time) * unit.per_second);
     }
     best.x.push_back(x);
-    best.y.push_back(s.best_step_time > 0 ? s.best_step_time : kNaN);
+    best.y.push_back(s.best_step_time > 0 ? s.best_step_time * unit.per_second
+                                          : kNaN);
   }
   PlotOptions o;
-  o.title = "Learning curve";
-  o.x_label = "samples";
-  o.y_label = "step time (s)";
-  o.y_max = clip;
+  o.title = final_best > 0 ? "Learning curve"
+                           : "Learning curve: no feasible placement found";
+  o.x_label = "samples (placements evaluated)";
+  o.y_label = std::string("step time (") + unit.name + ")";
+  o.y_max = clip * unit.per_second;
   std::vector<ReferenceLine> refs;
-  if (lower_bound > 0) {
-    refs.push_back({"lower bound " + Number(lower_bound, "%.4g") + " s",
-                    lower_bound, "#444", true});
+  if (lower_bound > 0 && std::isfinite(lower_bound)) {
+    refs.push_back({"lower bound " + FormatSeconds(lower_bound),
+                    lower_bound * unit.per_second, "#444", true});
   }
-  return report::Plot({sampled, oom, best}, refs, o);
+  std::vector<Series> series = {sampled, oom};
+  if (final_best > 0) series.push_back(best);
+  return report::Plot(series, refs, o);
+}
+
+// What the learning curve shows, in words.
+std::string LearningCurveNote(const std::vector<ReportSample>& history) {
+  int feasible = 0;
+  for (const ReportSample& s : history) feasible += s.feasible;
+  if (feasible == 0) {
+    return "No feasible placement: every one of the " +
+           std::to_string(history.size()) +
+           " sampled placements ran out of memory (black crosses, at their "
+           "simulated step times).";
+  }
+  return "Each dot is one sampled placement's simulated step time; black "
+         "crosses ran out of memory (drawn at 4x the best, where the axis "
+         "is clipped); the orange line is the best placement that fits so "
+         "far.";
 }
 
 }  // namespace
@@ -370,6 +506,15 @@ std::string PlacementReportHtml(const PlacementReportInput& in) {
                                cluster.name() + " by " + in.method);
   html += "<h1>" + Escape(graph.name()) + " on " + Escape(cluster.name()) +
           ", placed by " + Escape(in.method) + "</h1>\n";
+  if (!in.warnings.empty()) {
+    html +=
+        "<div class=\"warnings\"><p><strong>Warnings: the graph may not "
+        "be the model's training step.</strong></p><ul>";
+    for (const std::string& w : in.warnings) {
+      html += "<li>" + Escape(w) + "</li>";
+    }
+    html += "</ul></div>\n";
+  }
   if (!in.command.empty()) {
     html += "<p class=\"note\">Made by <code>" + Escape(in.command) +
             "</code>. Every figure is dplace's simulation of one training "
@@ -407,10 +552,10 @@ std::string PlacementReportHtml(const PlacementReportInput& in) {
           "</tr></table>\n";
 
   html += "<h2>Placement</h2>\n" + DeviceLegend(cluster, colours);
-  html +=
-      "<h3>Layers</h3>\n" + LayerChart(graph, cluster, *in.placement, colours);
+  html += "<h3>By module</h3>\n" +
+          ModuleSection(graph, cluster, *in.placement, in.cost, colours);
   html += "<h3>Ops in topological order</h3>\n" +
-          OpMap(graph, *in.placement, colours);
+          OpMap(graph, cluster, *in.placement, colours);
 
   html += "<h2>Devices</h2>\n";
   std::vector<Bar> load, memory;
@@ -422,7 +567,7 @@ std::string PlacementReportHtml(const PlacementReportInput& in) {
             : 0;
     load.push_back({dev.name, 100 * share, 0, colours[d],
                     Format("%.1f%%", 100 * share) + " (" +
-                        Format("%.3f s", sim.device_busy_seconds[d]) + ", " +
+                        FormatSeconds(sim.device_busy_seconds[d]) + ", " +
                         std::to_string(sim.device_op_count[d]) + " ops)"});
     memory.push_back({dev.name, static_cast<double>(sim.device_peak_bytes[d]),
                       static_cast<double>(dev.memory_bytes), colours[d],
@@ -431,10 +576,13 @@ std::string PlacementReportHtml(const PlacementReportInput& in) {
   }
   BarChartOptions load_options;
   load_options.title = "Compute load: busy time over the step (per slot)";
+  load_options.axis_label = "busy (% of the step)";
   load_options.max = 100;
   html += report::BarChart(load, load_options);
   BarChartOptions memory_options;
-  memory_options.title = "Peak memory against capacity (red: out of memory)";
+  memory_options.title =
+      "Peak memory against capacity (black line; red: out of memory)";
+  memory_options.axis_label = "peak memory (bytes; capacity marked)";
   html += report::BarChart(memory, memory_options);
 
   html += "<h2>Timeline of one step</h2>\n";
@@ -446,9 +594,8 @@ std::string PlacementReportHtml(const PlacementReportInput& in) {
   if (!in.history.empty()) {
     html += "<h2>Search</h2>\n" +
             LearningCurvePlot(in.history, in.lower_bound.seconds) +
-            "<p class=\"note\">Each dot is one sampled placement's simulated "
-            "step time (out-of-memory samples in red at the top, clipped at "
-            "4x the best); the line is the best feasible so far.</p>\n";
+            "<p class=\"note\">" + Escape(LearningCurveNote(in.history)) +
+            "</p>\n";
   }
   return html + kPageEnd;
 }
@@ -510,7 +657,8 @@ std::string PaperTableHtml(const json& table) {
         if (MethodLabel(x) == name) m = &x;
       }
       std::string cell = m ? StepCell(*m) : "";
-      if (m && name == best) cell += " *";
+      // A no-break space keeps the mark with its number.
+      if (m && name == best) cell += "\u00a0*";
       out += Cell(cell, true);
     }
     out += Cell(Format("%.4f", b.at("lower_bound").get<double>()), true) +
@@ -554,7 +702,7 @@ std::string DetailTableHtml(const json& b) {
           Format("%.0f", m.at("samples_to_best").at("median").get<double>()) +
           " / " + SamplesRun(m);
       seconds =
-          Format("%.2f", m.at("seconds_to_best").at("median").get<double>());
+          Number(m.at("seconds_to_best").at("median").get<double>(), "%.3g");
     }
     const json& wall = m.at("wall_seconds");
     out +=
@@ -567,8 +715,10 @@ std::string DetailTableHtml(const json& b) {
              true) +
         Cell(std::isfinite(vs_bound) ? Format("%.2fx", vs_bound) : "-", true) +
         Cell(samples, true) + Cell(seconds, true) +
+        // Three significant digits: a one-shot placer's milliseconds are
+        // not 0.000.
         Cell(wall.at("count").get<int>()
-                 ? Format("%.3f", wall.at("median").get<double>())
+                 ? Number(wall.at("median").get<double>(), "%.3g")
                  : "-",
              true) +
         "</tr>\n";
@@ -612,7 +762,7 @@ std::string BenchmarkCurves(const json& b) {
       {"lower bound " + Format("%.4g s", bound), bound, "#777", true});
   PlotOptions o;
   o.title = "Best step time so far, every search and seed";
-  o.x_label = "samples";
+  o.x_label = "samples (placements evaluated)";
   o.y_label = "best step time (s)";
   o.y_min_zero = true;
   return report::Plot(series, refs, o);
@@ -646,8 +796,8 @@ std::string ScaleSection(const json& scale) {
   series.insert(series.begin(), sim);
   PlotOptions o;
   o.title = "Cost against graph size (log-log)";
-  o.x_label = "ops";
-  o.y_label = "seconds";
+  o.x_label = "graph size (ops)";
+  o.y_label = "wall time (s)";
   o.log_x = o.log_y = true;
   o.height = 420;
   std::string out = "<h2>Scale</h2>\n<p class=\"note\">On " +
@@ -676,7 +826,7 @@ std::string ScaleSection(const json& scale) {
       std::string cell = "-";
       for (const json& p : row.at("placers")) {
         if (p.at("method").get<std::string>() != m) continue;
-        cell = Format("%.3f", p.at("seconds").get<double>()) +
+        cell = Number(p.at("seconds").get<double>(), "%.3g") +
                (p.at("placed").get<bool>() ? "" : " (refused)");
       }
       out += Cell(cell, true);

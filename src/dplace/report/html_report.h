@@ -1,10 +1,11 @@
 // Self-contained HTML reports (inline SVG and CSS; no script, no network):
 //
-// - PlacementReportHtml, for `dplace place --report`: which device every
-//   layer and op went to (drawn like the papers' placement figures), each
-//   device's compute load and peak memory against its capacity, the
-//   simulated timeline of one step (a Gantt chart per device slot and link),
-//   and a learned placer's learning curve.
+// - PlacementReportHtml, for `dplace place --report`: the model's warnings
+//   first, then the placement by module (the module tree in model order,
+//   collapsible, each module's share of compute time and memory on every
+//   device), which device every op went to, each device's compute load and
+//   peak memory against its capacity, the simulated timeline of one step (a
+//   Gantt chart per device slot and link), and a search's learning curve.
 // - BenchReportHtml, for `dplace report results.json`: a suite's tables,
 //   the learning curves of every search on one plot per benchmark,
 //   and the scale study's log-log plot of cost against graph size.
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "dplace/cluster/cluster.h"
+#include "dplace/cost/cost_model.h"
 #include "dplace/graph/graph.h"
 #include "dplace/graph/placement.h"
 #include "dplace/sim/lower_bound.h"
@@ -41,6 +43,10 @@ struct PlacementReportInput {
   const Placement* placement = nullptr;
   // Of `placement`, with its timeline recorded (SimOptions).
   const SimResult* sim = nullptr;
+  // Op times for the module tree; null: the tree shows no times.
+  const CostModel* cost = nullptr;
+  // What the model's import warned of, shown at the top of the page.
+  std::vector<std::string> warnings;
   std::string method;
   std::string command;         // How it was made, shown on the page.
   double wall_seconds = 0;     // Placing or searching.

@@ -129,7 +129,7 @@ TEST(PlacementReportTest, WellFormedSelfContainedWithEveryChart) {
   // Layers, op map, load, memory, Gantt: each an <svg>.
   EXPECT_GE(check.elements.at("svg"), 5);
   EXPECT_GT(check.elements.at("rect"), 100);
-  EXPECT_THAT(html, HasSubstr("class=\"gantt\""));
+  EXPECT_THAT(html, HasSubstr("class=\"chart gantt\""));
   EXPECT_THAT(html, HasSubstr("gpu:3"));
   EXPECT_THAT(html, HasSubstr(p.graph.hash()));
   // No script, no external resource.
@@ -167,7 +167,7 @@ TEST(PlacementReportTest, LargeGraphStaysSmall) {
   EXPECT_LT(html.size(), 3u << 20) << html.size() << " bytes";
   // At most max_rects_per_lane merged bars per lane; 5 devices and at most
   // 8 links carry traffic on k80x4, plus the other charts' rects.
-  const int gantt_start = static_cast<int>(html.find("class=\"gantt\""));
+  const int gantt_start = static_cast<int>(html.find("class=\"chart gantt\""));
   const std::string gantt = html.substr(gantt_start);
   EXPECT_LT(Count(gantt, "<rect"), 14 * 1000 + 20);
 }

@@ -9,8 +9,8 @@ namespace dplace {
 namespace report {
 namespace {
 
-constexpr int kLeft = 64, kRight = 16, kTop = 28, kBottom = 44;
-constexpr int kLegendWidth = 190;
+constexpr int kLeft = 72, kRight = 16, kTop = 28, kBottom = 44;
+constexpr int kLegendWidth = 230;
 
 std::string Fixed(double v) {
   char buf[32];
@@ -40,21 +40,7 @@ struct Axis {
       if (ticks.size() < 2) ticks = {lo, hi};
       return ticks;
     }
-    const double span = hi - lo;
-    const double raw = span / 5;
-    const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-    double step = mag;
-    for (double m : {1.0, 2.0, 5.0, 10.0}) {
-      if (mag * m >= raw) {
-        step = mag * m;
-        break;
-      }
-    }
-    for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9;
-         t += step) {
-      ticks.push_back(std::abs(t) < step * 1e-9 ? 0 : t);
-    }
-    return ticks;
+    return NiceTicks(lo, hi);
   }
 };
 
@@ -115,6 +101,40 @@ std::string Number(double value, const char* format) {
   return buf;
 }
 
+TimeUnit TimeUnitFor(double max_seconds) {
+  if (max_seconds >= 1 || max_seconds <= 0) return {"s", 1};
+  if (max_seconds >= 1e-3) return {"ms", 1e3};
+  return {"\u00b5s", 1e6};
+}
+
+std::string FormatSeconds(double seconds) {
+  const TimeUnit unit = TimeUnitFor(seconds);
+  return Number(seconds * unit.per_second, "%.3g") + " " + unit.name;
+}
+
+std::vector<double> NiceTicks(double lo, double hi, int target) {
+  std::vector<double> ticks;
+  if (!(hi > lo)) return {lo};
+  const double raw = (hi - lo) / std::max(1, target);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = mag * 10;
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (mag * m >= raw) {
+      step = mag * m;
+      break;
+    }
+  }
+  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9;
+       t += step) {
+    ticks.push_back(std::abs(t) < step * 1e-9 ? 0 : t);
+  }
+  return ticks;
+}
+
+std::string Title(const std::string& text) {
+  return "<title>" + Escape(text) + "</title>";
+}
+
 std::string DeviceColour(int gpu_index, bool is_cpu) {
   static const char* const kPalette[] = {
       "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -134,7 +154,7 @@ std::string Plot(const std::vector<Series>& series,
                  const std::vector<ReferenceLine>& references,
                  const PlotOptions& o) {
   // The legend sits right of the plot area, so it never hides a curve.
-  bool has_legend = false;
+  bool has_legend = !references.empty();
   for (const Series& s : series) has_legend |= s.in_legend && !s.label.empty();
   const int right = has_legend ? kLegendWidth : kRight;
   const double inf = std::numeric_limits<double>::infinity();
@@ -171,7 +191,7 @@ std::string Plot(const std::vector<Series>& series,
                     std::to_string(o.width) + "\" height=\"" +
                     std::to_string(o.height) + "\" viewBox=\"0 0 " +
                     std::to_string(o.width) + " " + std::to_string(o.height) +
-                    "\" class=\"plot\">";
+                    "\" class=\"chart plot\">";
   svg += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(o.width) +
          "\" height=\"" + std::to_string(o.height) + "\" fill=\"#fff\"/>";
   if (!o.title.empty()) {
@@ -184,20 +204,27 @@ std::string Plot(const std::vector<Series>& series,
     svg += "<line x1=\"" + Fixed(px) + "\" y1=\"" + Fixed(y.px_lo) +
            "\" x2=\"" + Fixed(px) + "\" y2=\"" + Fixed(y.px_hi) +
            "\" stroke=\"#e5e5e5\"/>";
-    svg += Text(px, y.px_lo + 14, Number(t, "%.4g"), "middle");
+    // The last label ends at the edge rather than past it; the first
+    // starts at the y axis rather than under the y axis' lowest label.
+    const char* anchor = px > o.width - 28   ? "end"
+                         : px < x.px_lo + 12 ? "start"
+                                             : "middle";
+    svg += Text(px, y.px_lo + 14, Number(t, "%.4g"), anchor);
   }
   for (double t : y.Ticks()) {
     const double py = y.Map(t);
     svg += "<line x1=\"" + Fixed(x.px_lo) + "\" y1=\"" + Fixed(py) +
            "\" x2=\"" + Fixed(x.px_hi) + "\" y2=\"" + Fixed(py) +
            "\" stroke=\"#e5e5e5\"/>";
-    svg += Text(x.px_lo - 4, py + 4, Number(t, "%.4g"), "end");
+    svg += Text(x.px_lo - 6, py + 4, Number(t, "%.4g"), "end");
   }
   svg += "<rect x=\"" + Fixed(x.px_lo) + "\" y=\"" + Fixed(y.px_hi) +
          "\" width=\"" + Fixed(x.px_hi - x.px_lo) + "\" height=\"" +
          Fixed(y.px_lo - y.px_hi) + "\" fill=\"none\" stroke=\"#888\"/>";
-  svg += Text((x.px_lo + x.px_hi) / 2, o.height - 8, o.x_label, "middle");
-  svg += "<text transform=\"translate(14," + Fixed((y.px_lo + y.px_hi) / 2) +
+  svg += Text((x.px_lo + x.px_hi) / 2, o.height - 8, o.x_label, "middle",
+              " class=\"axis-label\"");
+  svg += "<text class=\"axis-label\" transform=\"translate(14," +
+         Fixed((y.px_lo + y.px_hi) / 2) +
          ") rotate(-90)\" text-anchor=\"middle\">" + Escape(o.y_label) +
          "</text></g>";
 
@@ -214,9 +241,7 @@ std::string Plot(const std::vector<Series>& series,
         Fixed(x.px_hi) + "\" y2=\"" + Fixed(py) + "\" stroke=\"" + r.colour +
         "\" stroke-width=\"1.2\"" +
         (r.dotted ? " stroke-dasharray=\"2,3\"" : " stroke-dasharray=\"6,4\"") +
-        "/>";
-    svg += Text(x.px_hi - 4, py - 4, r.label, "end",
-                " font-size=\"11\" fill=\"#333\"");
+        ">" + Title(r.label) + "</line>";
   }
   for (const Series& s : series) {
     std::string line, dots;
@@ -229,35 +254,58 @@ std::string Plot(const std::vector<Series>& series,
         }
         continue;
       }
-      const std::string px = Fixed(x.Map(s.x[i])), py = Fixed(clamp_y(s.y[i]));
+      const double mx = x.Map(s.x[i]), my = clamp_y(s.y[i]);
+      const std::string px = Fixed(mx), py = Fixed(my);
       points += (points.empty() ? "" : " ") + px + "," + py;
-      if (s.points) dots += "M" + px + " " + py + "h0";
+      if (s.points && s.crosses) {
+        dots += "M" + Fixed(mx - 3) + " " + Fixed(my - 3) + "l6 6M" +
+                Fixed(mx - 3) + " " + Fixed(my + 3) + "l6 -6";
+      } else if (s.points) {
+        dots += "M" + px + " " + py + "h0";
+      }
     }
     if (!points.empty()) line += "<polyline points=\"" + points + "\"/>";
     if (s.line && !line.empty()) {
       svg += "<g fill=\"none\" stroke=\"" + s.colour + "\" stroke-width=\"" +
              Number(s.width, "%.2g") + "\"" +
-             (s.dashed ? " stroke-dasharray=\"5,3\"" : "") + ">" + line +
-             "</g>";
+             (s.dashed ? " stroke-dasharray=\"5,3\"" : "") + ">" +
+             Title(s.label) + line + "</g>";
     }
     if (s.points && !dots.empty()) {
       svg += "<path d=\"" + dots + "\" stroke=\"" + s.colour +
-             "\" stroke-width=\"3\" stroke-linecap=\"round\" fill=\"none\" "
-             "opacity=\"0.55\"/>";
+             "\" stroke-width=\"" + (s.crosses ? "1.5" : "3") +
+             "\" stroke-linecap=\"round\" fill=\"none\" opacity=\"" +
+             (s.crosses ? "0.8" : "0.55") + "\">" + Title(s.label) + "</path>";
     }
   }
-  // Legend, top right, one row per series.
+  // Legend, top right, one row per series and reference line.
   int row = 0;
   std::string legend;
+  const double lx = x.px_hi + 12;
   for (const Series& s : series) {
     if (!s.in_legend || s.label.empty()) continue;
-    const double ly = kTop + 10 + 14 * row++;
-    const double lx = x.px_hi + 12;
-    legend += "<line x1=\"" + Fixed(lx) + "\" y1=\"" + Fixed(ly - 4) +
-              "\" x2=\"" + Fixed(lx + 18) + "\" y2=\"" + Fixed(ly - 4) +
-              "\" stroke=\"" + s.colour + "\" stroke-width=\"3\"" +
-              (s.dashed ? " stroke-dasharray=\"5,3\"" : "") + "/>";
+    const double ly = kTop + 10 + 16 * row++;
+    if (s.points && s.crosses) {
+      legend += "<path d=\"M" + Fixed(lx + 6) + " " + Fixed(ly - 7) + "l6 6M" +
+                Fixed(lx + 6) + " " + Fixed(ly - 1) + "l6 -6\" stroke=\"" +
+                s.colour + "\" stroke-width=\"1.5\" fill=\"none\"/>";
+    } else {
+      legend += "<line x1=\"" + Fixed(lx) + "\" y1=\"" + Fixed(ly - 4) +
+                "\" x2=\"" + Fixed(lx + 18) + "\" y2=\"" + Fixed(ly - 4) +
+                "\" stroke=\"" + s.colour + "\" stroke-width=\"3\"" +
+                (s.dashed ? " stroke-dasharray=\"5,3\"" : "") + "/>";
+    }
     legend += Text(lx + 24, ly, s.label);
+  }
+  for (const ReferenceLine& r : references) {
+    const double ly = kTop + 10 + 16 * row++;
+    legend +=
+        "<line x1=\"" + Fixed(lx) + "\" y1=\"" + Fixed(ly - 4) + "\" x2=\"" +
+        Fixed(lx + 18) + "\" y2=\"" + Fixed(ly - 4) + "\" stroke=\"" +
+        r.colour + "\" stroke-width=\"1.2\"" +
+        (r.dotted ? " stroke-dasharray=\"2,3\"" : " stroke-dasharray=\"6,4\"") +
+        "/>";
+    legend += Text(lx + 24, ly, r.label);
   }
   if (!legend.empty()) {
     svg += "<g font-size=\"11\" fill=\"#222\">" + legend + "</g>";
@@ -267,8 +315,9 @@ std::string Plot(const std::vector<Series>& series,
 }
 
 std::string BarChart(const std::vector<Bar>& bars, const BarChartOptions& o) {
-  const int label_width = 120, text_width = 170, row = 22, top = 26;
-  const int height = top + row * static_cast<int>(bars.size()) + 8;
+  const int label_width = 120, text_width = 200, row = 22, top = 26;
+  const int axis = o.axis_label.empty() ? 0 : 22;
+  const int height = top + row * static_cast<int>(bars.size()) + 8 + axis;
   double max = o.max;
   for (const Bar& b : bars) {
     max = std::max({max, b.value, b.capacity});
@@ -280,7 +329,7 @@ std::string BarChart(const std::vector<Bar>& bars, const BarChartOptions& o) {
                     std::to_string(o.width) + "\" height=\"" +
                     std::to_string(height) + "\" viewBox=\"0 0 " +
                     std::to_string(o.width) + " " + std::to_string(height) +
-                    "\" class=\"bars\">";
+                    "\" class=\"chart bars\">";
   svg += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(o.width) +
          "\" height=\"" + std::to_string(height) + "\" fill=\"#fff\"/>";
   if (!o.title.empty()) {
@@ -299,13 +348,18 @@ std::string BarChart(const std::vector<Bar>& bars, const BarChartOptions& o) {
     }
     svg += "<rect x=\"" + Fixed(px(0)) + "\" y=\"" + Fixed(y + 4) +
            "\" width=\"" + Fixed(std::max(0.0, px(b.value) - px(0))) +
-           "\" height=\"12\" fill=\"" + (over ? "#d62728" : b.colour) + "\"/>";
+           "\" height=\"12\" fill=\"" + (over ? "#d62728" : b.colour) + "\">" +
+           Title(b.label + ": " + b.text) + "</rect>";
     if (b.capacity > 0) {
       svg += "<line x1=\"" + Fixed(px(b.capacity)) + "\" y1=\"" + Fixed(y) +
              "\" x2=\"" + Fixed(px(b.capacity)) + "\" y2=\"" + Fixed(y + 20) +
              "\" stroke=\"#333\" stroke-width=\"2\"/>";
     }
     svg += Text(px(std::max(b.value, b.capacity)) + 6, y + 14, b.text);
+  }
+  if (!o.axis_label.empty()) {
+    svg += Text(label_width + plot_width / 2, height - 8, o.axis_label,
+                "middle", " class=\"axis-label\"");
   }
   svg += "</g></svg>";
   return svg;

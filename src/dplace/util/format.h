@@ -37,6 +37,15 @@ inline std::string FormatBytesScaled(double bytes) {
   return FormatBytes(bytes);
 }
 
+// An integer with thousands separators: "85,054,464".
+inline std::string FormatCount(long long value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) {
+    digits.insert(static_cast<size_t>(i), ",");
+  }
+  return (value < 0 ? "-" : "") + digits;
+}
+
 }  // namespace dplace
 
 #endif  // DPLACE_UTIL_FORMAT_H_

@@ -24,6 +24,7 @@ CLI::App* AddClusterCalibrateCommand(CLI::App* cluster, ExecFlags* flags) {
       "to either half of the rounds agrees (check the result with dplace "
       "fidelity --compare-cluster)");
   calibrate->add_option("--model", flags->model, kExecModelHelp)->required();
+  AddModelOptionFlags(calibrate, &flags->model_options);
   calibrate->add_option("--cluster", flags->cluster, kExecClusterHelp)
       ->required();
   calibrate->add_option("--profile", flags->profile,

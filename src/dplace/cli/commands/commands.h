@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dplace/model/load_model.h"
 #include "dplace/suite/suite.h"
 
 namespace CLI {
@@ -22,6 +23,8 @@ namespace dplace {
 // dplace inspect: counts of a graph.
 struct InspectFlags {
   std::string graph;  // --graph or --model.
+  ModelOptions model_options;
+  bool json = false;  // --json: the counts as one JSON object.
 };
 CLI::App* AddInspectCommand(CLI::App* parent, InspectFlags* flags);
 int RunInspect(const InspectFlags& flags, std::ostream& out, std::ostream& err);
@@ -29,8 +32,7 @@ int RunInspect(const InspectFlags& flags, std::ostream& out, std::ostream& err);
 // dplace import: an ONNX model as training graph JSON.
 struct ImportFlags {
   std::string model;
-  int64_t batch = 0;
-  std::string optimizer = "sgd";
+  ModelOptions model_options;
   std::string output;
 };
 CLI::App* AddImportCommand(CLI::App* parent, ImportFlags* flags);
@@ -73,6 +75,7 @@ struct SimulateFlags {
   std::string placement;
   std::string trace;
   std::string profile;
+  ModelOptions model_options;
 };
 CLI::App* AddSimulateCommand(CLI::App* parent, SimulateFlags* flags);
 int RunSimulate(const SimulateFlags& flags, std::ostream& out,
@@ -81,6 +84,7 @@ int RunSimulate(const SimulateFlags& flags, std::ostream& out,
 // dplace place: a method's placement, or every placer's (--method all).
 struct PlaceFlags {
   std::string graph;  // --graph or --model.
+  ModelOptions model_options;
   std::string cluster;
   std::string trace;
   std::string profile;
@@ -109,6 +113,14 @@ struct PlaceFlags {
   // --refine SECONDS: an mcmc search from the method's placement. Negative:
   // not given; 0: given but not positive (an error).
   double refine = -1;
+  // --by-module [DEPTH]: the placement by module down to DEPTH (2 when
+  // none is given). Negative: not given.
+  int by_module = -1;
+  std::string device_map;  // --device-map FILE: the map to write.
+  // --whole-modules DEPTH: every module at DEPTH on one device. 0: not
+  // given.
+  int whole_modules = 0;
+  bool json = false;  // --json: the results as one JSON document.
 };
 CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags);
 int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err);
@@ -153,6 +165,7 @@ int RunReport(const ReportFlags& flags, std::ostream& out, std::ostream& err);
 // to a file that `dplace place --method mars --encoder FILE` loads.
 struct PretrainFlags {
   std::string model;
+  ModelOptions model_options;
   std::string output;
   int steps = -1;  // Negative: mars's pretrain_steps.
   uint64_t seed = 1;
@@ -167,6 +180,7 @@ int RunPretrain(const PretrainFlags& flags, std::ostream& out,
 // ExecFlags.
 struct ExecFlags {
   std::string model;
+  ModelOptions model_options;
   std::string cluster;
   std::string devices;  // profile: "cpu:0,cpu:1".
   std::string placement;

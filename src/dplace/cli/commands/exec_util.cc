@@ -97,7 +97,8 @@ StatusOr<std::unique_ptr<Executor>> ExecutorOfCluster(
 
 StatusOr<std::unique_ptr<MeasuredProblem>> LoadMeasuredProblem(
     const ExecFlags& flags, const ExecOptions& exec_options) {
-  DPLACE_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(flags.model));
+  DPLACE_ASSIGN_OR_RETURN(LoadedModel model,
+                          LoadModel(flags.model, flags.model_options));
   DPLACE_ASSIGN_OR_RETURN(Cluster cluster, LoadCluster(flags.cluster));
   DPLACE_ASSIGN_OR_RETURN(ProfileTable profile, LoadProfile(flags.profile));
   std::unique_ptr<MeasuredProblem> m(new MeasuredProblem{

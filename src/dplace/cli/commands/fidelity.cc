@@ -74,6 +74,7 @@ CLI::App* AddFidelityCommand(CLI::App* parent, ExecFlags* flags) {
       "simulate and measure single-device, placer and random placements of "
       "a model; print the errors and rank correlations");
   fidelity->add_option("--model", flags->model, kExecModelHelp)->required();
+  AddModelOptionFlags(fidelity, &flags->model_options);
   fidelity->add_option("--cluster", flags->cluster, kExecClusterHelp)
       ->required();
   fidelity->add_option("--profile", flags->profile,

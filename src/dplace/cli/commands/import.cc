@@ -18,17 +18,7 @@ CLI::App* AddImportCommand(CLI::App* parent, ImportFlags* flags) {
       "import an ONNX model, expand it into its training graph and write it "
       "as graph JSON");
   import->add_option("model", flags->model, "the .onnx model file")->required();
-  import
-      ->add_option("--batch", flags->batch,
-                   "batch size: the first dim of the data inputs (default: "
-                   "the model's; needed when it is symbolic)")
-      ->check(CLI::PositiveNumber);
-  import
-      ->add_option("--optimizer", flags->optimizer,
-                   "optimizer of the update ops: sgd, momentum, rmsprop, "
-                   "adam, or adamw (BERT's Adam with weight decay) (default: "
-                   "sgd)")
-      ->check(CLI::IsMember({"sgd", "momentum", "rmsprop", "adam", "adamw"}));
+  AddModelOptionFlags(import, &flags->model_options);
   import->add_option("-o,--output", flags->output, "graph JSON to write")
       ->required();
   return import;
@@ -36,15 +26,11 @@ CLI::App* AddImportCommand(CLI::App* parent, ImportFlags* flags) {
 
 // dplace import: ONNX model -> training graph JSON.
 int RunImport(const ImportFlags& flags, std::ostream& out, std::ostream& err) {
-  OnnxImportOptions options;
-  options.batch = flags.batch;
-  const Optimizer optimizer = *ParseOptimizer(flags.optimizer);
-  std::vector<std::string> warnings;
-  StatusOr<Graph> graph =
-      ImportOnnxTrainingGraph(flags.model, options, optimizer, &warnings);
-  if (!graph.ok()) return Fail(err, graph.status());
-  const Graph& g = *graph;
-  Status written = WriteGraphJson(g, flags.output);
+  StatusOr<LoadedModel> model =
+      ImportOnnxModel(flags.model, flags.model_options);
+  if (!model.ok()) return Fail(err, model.status());
+  const Graph& g = model->graph;
+  Status written = WriteGraphJson(g, flags.output, GraphFileInfoOf(*model));
   if (!written.ok()) return Fail(err, written);
   int phase_count[3] = {0, 0, 0};
   double forward_flops = 0;
@@ -53,7 +39,8 @@ int RunImport(const ImportFlags& flags, std::ostream& out, std::ostream& err) {
     if (g.phase(op) == Phase::kForward) forward_flops += g.flops(op);
   }
   out << "imported " << flags.model << " as graph " << g.name()
-      << ", expanded for training with " << OptimizerName(optimizer) << "\n"
+      << ", expanded for training with " << model->optimizer << "\n"
+      << DescribeModel(*model) << "\n"
       << "ops:             " << g.num_ops() << " (forward " << phase_count[0]
       << ", backward " << phase_count[1] << ", update " << phase_count[2]
       << ")\n"
@@ -61,7 +48,7 @@ int RunImport(const ImportFlags& flags, std::ostream& out, std::ostream& err) {
       << Format("%.4g", forward_flops) << ")\n"
       << "parameter bytes: " << FormatBytesScaled(g.total_persistent_bytes())
       << " (weights and optimizer slots)\n";
-  PrintWarnings(warnings, err);
+  PrintWarnings(model->warnings, err);
   out << "wrote " << flags.output << "\n";
   return kExitOk;
 }

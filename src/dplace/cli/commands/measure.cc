@@ -64,6 +64,7 @@ CLI::App* AddMeasureCommand(CLI::App* parent, ExecFlags* flags) {
       "run training steps of a placement on this machine's "
       "devices and print the measured step time");
   measure->add_option("--model", flags->model, kExecModelHelp)->required();
+  AddModelOptionFlags(measure, &flags->model_options);
   measure->add_option("--cluster", flags->cluster, kExecClusterHelp)
       ->required();
   measure->add_option("--placement", flags->placement, "placement JSON")
@@ -80,8 +81,9 @@ CLI::App* AddMeasureCommand(CLI::App* parent, ExecFlags* flags) {
 int RunMeasure(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
   StatusOr<ExecOptions> options = StepOptions(flags.steps);
   if (!options.ok()) return Fail(err, options.status());
-  StatusOr<LoadedModel> model = LoadModel(flags.model);
+  StatusOr<LoadedModel> model = LoadModel(flags.model, flags.model_options);
   if (!model.ok()) return Fail(err, model.status());
+  PrintWarnings(model->warnings, err);
   const Graph& graph = model->graph;
   StatusOr<Cluster> cluster = LoadCluster(flags.cluster);
   if (!cluster.ok()) return Fail(err, cluster.status());

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -17,17 +18,21 @@
 #include "dplace/cli/cli_util.h"
 #include "dplace/cli/commands/commands.h"
 #include "dplace/cli/commands/exec_util.h"
+#include "dplace/cli/commands/place_output.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/env/environment.h"
 #include "dplace/exec/measured_environment.h"
+#include "dplace/graph/modules.h"
 #include "dplace/io/chrome_trace.h"
 #include "dplace/io/cluster_json.h"
 #include "dplace/io/file.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/method/method.h"
+#include "dplace/report/device_map.h"
 #include "dplace/report/html_report.h"
 #include "dplace/report/markdown.h"
+#include "dplace/report/module_tree.h"
 #include "dplace/search/mcmc.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
@@ -76,8 +81,10 @@ std::string CheckpointPath(const PlaceFlags& place) {
 // Writes the --report page of one placement.
 Status WritePlacementReport(const PlacementProblem& problem,
                             const MethodRun& run, const std::string& command,
-                            const std::string& path) {
+                            const LoadedModel* model, const std::string& path) {
   PlacementReportInput input;
+  if (model) input.warnings = model->warnings;
+  input.cost = problem.cost;
   input.graph = problem.graph;
   input.cluster = problem.cluster;
   input.placement = &run.placement;
@@ -98,7 +105,66 @@ struct PlaceHooks {
   Environment* environment = nullptr;  // Default: the simulated one.
   // After a successful search: returns a line to print after the method's.
   std::function<StatusOr<std::string>(MethodRun*)> after_search;
+  // The model placed, for what is printed of it (RunPlace sets it).
+  const LoadedModel* model = nullptr;
+  // --whole-modules: the problem the method solves, whose graph keeps each
+  // module whole (ColocateModules); the placement is the same op by op,
+  // and files name the user's graph. Null: the problem itself.
+  const PlacementProblem* constrained = nullptr;
 };
+
+// The modules at `depth` that `placement` splits over devices.
+std::vector<std::string> SplitModules(const Graph& graph,
+                                      const Placement& placement, int depth,
+                                      int num_devices) {
+  std::vector<std::string> split;
+  for (const ModuleRow& row :
+       ModuleRows(graph, placement, nullptr, depth, num_devices)) {
+    if (row.depth == depth && row.device < 0) split.push_back(row.path);
+  }
+  return split;
+}
+
+// What place prints after the step: the placement by module, what next,
+// and the device map written.
+Status PrintModulesAndNext(const PlacementProblem& problem,
+                           const PlaceFlags& place, const PlaceHooks& hooks,
+                           const MethodRun& run, std::ostream& out) {
+  const Graph& graph = *problem.graph;
+  const Cluster& cluster = *problem.cluster;
+  if (place.whole_modules > 0) {
+    const std::vector<std::string> split = SplitModules(
+        graph, run.placement, place.whole_modules, cluster.num_devices());
+    out << "whole modules at depth " << place.whole_modules << ": "
+        << (split.empty() ? std::string("each on one device")
+                          : std::to_string(split.size()) +
+                                " split (no device runs all of their ops), "
+                                "first " +
+                                split[0])
+        << "\n";
+  }
+  if (place.by_module >= 0) {
+    out << "placement by module (depth " << place.by_module
+        << ", model order; compute time and memory of each module's "
+           "forward, backward and update ops; weights+outputs: the bytes "
+           "they hold at some point in the step):\n"
+        << ModuleTable(cluster,
+                       ModuleRows(graph, run.placement, problem.cost,
+                                  place.by_module, cluster.num_devices()));
+  }
+  if (hooks.model) {
+    const std::vector<std::string> lines = WhatNextLines(
+        *problem.cost, *hooks.model, &run, ProblemLowerBound(run.sim.bounds));
+    if (!lines.empty()) out << "what next:\n";
+    for (const std::string& line : lines) out << "  " << line << "\n";
+  }
+  if (!place.device_map.empty()) {
+    DPLACE_RETURN_IF_ERROR(WriteTextFile(
+        place.device_map, DeviceMapJson(graph, cluster, run.placement)));
+    out << "device map: " << place.device_map << "\n";
+  }
+  return Status::Ok();
+}
 
 // The options of the method's run: the timeline when --trace or --report
 // wants it, and for a search its budget, log, checkpoint, resume, and a
@@ -132,17 +198,36 @@ StatusOr<MethodRunOptions> PlaceRunOptions(const PlaceFlags& place,
 }
 
 // Prints the placement `run` chose (`note` after the method's line) and
-// writes --out, --trace and --report.
+// writes --out, --trace, --report and --device-map; with --json, prints
+// the "dplace.place" document instead.
 int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
                    bool searches, const MethodRunOptions& run_options,
                    const MethodRun& run, const std::string& note,
                    const std::string& header, const std::string& trace,
-                   std::ostream& out, std::ostream& err) {
+                   std::ostream& out, std::ostream& err,
+                   const PlaceHooks& hooks = {}) {
+  if (place.json && hooks.model) {
+    std::ostringstream text;
+    const int code = PrintPlacement(problem, place, searches, run_options, run,
+                                    note, header, trace, text, err);
+    if (code == kExitBadInput) return code;
+    out << PlaceJson(*problem.cost, *hooks.model, {run},
+                     run.placed ? ProblemLowerBound(run.sim.bounds)
+                                : ProblemLowerBound(Simulator(*problem.cost)));
+    return code;
+  }
   const SearchOptions& search = run_options.context.search;
   if (!run.placed) {
     const Status status(run.error_code, run.error);
     if (status.code() == StatusCode::kInfeasible) {
       out << header << "infeasible: " << status.message() << "\n";
+      if (hooks.model) {
+        const std::vector<std::string> lines =
+            WhatNextLines(*problem.cost, *hooks.model, &run,
+                          ProblemLowerBound(Simulator(*problem.cost)));
+        out << "what next:\n";
+        for (const std::string& line : lines) out << "  " << line << "\n";
+      }
       return kExitInfeasible;
     }
     return Fail(err, status);
@@ -166,6 +251,10 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
   if (!note.empty()) out << note << "\n";
   if (!run.note.empty()) out << run.note << "\n";
   PrintSimResult(cluster, sim, out);
+  if (Status s = PrintModulesAndNext(problem, place, hooks, run, out);
+      !s.ok()) {
+    return Fail(err, s);
+  }
   if (!place.log.empty()) out << "log: " << place.log << "\n";
   if (searches && !search.checkpoint_path.empty()) {
     out << "checkpoint: " << search.checkpoint_path << "\n";
@@ -182,7 +271,8 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
     out << "trace: " << trace << " (open in Perfetto)\n";
   }
   if (!place.report.empty()) {
-    Status s = WritePlacementReport(problem, run, place.command, place.report);
+    Status s = WritePlacementReport(problem, run, place.command, hooks.model,
+                                    place.report);
     if (!s.ok()) return Fail(err, s);
     out << "report: " << place.report << "\n";
   }
@@ -227,6 +317,34 @@ StatusOr<std::string> Refine(const PlacementProblem& problem, double seconds,
   return line;
 }
 
+// --whole-modules: a method that does not keep colocation groups whole
+// leaves modules split; their ops move to the device most of each module's
+// op time is on (KeepGroupsWhole) and the step is simulated again. Returns
+// the line saying so; empty when nothing moved.
+StatusOr<std::string> KeepModulesWhole(const PlacementProblem& solved,
+                                       const PlaceFlags& place,
+                                       const MethodRunOptions& run_options,
+                                       MethodRun* run) {
+  const Graph& graph = *solved.graph;
+  std::vector<double> seconds(graph.num_ops());
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    seconds[op] = solved.cost->OpTime(op, run->placement[op]);
+  }
+  std::vector<DeviceKind> kinds;
+  for (const Device& d : solved.cluster->devices()) kinds.push_back(d.kind);
+  const int moved = KeepGroupsWhole(graph, kinds, seconds, &run->placement);
+  if (moved == 0) return std::string();
+  SimOptions sim_options;
+  sim_options.record_timeline = run_options.record_timeline;
+  const std::string before = StepTimeText(run->sim);
+  DPLACE_ASSIGN_OR_RETURN(
+      run->sim, Simulator(*solved.cost).Simulate(run->placement, sim_options));
+  return "whole modules: method " + place.method + " put " +
+         std::to_string(moved) +
+         " ops apart from their module; moved to it: " + before + " -> " +
+         StepTimeText(run->sim);
+}
+
 // dplace place --method NAME: one placer, or a search through the
 // simulated environment; prints the chosen placement.
 int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
@@ -239,13 +357,23 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
   if (!made.ok()) return Fail(err, made.status());
   MethodRunOptions run_options = std::move(made).value();
   run_options.context.environment = hooks.environment;
-  StatusOr<MethodRun> run = RunMethod(method, problem, run_options);
+  const PlacementProblem& solved =
+      hooks.constrained ? *hooks.constrained : problem;
+  StatusOr<MethodRun> run = RunMethod(method, solved, run_options);
   if (run_options.context.search.progress) err << "\n";
   std::string note;
   if (run.ok() && run->placed && place.refine > 0) {
     StatusOr<std::string> line =
-        Refine(problem, place.refine, hooks.environment, run_options, &*run);
+        Refine(solved, place.refine, hooks.environment, run_options, &*run);
     if (line.ok()) note = *line;
+    if (!line.ok()) run = line.status();
+  }
+  if (run.ok() && run->placed && hooks.constrained) {
+    StatusOr<std::string> line =
+        KeepModulesWhole(solved, place, run_options, &*run);
+    if (line.ok() && !line->empty()) {
+      note += (note.empty() ? "" : "\n") + *line;
+    }
     if (!line.ok()) run = line.status();
   }
   if (run.ok() && run->placed && hooks.after_search) {
@@ -255,7 +383,7 @@ int PlaceOne(const PlacementProblem& problem, const PlaceFlags& place,
   }
   if (!run.ok()) return Fail(err, run.status());
   return PrintPlacement(problem, place, searches, run_options, *run, note,
-                        header, trace, out, err);
+                        header, trace, out, err, hooks);
 }
 
 // The searches --method all runs, and their budget: small enough for a
@@ -329,7 +457,8 @@ std::string PlaceAllTable(const Cluster& cluster,
 
 // Every registered classical placer on one problem, and mcmc with a small
 // budget, as a markdown table; the best feasible step time is marked.
-int PlaceAll(const PlacementProblem& problem, std::ostream& out,
+int PlaceAll(const PlacementProblem& problem, const LoadedModel& model,
+             bool json, const std::string& header, std::ostream& out,
              std::ostream& err) {
   std::vector<MethodRun> results;
   for (const MethodEntry* e : Methods()) {
@@ -361,12 +490,32 @@ int PlaceAll(const PlacementProblem& problem, std::ostream& out,
       lower_bound = ProblemLowerBound(r.sim.bounds);
     }
   }
-  out << PlaceAllTable(*problem.cluster, results, lower_bound.seconds)
+  if (json) {
+    out << PlaceJson(*problem.cost, model, results, lower_bound);
+    return BestStepTime(results) > 0 ? kExitOk : kExitInfeasible;
+  }
+  out << header << PlaceAllTable(*problem.cluster, results, lower_bound.seconds)
       << "lower bound: " << DescribeLowerBound(lower_bound)
       << "; no placement that fits in memory beats the largest of the "
          "critical path, the total work, the forced-transfer path and a "
          "proven bound\n";
-  return BestStepTime(results) > 0 ? kExitOk : kExitInfeasible;
+  // What next: the best placement's bottleneck, or what would make the
+  // model fit.
+  const double best = BestStepTime(results);
+  const MethodRun* best_run = nullptr;
+  for (const MethodRun& r : results) {
+    if (best > 0 && r.placed && r.sim.feasible && r.sim.step_time == best) {
+      best_run = &r;
+    }
+  }
+  out << "what next"
+      << (best_run ? " (the best, " + best_run->method + ")" : std::string())
+      << ":\n";
+  for (const std::string& line :
+       WhatNextLines(*problem.cost, model, best_run, lower_bound)) {
+    out << "  " << line << "\n";
+  }
+  return best > 0 ? kExitOk : kExitInfeasible;
 }
 
 bool IsMpiEnv(const std::string& env) {
@@ -522,11 +671,10 @@ int PlaceWithMpi(const PlacementProblem& problem, PlaceFlags place,
 int PlaceMeasured(const PlacementProblem& problem, const PlaceFlags& place,
                   Method* method, const std::string& header,
                   const std::string& trace, std::ostream& out,
-                  std::ostream& err) {
+                  std::ostream& err, PlaceHooks hooks) {
   StatusOr<std::unique_ptr<Environment>> env =
       MeasuredEnvironmentForPlace(*problem.graph, *problem.cluster);
   if (!env.ok()) return Fail(err, env.status());
-  PlaceHooks hooks;
   hooks.environment = env->get();
   hooks.after_search = [&](MethodRun* run) -> StatusOr<std::string> {
     err << "dplace: measuring the chosen placement ...\n";
@@ -549,6 +697,7 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
       "print step time, feasibility, per-device load and peak memory, the "
       "gap to the lower bound and the time placing took");
   AddGraphFlags(place, &flags->graph, /*required=*/false);
+  AddModelOptionFlags(place, &flags->model_options);
   place->add_option("--cluster", flags->cluster,
                     "preset name (see `dplace cluster list`) or cluster "
                     ".json; a Tarnawski et al. input brings its own");
@@ -614,6 +763,28 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
   place->add_option("--refine", flags->refine,
                     "after the method places, search from its placement "
                     "with mcmc for SECONDS and print both step times");
+  place
+      ->add_option("--by-module", flags->by_module,
+                   "print the placement by module, in model order, down to "
+                   "DEPTH (default: 2): each module's ops, compute time, "
+                   "memory and their share on each device")
+      ->expected(0, 1)
+      ->default_str("2")
+      ->check(CLI::NonNegativeNumber);
+  place->add_option("--device-map", flags->device_map,
+                    "write the device map, JSON: each module whose ops run "
+                    "on one device -> that device, and the other ops one by "
+                    "one (docs/formats.md; applied to a PyTorch model in "
+                    "docs/onnx.md)");
+  place
+      ->add_option("--whole-modules", flags->whole_modules,
+                   "keep every module at DEPTH on one device (its ops join "
+                   "one colocation group), so the device map is modules "
+                   "only down to DEPTH")
+      ->check(CLI::PositiveNumber);
+  place->add_flag("--json", flags->json,
+                  "print the results as one JSON document (docs/formats.md, "
+                  "\"dplace.place\"), also for --method all");
   place->callback([place, flags] {
     // A negative budget is as wrong as zero (negative means "not given").
     if (place->count("--budget-samples") && flags->budget_samples < 0) {
@@ -670,7 +841,18 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
                          "--refine searches from one method's placement; "
                          "not with --method all or --env mpi"));
   }
-  StatusOr<LoadedModel> model = LoadModel(place.graph);
+  const bool module_flags = place.by_module >= 0 || !place.device_map.empty() ||
+                            place.whole_modules > 0;
+  if (module_flags && (place.method == "all" || IsMpiEnv(place.env))) {
+    return Fail(err, InvalidArgumentError(
+                         "--by-module, --device-map and --whole-modules are "
+                         "about one method's placement; not with --method "
+                         "all or --env mpi"));
+  }
+  if (place.json && IsMpiEnv(place.env)) {
+    return Fail(err, InvalidArgumentError("--json is not for --env mpi"));
+  }
+  StatusOr<LoadedModel> model = LoadModel(place.graph, place.model_options);
   if (!model.ok()) return Fail(err, model.status());
   PrintWarnings(model->warnings, err);
   StatusOr<Cluster> cluster = ClusterFor(*model, place.cluster);
@@ -680,10 +862,26 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
   const Graph& graph = model->graph;
   const CostModel cost(graph, *cluster, *profile);
   const PlacementProblem problem = ProblemOf(*model, cost, place.seed);
-  const std::string header =
-      "graph " + graph.name() + " (" + std::to_string(graph.num_ops()) +
-      " ops, hash " + graph.hash() + ") on cluster " + cluster->name() + " (" +
-      std::to_string(cluster->num_devices()) + " devices)\n";
+  PlaceHooks hooks;
+  hooks.model = &*model;
+  // --whole-modules: the method places a graph whose colocation groups keep
+  // each module at that depth whole.
+  std::optional<Graph> colocated;
+  std::optional<CostModel> colocated_cost;
+  std::optional<PlacementProblem> constrained;
+  if (place.whole_modules > 0) {
+    StatusOr<Graph> g = ColocateModules(graph, place.whole_modules);
+    if (!g.ok()) return Fail(err, g.status());
+    colocated.emplace(std::move(g).value());
+    colocated_cost.emplace(*colocated, *cluster, *profile);
+    constrained = ProblemOf(*model, *colocated_cost, place.seed);
+    hooks.constrained = &*constrained;
+  }
+  const std::string header = "graph " + graph.name() + " (" +
+                             std::to_string(graph.num_ops()) + " ops, hash " +
+                             graph.hash() + ") on cluster " + cluster->name() +
+                             " (" + std::to_string(cluster->num_devices()) +
+                             " devices)\n" + DescribeModel(*model) + "\n";
 
   if (place.method == "all") {
     if (!place.options.empty() || !place.out.empty() || !place.trace.empty() ||
@@ -693,8 +891,7 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
                            "defaults; --option, --out, --trace and --report "
                            "need one method"));
     }
-    out << header;
-    return PlaceAll(problem, out, err);
+    return PlaceAll(problem, *model, place.json, header, out, err);
   }
 #ifdef DPLACE_WITH_MPI
   if (IsMpiEnv(place.env)) {
@@ -702,9 +899,10 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
   }
 #endif
   if (place.env == "measured") {
-    return PlaceMeasured(problem, place, method, header, place.trace, out, err);
+    return PlaceMeasured(problem, place, method, header, place.trace, out, err,
+                         hooks);
   }
-  return PlaceOne(problem, place, method, header, place.trace, out, err);
+  return PlaceOne(problem, place, method, header, place.trace, out, err, hooks);
 }
 
 }  // namespace dplace

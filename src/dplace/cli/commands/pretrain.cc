@@ -19,6 +19,7 @@ CLI::App* AddPretrainCommand(CLI::App* parent, PretrainFlags* flags) {
                   "model: zoo:NAME[:key=value,...], a graph .json file, or "
                   "an .onnx model")
       ->required();
+  AddModelOptionFlags(cmd, &flags->model_options);
   cmd->add_option("-o,--output", flags->output, "encoder file to write")
       ->required();
   cmd->add_option("--steps", flags->steps,
@@ -37,7 +38,7 @@ CLI::App* AddPretrainCommand(CLI::App* parent, PretrainFlags* flags) {
 
 int RunPretrain(const PretrainFlags& flags, std::ostream& out,
                 std::ostream& err) {
-  StatusOr<Graph> graph = LoadGraph(flags.model);
+  StatusOr<Graph> graph = LoadGraph(flags.model, flags.model_options, &err);
   if (!graph.ok()) return Fail(err, graph.status());
   std::vector<std::string> items = flags.options;
   if (flags.steps >= 0) {

@@ -50,6 +50,7 @@ CLI::App* AddProfileCommand(CLI::App* parent, ExecFlags* flags) {
       "times as a profile (--profile of simulate, place, fidelity); time "
       "copies between the devices");
   profile->add_option("--model", flags->model, kExecModelHelp)->required();
+  AddModelOptionFlags(profile, &flags->model_options);
   profile
       ->add_option("--devices", flags->devices,
                    "devices to profile on, e.g. cpu:0,cpu:1 (each op "
@@ -91,8 +92,9 @@ int RunProfile(const ExecFlags& flags, std::ostream& out, std::ostream& err) {
                          "--round-steps: expected an integer >= 1, got " +
                          std::to_string(flags.round_steps)));
   }
-  StatusOr<LoadedModel> model = LoadModel(flags.model);
+  StatusOr<LoadedModel> model = LoadModel(flags.model, flags.model_options);
   if (!model.ok()) return Fail(err, model.status());
+  PrintWarnings(model->warnings, err);
   const Graph& graph = model->graph;
   StatusOr<std::vector<ExecDevice>> devices = ParseExecDevices(flags.devices);
   if (!devices.ok()) return Fail(err, devices.status().WithPrefix("--devices"));

@@ -21,6 +21,7 @@ CLI::App* AddSimulateCommand(CLI::App* parent, SimulateFlags* flags) {
       "simulate one training step of a placement: step time, feasibility, "
       "per-device load and peak memory, lower bounds");
   AddGraphFlags(simulate, &flags->graph);
+  AddModelOptionFlags(simulate, &flags->model_options);
   simulate->add_option("--cluster", flags->cluster,
                        "preset name (see `dplace cluster list`) or cluster "
                        ".json; a Tarnawski et al. input brings its own");
@@ -36,7 +37,7 @@ CLI::App* AddSimulateCommand(CLI::App* parent, SimulateFlags* flags) {
 
 int RunSimulate(const SimulateFlags& flags, std::ostream& out,
                 std::ostream& err) {
-  StatusOr<LoadedModel> model = LoadModel(flags.graph);
+  StatusOr<LoadedModel> model = LoadModel(flags.graph, flags.model_options);
   if (!model.ok()) return Fail(err, model.status());
   PrintWarnings(model->warnings, err);
   const Graph* graph = &model->graph;
@@ -61,7 +62,8 @@ int RunSimulate(const SimulateFlags& flags, std::ostream& out,
 
   out << "graph " << graph->name() << " (" << graph->num_ops() << " ops, hash "
       << graph->hash() << ") on cluster " << cluster->name() << " ("
-      << cluster->num_devices() << " devices)\n";
+      << cluster->num_devices() << " devices)\n"
+      << DescribeModel(*model) << "\n";
   PrintSimResult(*cluster, *result, out);
   out << "simulated in " << Format("%.3f", elapsed * 1e3) << " ms\n";
   if (!flags.trace.empty()) {

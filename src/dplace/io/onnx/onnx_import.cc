@@ -55,11 +55,12 @@ class Importer {
     DPLACE_RETURN_IF_ERROR(AddOps());
     DPLACE_RETURN_IF_ERROR(AddEdges());
     WarnAboutUncostedOps();
-    WarnAboutFoldedBatchNorm();
+    WarnAboutEvalModeExport();
     WarnAboutAliasedParameters();
     StatusOr<Graph> graph = std::move(builder_).Build();
     if (!graph.ok()) return graph.status().WithPrefix(model_.source());
-    return OnnxImport{std::move(graph).value(), std::move(warnings_)};
+    return OnnxImport{std::move(graph).value(), model_.batch(),
+                      std::move(warnings_)};
   }
 
  private:
@@ -90,6 +91,16 @@ class Importer {
     return slash == std::string::npos ? "" : name.substr(0, slash);
   }
 
+  // The node index of the first consumer of `tensor` that stays an op (an
+  // un-merged parameter's original is read first by Identity nodes that
+  // become none). REQUIRES: model_.HasLiveConsumer(tensor).
+  int FirstLiveConsumer(const std::string& tensor) const {
+    for (const auto& [node, slot] : model_.Consumers(tensor)) {
+      if (!model_.IsFoldedNode(node)) return node;
+    }
+    return model_.Consumers(tensor).front().first;
+  }
+
   struct Producer {
     OpId op;
     int output;
@@ -107,8 +118,7 @@ class Importer {
       spec.name = UniqueName(name);
       spec.type = WeightIsTrainable(name, *info) ? std::string(kParameterOpType)
                                                  : kConstantOpType;
-      spec.scope =
-          ScopeOf(model_.graph().node(model_.Consumers(name).front().first));
+      spec.scope = ScopeOf(model_.graph().node(FirstLiveConsumer(name)));
       spec.persistent_bytes = info->bytes;
       spec.outputs.push_back(*info);
       producers_[name] = {builder_.AddOp(std::move(spec)), 0};
@@ -258,20 +268,38 @@ class Importer {
     return text;
   }
 
-  // An eval-mode export folds each BatchNorm into the conv before it: the
-  // graph has no BatchNormalization, and the convs' weights are new tensors
-  // the exporter names itself ("onnx::Conv_25"), not the model's. A
-  // training step would run BatchNorm (and its gradient) on every conv.
-  // Also an eval-mode export without folding: BatchNormalization in
-  // inference mode (opset 14 and newer say which).
-  void WarnAboutFoldedBatchNorm() {
+  // Whether every consumer of `tensor` reads it as state (BatchNorm's
+  // running statistics): a buffer, not a parameter.
+  bool ReadAsStateOnly(const std::string& tensor) const {
+    const auto& consumers = model_.Consumers(tensor);
+    for (const auto& [node, slot] : consumers) {
+      if (!IsStateSlot(model_.graph().node(node).op_type(), slot)) return false;
+    }
+    return !consumers.empty();
+  }
+
+  // An eval-mode export differs from the training step in three ways the
+  // graph shows: BatchNormalization in inference form (one output, the
+  // running statistics as inputs; opset 13 has no training_mode to say
+  // so), BatchNorm folded into the conv before it (whose weights are then
+  // tensors the exporter names itself, "onnx::Conv_25", not the model's),
+  // and Dropout removed (no trace of it is left, so it is named only when
+  // the rest shows an eval-mode export). Parameters merged by value (only
+  // an eval-mode export compares values) in a graph without Dropout are
+  // evidence too.
+  void WarnAboutEvalModeExport() {
     std::vector<std::string> folded;
-    int batch_norms = 0, inference_mode = 0;
+    int batch_norms = 0, inference_form = 0, dropouts = 0;
     for (const NodeProto& node : model_.graph().node()) {
+      if (node.op_type() == "Dropout") ++dropouts;
       if (node.op_type() == "BatchNormalization") {
         ++batch_norms;
-        inference_mode += FindAttribute(node, "training_mode") &&
-                          IntAttribute(node, "training_mode", 0) == 0;
+        int outputs = 0;
+        for (const std::string& out : node.output()) outputs += !out.empty();
+        const bool training_attribute =
+            FindAttribute(node, "training_mode") &&
+            IntAttribute(node, "training_mode", 0) != 0;
+        inference_form += outputs == 1 && !training_attribute;
       }
       if (node.op_type() != "Conv" || node.input_size() < 2) continue;
       const std::string& w = node.input(1);
@@ -279,49 +307,93 @@ class Importer {
         folded.push_back(w);
       }
     }
-    if (batch_norms == 0 && !folded.empty()) {
-      warnings_.push_back(
-          model_.source() +
-          ": looks like an eval-mode export: " + std::to_string(folded.size()) +
-          " Conv weight" + (folded.size() == 1 ? " is" : "s are") +
-          " the exporter's own tensors (" + Examples(folded) +
-          ") and the graph has no BatchNormalization, so BatchNorm was "
-          "folded into the convolutions; the training graph lacks its ops, "
-          "gradients and parameters. Re-export in training mode "
-          "(training=torch.onnx.TrainingMode.TRAINING)");
-    } else if (batch_norms > 0 && inference_mode == batch_norms) {
-      warnings_.push_back(
-          model_.source() + ": looks like an eval-mode export: every " +
-          "BatchNormalization runs in inference mode (training_mode 0), "
-          "with running statistics instead of the batch's; re-export in "
-          "training mode (training=torch.onnx.TrainingMode.TRAINING)");
+    std::vector<std::string> findings;
+    if (inference_form > 0) {
+      findings.push_back(
+          std::to_string(inference_form) + " of " +
+          std::to_string(batch_norms) +
+          " BatchNormalization nodes are in inference form (one output, the "
+          "running statistics as inputs: no batch statistics, no update of "
+          "the running ones)");
     }
+    if (!folded.empty()) {
+      findings.push_back(std::to_string(folded.size()) + " Conv weight" +
+                         (folded.size() == 1 ? " is" : "s are") +
+                         " the exporter's own tensors (" + Examples(folded) +
+                         "), so a BatchNorm was folded into " +
+                         (folded.size() == 1 ? "it" : "each") +
+                         " and its ops, gradients and parameters are missing");
+    }
+    if (!model_.aliases().empty() && dropouts == 0) {
+      findings.push_back(
+          "parameters of equal value were merged, which an eval-mode "
+          "export does");
+    }
+    if (findings.empty()) return;
+    if (dropouts == 0) {
+      findings.push_back(
+          "the graph has no Dropout, which an eval-mode export removes");
+    }
+    std::string text;
+    for (size_t i = 0; i < findings.size(); ++i) {
+      text += (i == 0 ? "" : "; ") + findings[i];
+    }
+    warnings_.push_back(
+        model_.source() + ": looks like an eval-mode export: " + text +
+        ". The training graph is not the model's training step: re-export in "
+        "training mode (model.train(); torch.onnx.export(..., "
+        "training=torch.onnx.TrainingMode.TRAINING, "
+        "do_constant_folding=False))");
   }
 
-  // An exporter keeps one of several parameters with equal values (layers
-  // deep-copied and never trained, zero biases) and feeds the others
-  // through Identity nodes named after them: the training graph then has
-  // one parameter, one gradient and one update where the model has
-  // several.
+  // Parameters the exporter merged (onnx_model.h: OnnxModel::Alias), and
+  // which reading was taken: un-merged (the default) or kept merged.
   void WarnAboutAliasedParameters() {
-    std::vector<std::string> aliases;
-    for (const NodeProto& node : model_.graph().node()) {
-      if (node.op_type() != "Identity" || node.input_size() != 1 ||
-          node.output_size() != 1 || !model_.IsWeight(node.input(0)) ||
-          !HasParameterName(node.output(0))) {
-        continue;
-      }
-      aliases.push_back(node.output(0) + "' = '" + node.input(0));
-    }
+    const auto& aliases = model_.aliases();
     if (aliases.empty()) return;
+    // Examples named like state_dict entries first: the ones a user knows.
+    std::vector<std::string> pairs, exporter_named;
+    int buffers = 0;
+    for (const auto& alias : aliases) {
+      (HasParameterName(alias.name) ? pairs : exporter_named)
+          .push_back(alias.name + "' = '" + alias.merged_into);
+      buffers +=
+          ReadAsStateOnly(alias.name) != ReadAsStateOnly(alias.merged_into);
+    }
+    pairs.insert(pairs.end(), exporter_named.begin(), exporter_named.end());
+    const std::string n = std::to_string(aliases.size());
+    const std::string buffer_note =
+        buffers == 0
+            ? std::string()
+            : "; " + std::to_string(buffers) +
+                  " of them pair a buffer "
+                  "(running statistics) with a weight of equal value: buffers "
+                  "are state, not parameters, and share no gradient";
+    const bool unmerged = aliases.front().unmerged;
+    if (unmerged) {
+      warnings_.push_back(
+          model_.source() + ": the exporter merged " + n +
+          " parameters into others of equal value, which it reads through "
+          "Identity (" +
+          Examples(pairs) +
+          "); each is imported as a parameter of its own, as the model has "
+          "it (its own bytes, gradient and update: PyTorch's "
+          "model.parameters() lists each)" +
+          buffer_note +
+          ". A tie (one parameter under two names) is one tensor in the "
+          "file and stays one. --keep-merged-parameters reads the file as "
+          "it is, one parameter per merged tensor");
+      return;
+    }
     warnings_.push_back(
-        model_.source() + ": " + std::to_string(aliases.size()) + " parameter" +
+        model_.source() + ": " + n + " parameter" +
         (aliases.size() == 1 ? " is an alias" : "s are aliases") +
-        " of another through Identity (" + Examples(aliases) +
-        "): the exporter merged parameters with equal values, so they share "
-        "one gradient and one update and their bytes count once. Re-export "
-        "in training mode from a model whose parameters differ (trained, or "
-        "each initialised randomly)");
+        " of another through Identity (" + Examples(pairs) +
+        "), read as the file has them (--keep-merged-parameters): they share "
+        "one gradient and one update and their bytes count once" +
+        buffer_note +
+        ". Without the option each is a parameter of its own, as in the "
+        "model");
   }
 
   void WarnAboutUncostedOps() {

@@ -15,6 +15,11 @@
 //   that is consumed or is a graph output (the first output when none is).
 //   Its scope is the node name's path: "/layer1/layer1.0/conv1/Conv" ->
 //   "layer1/layer1.0/conv1".
+// - Parameters the exporter merged are un-merged (keep_merged_parameters
+//   below): each Identity output named like a state_dict entry (or with a
+//   name of the exporter's own, "onnx::MatMul_431", for a weight constant
+//   folding made) and read from a weight becomes a weight of its own, and
+//   the Identity no op.
 // - Each weight becomes a source op named after the weight, with its size as
 //   persistent bytes and the op's output shaped like the weight, in the scope
 //   of its first consumer. A weight is trainable, of type "VariableV2", when
@@ -71,14 +76,27 @@ struct OnnxImportOptions {
   // shape with the batch dim scaled; otherwise the import fails naming the
   // node. Data inputs must share their first dim. Default: 0.
   int64_t batch = 0;
+  // An exporter merges parameters with equal values (an untrained model's
+  // deep-copied layers, an eval-mode export's ones and zeros) into one
+  // tensor that the others read through Identity nodes named after them.
+  // false: each such name is a parameter of its own again, with its own
+  // bytes, gradient and update, as PyTorch's model.parameters() counts it;
+  // true: the merged tensor is one parameter, as the file has it. A true
+  // tie (GPT-2's LM head sharing the token embedding: one parameter) is
+  // one tensor in the file and stays one either way. Default: false.
+  bool keep_merged_parameters = false;
 };
 
 struct OnnxImport {
   Graph forward;  // Every op in Phase::kForward.
+  // The batch in effect: options.batch, else the data inputs' first dim in
+  // the file; 0 when neither says.
+  int64_t batch = 0;
   // One line each, for the user: operators imported without FLOPs, an opset
   // newer than libonnx knows, model-local functions not expanded, an
-  // eval-mode export (BatchNorm folded into the convs, or run in inference
-  // mode), parameters the exporter aliased through Identity.
+  // eval-mode export (BatchNorm folded into the convs or in inference form,
+  // Dropout removed), parameters the exporter merged (and the reading
+  // taken: un-merged or kept).
   std::vector<std::string> warnings;
 };
 

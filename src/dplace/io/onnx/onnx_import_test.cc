@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dplace/graph/parameters.h"
 #include "dplace/graph/training.h"
 #include "dplace/io/file.h"
 #include "dplace/io/onnx/constant_folding.h"
@@ -20,6 +21,7 @@ namespace dplace {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ContainsRegex;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -371,14 +373,105 @@ TEST(OnnxImportTest, ExportsThatCannotBeTrainingGraphsWarn) {
   EXPECT_THAT(eval.warnings[0],
               AllOf(HasSubstr("small_cnn_eval.onnx"), HasSubstr("eval-mode"),
                     HasSubstr("'onnx::Conv_25'"), HasSubstr("training mode")));
+  // Its equal parameters are un-merged, and the eval-mode export named.
   const OnnxImport aliased = ImportFixture("aliased_mlp.onnx");
-  ASSERT_EQ(aliased.warnings.size(), 1u);
-  EXPECT_THAT(aliased.warnings[0], AllOf(HasSubstr("8 parameters are aliases"),
-                                         HasSubstr("'2.1.bias' = '0.1.bias'"),
-                                         HasSubstr("Identity")));
+  ASSERT_EQ(aliased.warnings.size(), 2u);
+  EXPECT_THAT(aliased.warnings[0],
+              AllOf(HasSubstr("eval-mode"), HasSubstr("no Dropout")));
+  EXPECT_THAT(aliased.warnings[1],
+              AllOf(HasSubstr("merged 8 parameters"),
+                    HasSubstr("'2.1.bias' = '0.1.bias'"), HasSubstr("Identity"),
+                    HasSubstr("parameter of its own"),
+                    HasSubstr("--keep-merged-parameters")));
   for (const auto& [file, batch] : TrainingModeFixtures()) {
     SCOPED_TRACE(file);
     EXPECT_THAT(ImportFixture(file, batch).warnings, ::testing::IsEmpty());
+  }
+}
+
+// The trained parameters of a forward graph, as PyTorch counts them: the
+// tensors, and the numbers in them.
+std::pair<int, int64_t> TrainedParameters(const Graph& forward) {
+  StatusOr<Graph> training = ExpandForTraining(forward);
+  EXPECT_TRUE(training.ok()) << training.status().message();
+  if (!training.ok()) std::abort();
+  const ParameterCounts counts = CountParameters(*training);
+  return {counts.trained.tensors, counts.trained.elements};
+}
+
+int64_t ParameterElementsOf(const std::string& stem) {
+  StatusOr<std::string> text = ReadTextFile(kFixtures + stem + ".json");
+  EXPECT_TRUE(text.ok()) << text.status().message();
+  if (!text.ok()) std::abort();
+  return nlohmann::json::parse(*text).at("parameter_elements").get<int64_t>();
+}
+
+// An untrained nn.TransformerEncoder exported as torch.onnx.export does by
+// default: its four layers are deep copies, so the exporter merged the
+// last three's parameters into the first's behind Identity nodes. Each is
+// a parameter of its own again, and the count is PyTorch's; the merged
+// reading stays behind an option.
+TEST(OnnxImportTest, MergedParametersAreUnmergedToPyTorchsCount) {
+  const ExportFacts facts = FactsOf("transformer_untrained");
+  const OnnxImport imported = ImportFixture("transformer_untrained.onnx");
+  EXPECT_EQ(TrainedParameters(imported.forward),
+            std::make_pair(facts.parameters,
+                           ParameterElementsOf("transformer_untrained")));
+  EXPECT_EQ(imported.batch, 8);
+  // Layer 3's attention reads its own weights, not layer 0's.
+  const Graph& g = imported.forward;
+  const std::optional<OpId> w = g.FindOp("layers.3.self_attn.out_proj.weight");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(g.scope(*w), "layers.3/self_attn");
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    EXPECT_NE(g.op_type(op), "Identity") << g.op_name(op);
+  }
+  ASSERT_EQ(imported.warnings.size(), 2u);
+  EXPECT_THAT(imported.warnings[0],
+              AllOf(HasSubstr("eval-mode"), HasSubstr("merged"),
+                    HasSubstr("no Dropout")));
+  // The folded weight matrices ("onnx::MatMul_409", transposed) as well as
+  // those named like state_dict entries.
+  EXPECT_THAT(imported.warnings[1],
+              AllOf(HasSubstr("merged 39 parameters"),
+                    HasSubstr("parameter of its own"),
+                    ContainsRegex("'layers\\.[1-3]\\.[a-z0-9_.]+' = "
+                                  "'layers\\.0\\.")));
+
+  OnnxImportOptions merged;
+  merged.keep_merged_parameters = true;
+  StatusOr<OnnxImport> kept =
+      ImportOnnxFile(kFixtures + "transformer_untrained.onnx", merged);
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  const auto [tensors, elements] = TrainedParameters(kept->forward);
+  EXPECT_LT(tensors, facts.parameters / 2);
+  EXPECT_LT(elements, ParameterElementsOf("transformer_untrained") / 2);
+  EXPECT_THAT(kept->warnings.back(),
+              AllOf(HasSubstr("read as the file has them"),
+                    HasSubstr("--keep-merged-parameters")));
+}
+
+// A DenseNet-style CNN exported in eval mode at opset 13: BatchNorm in
+// inference form (one output, running statistics as inputs, and no
+// training_mode attribute at this opset) and Dropout removed are named;
+// the running statistics the exporter merged with equal weights are
+// buffers again, so the count of parameters is PyTorch's.
+TEST(OnnxImportTest, EvalModeBatchNormIsFlaggedAndBuffersAreNotParameters) {
+  const ExportFacts facts = FactsOf("cnn_eval_bn");
+  const OnnxImport imported = ImportFixture("cnn_eval_bn.onnx");
+  EXPECT_EQ(TrainedParameters(imported.forward),
+            std::make_pair(facts.parameters,
+                           ParameterElementsOf("cnn_eval_bn")));
+  ASSERT_GE(imported.warnings.size(), 1u);
+  EXPECT_THAT(imported.warnings[0],
+              AllOf(HasSubstr("eval-mode"),
+                    HasSubstr("4 of 4 BatchNormalization nodes are in "
+                              "inference form"),
+                    HasSubstr("no Dropout"), HasSubstr("training mode")));
+  if (imported.warnings.size() > 1) {
+    EXPECT_THAT(imported.warnings[1],
+                AllOf(HasSubstr("pair a buffer"),
+                      Not(HasSubstr("share one gradient"))));
   }
 }
 
@@ -386,7 +479,10 @@ TEST(OnnxImportTest, ExportsThatCannotBeTrainingGraphsWarn) {
 TEST(OnnxImportTest, FixtureOperatorsAreAllCosted) {
   std::vector<std::pair<std::string, int>> fixtures = TrainingModeFixtures();
   fixtures.insert(fixtures.end(),
-                  {{"small_cnn_eval.onnx", 0}, {"aliased_mlp.onnx", 0}});
+                  {{"small_cnn_eval.onnx", 0},
+                   {"aliased_mlp.onnx", 0},
+                   {"transformer_untrained.onnx", 0},
+                   {"cnn_eval_bn.onnx", 0}});
   for (const auto& [file, batch] : fixtures) {
     SCOPED_TRACE(file);
     const OnnxImport imported = ImportFixture(file, batch);

@@ -43,7 +43,40 @@ Status OnnxModel::Prepare(const std::string& bytes) {
   SpellOutKernelShapes();
   DPLACE_RETURN_IF_ERROR(SetBatch());
   DPLACE_RETURN_IF_ERROR(InferShapesAndFold());
-  return CheckBatchChange();
+  DPLACE_RETURN_IF_ERROR(CheckBatchChange());
+  FindAliases();
+  return Status::Ok();
+}
+
+// The exporter merges parameters with equal values (or one storage) into
+// the first and feeds the others to their layers through Identity nodes
+// that carry their state_dict names, or, for a weight constant folding made
+// (a transposed matrix, "onnx::MatMul_409"), names of the exporter's own
+// ("onnx::MatMul_431"). Each was a parameter of its own in the model (an
+// entry of PyTorch's model.parameters()), so each becomes a weight again,
+// its Identity no op. A true tie (one parameter under two module paths, as
+// GPT-2's LM head and token embedding) is one graph input from the start
+// and never reaches here.
+void OnnxModel::FindAliases() {
+  for (int i = 0; i < graph().node_size(); ++i) {
+    const NodeProto& node = graph().node(i);
+    if (node.op_type() != "Identity" || node.input_size() != 1 ||
+        node.output_size() != 1 || folded_nodes_.count(i) ||
+        !IsWeight(node.input(0)) || IsWeight(node.output(0)) ||
+        !(HasParameterName(node.output(0)) ||
+          node.output(0).rfind("onnx::", 0) == 0)) {
+      continue;
+    }
+    Alias alias{node.output(0), node.input(0), false};
+    if (!options_.keep_merged_parameters) {
+      alias.unmerged = true;
+      weights_.push_back(alias.name);
+      weight_set_.insert(alias.name);
+      merged_into_[alias.name] = alias.merged_into;
+      folded_nodes_.insert(i);
+    }
+    aliases_.push_back(std::move(alias));
+  }
 }
 
 const std::vector<std::pair<int, int>>& OnnxModel::Consumers(
@@ -641,6 +674,8 @@ StatusOr<TensorInfo> OnnxModel::InfoOf(const std::string& tensor) const {
 }
 
 StatusOr<TensorInfo> OnnxModel::WeightInfo(const std::string& name) const {
+  auto merged = merged_into_.find(name);
+  if (merged != merged_into_.end()) return WeightInfo(merged->second);
   for (const TensorProto& t : graph().initializer()) {
     if (t.name() != name) continue;
     const std::optional<DataType> dtype = FromOnnxType(t.data_type());

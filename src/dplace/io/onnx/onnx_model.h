@@ -80,6 +80,20 @@ class OnnxModel {
   bool CallsFunction(const ::onnx::NodeProto& node) const {
     return functions_.count(node.domain() + ":" + node.op_type()) > 0;
   }
+  // The batch in effect: --batch, else the data inputs' first dim in the
+  // file; 0 when neither says (no data input with a numeric first dim).
+  int64_t batch() const {
+    return options_.batch > 0 ? options_.batch : export_batch_;
+  }
+  // A parameter the exporter merged into another: an Identity node's output
+  // named like a state_dict entry, read from a weight (`merged_into`).
+  struct Alias {
+    std::string name;
+    std::string merged_into;
+    bool unmerged = false;  // A weight of its own; its Identity is no op.
+  };
+  // In node order.
+  const std::vector<Alias>& aliases() const { return aliases_; }
   // What preparing found to warn about (opsets, functions), in order.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
@@ -106,6 +120,7 @@ class OnnxModel {
       const std::string& tensor) const;
   bool CompleteShapes();
   bool FoldConstants();
+  void FindAliases();
 
   const std::string source_;
   const OnnxImportOptions options_;
@@ -133,6 +148,8 @@ class OnnxModel {
   std::unordered_map<std::string, int> batch_axis_;
   std::unordered_set<int> folded_nodes_;       // Node indices.
   std::unordered_set<std::string> completed_;  // Shapes CompleteShapes set.
+  std::vector<Alias> aliases_;
+  std::unordered_map<std::string, std::string> merged_into_;  // Unmerged.
 };
 
 }  // namespace dplace::onnx_internal

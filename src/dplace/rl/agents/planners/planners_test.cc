@@ -267,7 +267,9 @@ INSTANTIATE_TEST_SUITE_P(
             "metis_grouper", "hierarchical", {"grouper=metis", "groups=2"}, 2},
         AblationCase{
             "fluid_grouper", "hierarchical", {"grouper=fluid", "groups=2"}, 2},
-        AblationCase{"colocation_grouper", "eagle", {"grouper=colocation"}, 2},
+        // Six ops, under 8 groups per device: the co-location rule merges
+        // nothing (agent.h, SearchGrouping).
+        AblationCase{"colocation_grouper", "eagle", {"grouper=colocation"}, 6},
         AblationCase{"no_grouper", "eagle", {"grouper=none"}, 6},
         AblationCase{"attention_after",
                      "eagle",

@@ -1,0 +1,186 @@
+#include "dplace/cli/commands/place_output.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "dplace/graph/parameters.h"
+#include "dplace/report/what_next.h"
+#include "dplace/util/format.h"
+
+namespace dplace {
+namespace {
+
+using nlohmann::ordered_json;
+
+// A finite number, or null (JSON has no infinity).
+ordered_json NumberOrNull(double value) {
+  return std::isfinite(value) ? ordered_json(value) : ordered_json(nullptr);
+}
+
+// The fastest feasible run, or null.
+const MethodRun* BestRun(const std::vector<MethodRun>& runs) {
+  const MethodRun* best = nullptr;
+  for (const MethodRun& r : runs) {
+    if (!r.placed || !r.sim.feasible) continue;
+    if (!best || r.sim.step_time < best->sim.step_time) best = &r;
+  }
+  return best;
+}
+
+ordered_json DevicesJson(const CostModel& cost, const SimResult& sim) {
+  const Cluster& cluster = cost.cluster();
+  const Bottleneck b = FindBottleneck(cost, sim);
+  ordered_json devices = ordered_json::array();
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+    const Device& dev = cluster.device(d);
+    devices.push_back(
+        {{"name", dev.name},
+         {"ops", sim.device_op_count[d]},
+         {"busy_seconds", sim.device_busy_seconds[d]},
+         {"idle_share",
+          sim.step_time > 0 ? b.idle_seconds[d] / sim.step_time : 0.0},
+         {"peak_bytes", sim.device_peak_bytes[d]},
+         {"capacity_bytes", dev.memory_bytes}});
+  }
+  return devices;
+}
+
+ordered_json TransfersJson(const Cluster& cluster, const SimResult& sim) {
+  ordered_json links = ordered_json::array();
+  int64_t total = 0;
+  for (LinkId l = 0; l < cluster.num_links(); ++l) {
+    if (sim.link_bytes[l] == 0) continue;
+    total += sim.link_bytes[l];
+    links.push_back({{"from", cluster.device(cluster.link(l).from).name},
+                     {"to", cluster.device(cluster.link(l).to).name},
+                     {"bytes", sim.link_bytes[l]}});
+  }
+  return {{"bytes", total}, {"links", links}};
+}
+
+// The larger of two bounds (both hold for every placement that fits).
+StepLowerBound Larger(const StepLowerBound& a, const StepLowerBound& b) {
+  return b.seconds > a.seconds ? b : a;
+}
+
+// The bound of a row: the problem's, or the one the method proved
+// (LowerBounds::proven, in ProblemLowerBound of its step) when larger.
+StepLowerBound RowBound(const MethodRun& r, const StepLowerBound& problem) {
+  return r.placed ? Larger(problem, ProblemLowerBound(r.sim.bounds)) : problem;
+}
+
+ordered_json RunJson(const CostModel& cost, const MethodRun& r,
+                     const StepLowerBound& problem_bound) {
+  const StepLowerBound bound = RowBound(r, problem_bound);
+  const bool fits = r.placed && r.sim.feasible;
+  ordered_json row = {
+      {"method", r.method},
+      {"placed", r.placed},
+      {"feasible", fits},
+      {"step_time", r.placed ? NumberOrNull(r.sim.step_time) : nullptr},
+      {"lower_bound",
+       bound.seconds > 0 ? NumberOrNull(bound.seconds) : ordered_json(nullptr)},
+      {"lower_bound_binding", bound.binding},
+      {"gap", fits && bound.seconds > 0 && std::isfinite(bound.seconds)
+                  ? ordered_json(r.sim.step_time / bound.seconds)
+                  : ordered_json(nullptr)},
+      {"wall_seconds", r.wall_seconds},
+      {"samples", r.searched ? r.search.samples : 0}};
+  if (!r.placed) {
+    row["error"] = r.error;
+    return row;
+  }
+  if (!fits) row["error"] = DescribeInfeasibility(cost.cluster(), r.sim);
+  row["devices"] = DevicesJson(cost, r.sim);
+  row["transfers"] = TransfersJson(cost.cluster(), r.sim);
+  return row;
+}
+
+ordered_json TallyJson(const ParameterCounts::Tally& t) {
+  return {{"tensors", t.tensors}, {"elements", t.elements}, {"bytes", t.bytes}};
+}
+
+}  // namespace
+
+std::vector<std::string> WhatNextLines(const CostModel& cost,
+                                       const LoadedModel& model,
+                                       const MethodRun* run,
+                                       const StepLowerBound& bound) {
+  std::vector<std::string> lines;
+  if (run && run->placed && run->sim.feasible) {
+    lines = DescribeBottleneck(cost.cluster(), run->sim,
+                               FindBottleneck(cost, run->sim));
+    if (bound.seconds > 0 && std::isfinite(bound.seconds)) {
+      const double gap = run->sim.step_time / bound.seconds;
+      std::string line = "gap: " + Format("%.2fx", gap) + " the lower bound (" +
+                         bound.binding + ")";
+      if (ProvenOptimal(run->sim.step_time, bound)) {
+        line += ": optimal, no placement is faster";
+      } else if (gap > 1.1) {
+        line +=
+            "; a search may close part of it: --method mcmc "
+            "--budget-seconds 60, or --refine 60 from this placement";
+      } else {
+        line += "; within 10% of what any placement can reach";
+      }
+      lines.push_back(line);
+    }
+    return lines;
+  }
+  const std::vector<FitFix> fixes = FixesToFit(cost, model.batch);
+  if (fixes.empty()) {
+    lines.push_back(
+        "no change found that would make it fit: the largest op alone or "
+        "the weights exceed what the devices hold");
+  }
+  for (const FitFix& fix : fixes) {
+    lines.push_back("to fit: " + fix.change + ": " + fix.reason);
+  }
+  return lines;
+}
+
+std::string PlaceJson(const CostModel& cost, const LoadedModel& model,
+                      const std::vector<MethodRun>& runs,
+                      const StepLowerBound& bound) {
+  const Graph& graph = cost.graph();
+  const Cluster& cluster = cost.cluster();
+  const ParameterCounts params = CountParameters(graph);
+  ordered_json devices = ordered_json::array();
+  for (const Device& d : cluster.devices()) {
+    devices.push_back({{"name", d.name},
+                       {"kind", std::string(DeviceKindName(d.kind))},
+                       {"memory_bytes", d.memory_bytes}});
+  }
+  ordered_json rows = ordered_json::array();
+  StepLowerBound largest = bound;  // A bound any method proved holds for all.
+  for (const MethodRun& r : runs) {
+    rows.push_back(RunJson(cost, r, bound));
+    largest = Larger(largest, RowBound(r, bound));
+  }
+  const MethodRun* best = BestRun(runs);
+  const MethodRun* focus =
+      best ? best : (runs.size() == 1 ? &runs[0] : nullptr);
+  ordered_json doc = {
+      {"format", "dplace.place"},
+      {"version", 1},
+      {"graph",
+       {{"name", graph.name()},
+        {"hash", graph.hash()},
+        {"ops", graph.num_ops()},
+        {"batch", model.batch},
+        {"optimizer", model.optimizer},
+        {"parameters",
+         {{"trained", TallyJson(params.trained)},
+          {"untrained", TallyJson(params.untrained)}}},
+        {"warnings", model.warnings}}},
+      {"cluster", {{"name", cluster.name()}, {"devices", devices}}},
+      {"lower_bound", largest.seconds > 0 ? NumberOrNull(largest.seconds)
+                                          : ordered_json(nullptr)},
+      {"lower_bound_binding", largest.binding},
+      {"methods", rows},
+      {"best", best ? ordered_json(best->method) : ordered_json(nullptr)},
+      {"what_next", WhatNextLines(cost, model, focus, largest)}};
+  return doc.dump(1) + "\n";
+}
+
+}  // namespace dplace

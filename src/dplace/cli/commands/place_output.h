@@ -1,0 +1,35 @@
+// What `dplace place` shows of its results beyond the step: the placement
+// by module (--by-module), what next (the bottleneck, or the changes that
+// would make the model fit), and the machine-readable results (--json, the
+// "dplace.place" document of docs/formats.md, checked against
+// docs/place.schema.json by the tests).
+#ifndef DPLACE_CLI_COMMANDS_PLACE_OUTPUT_H_
+#define DPLACE_CLI_COMMANDS_PLACE_OUTPUT_H_
+
+#include <string>
+#include <vector>
+
+#include "dplace/cost/cost_model.h"
+#include "dplace/method/run.h"
+#include "dplace/model/load_model.h"
+#include "dplace/sim/lower_bound.h"
+
+namespace dplace {
+
+// The lines of "what next" after `run` (on cost's graph and cluster): for a
+// placement that fits, its bottleneck and the gap to `bound`; for one that
+// does not (or no placement), the changes that would make it fit.
+std::vector<std::string> WhatNextLines(const CostModel& cost,
+                                       const LoadedModel& model,
+                                       const MethodRun* run,
+                                       const StepLowerBound& bound);
+
+// The "dplace.place" document of `runs` (one method, or --method all's
+// rows) on cost's graph and cluster.
+std::string PlaceJson(const CostModel& cost, const LoadedModel& model,
+                      const std::vector<MethodRun>& runs,
+                      const StepLowerBound& bound);
+
+}  // namespace dplace
+
+#endif  // DPLACE_CLI_COMMANDS_PLACE_OUTPUT_H_

@@ -554,6 +554,29 @@ TEST_F(CliTest, OutOfMemoryIsInfeasible) {
   EXPECT_THAT(ok.out, HasSubstr("feasible: yes"));
 }
 
+// Issue 50: three ops of 5e18 persistent bytes wrapped one GPU's memory sum
+// to a negative peak and were placed as fitting (exit 0); flops of 1e308
+// printed a 63-digit step time. Both are refused at load, exit 2.
+TEST_F(CliTest, SizesSummingPastTheBoundsAreRefusedAtLoad) {
+  const std::string bytes = Write("wrap.json", R"({
+  "format": "dplace.graph", "version": 1, "name": "wrap",
+  "ops": [
+    {"name": "a", "type": "V", "persistent_bytes": 5000000000000000000},
+    {"name": "b", "type": "V", "persistent_bytes": 5000000000000000000},
+    {"name": "c", "type": "V", "persistent_bytes": 5000000000000000000}
+  ]})");
+  std::string line = BadInput(Dplace({"place", "--graph", bytes, "--cluster",
+                                      "k80x2", "--method", "single-gpu"}));
+  EXPECT_THAT(line, AllOf(HasSubstr(bytes), HasSubstr("persistent_bytes"),
+                          HasSubstr("at most 2^60")));
+  const std::string flops = Write("flops.json", R"({
+  "format": "dplace.graph", "version": 1, "name": "flops",
+  "ops": [{"name": "a", "type": "MatMul", "flops": 1e308}]})");
+  line = BadInput(Dplace({"place", "--graph", flops, "--cluster", "k80x2",
+                          "--method", "single-gpu"}));
+  EXPECT_THAT(line, AllOf(HasSubstr(flops), HasSubstr("flops"),
+                          HasSubstr("at most 1e30")));
+}
 // ------------------------------------------------------ help and commands
 
 TEST_F(CliTest, HelpExitsZero) {

@@ -69,7 +69,8 @@ CLI::Validator NumberAtLeast(double min) {
 }
 
 std::string PadRight(std::string s, size_t width) {
-  if (s.size() < width) s.resize(width, ' ');
+  // A value wider than its column still gets a space before the next one.
+  s.resize(std::max(width, s.size() + 1), ' ');
   return s;
 }
 

@@ -69,7 +69,8 @@ CLI::Validator WholeNumber(uint64_t min, uint64_t max);
 CLI::Validator NumberAbove(double min);
 CLI::Validator NumberAtLeast(double min);
 
-// `s` padded with spaces to `width` characters.
+// `s` padded with spaces to `width` characters, or followed by one space
+// when it is as wide or wider, so that columns never run together.
 std::string PadRight(std::string s, size_t width);
 
 // Step time, feasibility, per-device load and memory, bytes moved and the

@@ -1,8 +1,12 @@
 #include "dplace/cluster/cluster.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
@@ -63,6 +67,27 @@ namespace {
 
 bool Positive(double x) { return std::isfinite(x) && x > 0; }
 
+std::string Shortest(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+// Bounds beyond sign (cluster.h): an error message naming `where` and
+// `field`, or "" when `value` is within them.
+std::string AboveMin(const std::string& where, const char* field, double value,
+                     const char* unit) {
+  if (value >= kMinClusterRate) return "";
+  return where + ": " + field + " must be at least 1 " + unit + ", got " +
+         Shortest(value);
+}
+std::string BelowMax(const std::string& where, const char* field, double value,
+                     double max, const char* unit) {
+  if (value <= max) return "";
+  return where + ": " + field + " must be at most " + Shortest(max) + unit +
+         ", got " + Shortest(value);
+}
+
 Status ValidateDevice(const Device& d) {
   const std::string where = "device \"" + d.name + "\"";
   if (d.name.empty()) return InvalidArgumentError("a device has no name");
@@ -85,18 +110,42 @@ Status ValidateDevice(const Device& d) {
       !std::isfinite(d.shared_host_slowdown)) {
     return InvalidArgumentError(where + ": shared_host_slowdown must be >= 0");
   }
+  for (const std::string& error :
+       {AboveMin(where, "peak_flops", d.peak_flops, "FLOP/s"),
+        AboveMin(where, "memory_bandwidth", d.memory_bandwidth, "byte/s"),
+        BelowMax(where, "launch_overhead", d.launch_overhead,
+                 kMaxClusterSeconds, " s"),
+        BelowMax(where, "shared_host_slowdown", d.shared_host_slowdown,
+                 kMaxSharedHostSlowdown, "")}) {
+    if (!error.empty()) return InvalidArgumentError(error);
+  }
   return Status::Ok();
 }
 
-// Dijkstra from `source` over links; cost is the time of a 1 MiB transfer,
-// ties broken by hop count, then by link id (deterministic).
-std::vector<LinkId> ShortestPathTree(
-    int num_devices, const std::vector<Link>& links,
-    const std::vector<std::vector<LinkId>>& out, DeviceId source) {
-  constexpr double kProbeBytes = 1 << 20;
+constexpr double kProbeBytes = 1 << 20;
+
+// What a route's choice weighs a link by: the time of a 1 MiB transfer.
+double ProbeTime(const Link& link) {
+  return link.hand_off + link.latency + kProbeBytes / link.bandwidth;
+}
+
+// Dijkstra from `source` over links, weighed by ProbeTime; ties broken by
+// hop count, then by link id (deterministic). Returns, per device, the link
+// by which the tree reaches it (-1: the source, or none).
+// With `stop_at`, it stops once that device is settled: its path, and those
+// of the devices on it, are then final, the same as in the whole tree. Such
+// a search also skips the links that reach past the best time to `stop_at`
+// found so far (out links come sorted by ProbeTime, so it stops scanning a
+// device's links at the first): in a fat tree whose devices have hundreds
+// of links, it scans a few of each.
+std::vector<LinkId> ShortestPathTree(const std::vector<Link>& links,
+                                     const std::vector<int32_t>& out_offsets,
+                                     const std::vector<LinkId>& out_links,
+                                     DeviceId source, DeviceId stop_at = -1) {
+  const int num_devices = static_cast<int>(out_offsets.size()) - 1;
   using Key = std::tuple<double, int, DeviceId>;  // time, hops, device.
-  std::vector<Key> best(num_devices,
-                        {std::numeric_limits<double>::infinity(), 0, 0});
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  std::vector<Key> best(num_devices, {kInfinity, 0, 0});
   std::vector<LinkId> via(num_devices, -1);
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> queue;
   best[source] = {0.0, 0, source};
@@ -106,11 +155,18 @@ std::vector<LinkId> ShortestPathTree(
     queue.pop();
     const DeviceId d = std::get<2>(top);
     if (top != best[d]) continue;
-    for (LinkId l : out[d]) {
+    if (d == stop_at) break;
+    // Past this, a link cannot be on the path to `stop_at` nor tie with it
+    // (the margin is far above rounding, far below any link's time).
+    const double bound =
+        stop_at < 0 ? kInfinity : std::get<0>(best[stop_at]) * (1 + 1e-9);
+    for (int32_t i = out_offsets[d]; i < out_offsets[d + 1]; ++i) {
+      const LinkId l = out_links[i];
       const Link& link = links[l];
       const Key next{std::get<0>(top) + link.hand_off + link.latency +
                          kProbeBytes / link.bandwidth,
                      std::get<1>(top) + 1, link.to};
+      if (std::get<0>(next) > bound) break;
       if (next < best[link.to]) {
         best[link.to] = next;
         via[link.to] = l;
@@ -121,7 +177,103 @@ std::vector<LinkId> ShortestPathTree(
   return via;
 }
 
+// Devices reachable from `source` over links (forward) or against them.
+std::vector<char> Reachable(const std::vector<Link>& links,
+                            const std::vector<int32_t>& offsets,
+                            const std::vector<LinkId>& by_device, bool forward,
+                            DeviceId source) {
+  std::vector<char> seen(offsets.size() - 1, 0);
+  std::vector<DeviceId> stack = {source};
+  seen[source] = 1;
+  while (!stack.empty()) {
+    const DeviceId d = stack.back();
+    stack.pop_back();
+    for (int32_t i = offsets[d]; i < offsets[d + 1]; ++i) {
+      const Link& l = links[by_device[i]];
+      const DeviceId next = forward ? l.to : l.from;
+      if (!seen[next]) {
+        seen[next] = 1;
+        stack.push_back(next);
+      }
+    }
+  }
+  return seen;
+}
+
+// Links grouped by their source (or destination) device, as CSR.
+void GroupLinks(int num_devices, const std::vector<Link>& links, bool by_from,
+                std::vector<int32_t>* offsets, std::vector<LinkId>* ids) {
+  offsets->assign(num_devices + 1, 0);
+  for (const Link& l : links) ++(*offsets)[(by_from ? l.from : l.to) + 1];
+  for (int d = 0; d < num_devices; ++d) (*offsets)[d + 1] += (*offsets)[d];
+  ids->resize(links.size());
+  std::vector<int32_t> next(offsets->begin(), offsets->end() - 1);
+  for (LinkId l = 0; l < static_cast<LinkId>(links.size()); ++l) {
+    (*ids)[next[by_from ? links[l].from : links[l].to]++] = l;
+  }
+}
+
+// The error for a cluster some device cannot reach another in: the first
+// such pair, sources in order, then destinations.
+Status NoRouteError(const Cluster& c, const std::vector<Link>& links,
+                    const std::vector<int32_t>& out_offsets,
+                    const std::vector<LinkId>& out_links) {
+  for (DeviceId s = 0; s < c.num_devices(); ++s) {
+    const std::vector<char> seen =
+        Reachable(links, out_offsets, out_links, true, s);
+    for (DeviceId t = 0; t < c.num_devices(); ++t) {
+      if (!seen[t]) {
+        return InvalidArgumentError("no route from device \"" +
+                                    c.device(s).name + "\" to \"" +
+                                    c.device(t).name + "\"");
+      }
+    }
+  }
+  return InternalError("a cluster without routes has a route everywhere");
+}
+
 }  // namespace
+
+void Route::Reserve(size_t size) {
+  size_ = size;
+  if (size > kInline) heap_.resize(size);
+}
+
+class Cluster::RouteTrees {
+ public:
+  explicit RouteTrees(int num_devices)
+      : once_(std::make_unique<std::once_flag[]>(num_devices)),
+        via_(num_devices) {}
+
+  // The tree of `source`, computed by the first caller.
+  const std::vector<LinkId>& Of(const Cluster& c, DeviceId source) {
+    std::call_once(once_[source], [&] {
+      via_[source] =
+          ShortestPathTree(c.links_, c.out_offsets_, c.out_links_, source);
+    });
+    return via_[source];
+  }
+
+ private:
+  std::unique_ptr<std::once_flag[]> once_;
+  std::vector<std::vector<LinkId>> via_;
+};
+
+Route Cluster::route(DeviceId from, DeviceId to) const {
+  Route route;
+  if (from == to) return route;
+  std::vector<LinkId> searched;
+  if (!trees_) {
+    searched = ShortestPathTree(links_, out_offsets_, out_links_, from, to);
+  }
+  const std::vector<LinkId>& via = trees_ ? trees_->Of(*this, from) : searched;
+  size_t hops = 0;
+  for (DeviceId v = to; v != from; v = links_[via[v]].from) ++hops;
+  route.Reserve(hops);
+  LinkId* out = route.data() + hops;
+  for (DeviceId v = to; v != from; v = links_[via[v]].from) *--out = via[v];
+  return route;
+}
 
 StatusOr<Cluster> ClusterBuilder::Build() && {
   Cluster c;
@@ -129,9 +281,23 @@ StatusOr<Cluster> ClusterBuilder::Build() && {
   if (devices_.empty()) {
     return InvalidArgumentError("cluster \"" + c.name_ + "\" has no devices");
   }
+  if (devices_.size() > static_cast<size_t>(kMaxClusterDevices)) {
+    return InvalidArgumentError("cluster \"" + c.name_ + "\" has " +
+                                std::to_string(devices_.size()) +
+                                " devices; dplace supports at most " +
+                                std::to_string(kMaxClusterDevices));
+  }
   std::unordered_map<std::string, DeviceId> index;
+  int64_t memory = 0;
   for (const Device& d : devices_) {
     DPLACE_RETURN_IF_ERROR(ValidateDevice(d));
+    if (d.memory_bytes > kMaxClusterMemoryBytes - memory) {
+      return InvalidArgumentError(
+          "device \"" + d.name +
+          "\": memory_bytes: the devices' memory_bytes sum past 2^60 (1 EiB) "
+          "here; dplace accepts at most 2^60");
+    }
+    memory += d.memory_bytes;
     if (!index.emplace(d.name, static_cast<DeviceId>(index.size())).second) {
       return InvalidArgumentError("duplicate device name \"" + d.name + "\"");
     }
@@ -139,7 +305,6 @@ StatusOr<Cluster> ClusterBuilder::Build() && {
   c.devices_ = std::move(devices_);
   const int n = c.num_devices();
 
-  std::vector<std::vector<LinkId>> out(n);
   for (const PendingLink& p : links_) {
     const std::string where = "link \"" + p.from + "\" -> \"" + p.to + "\"";
     auto from = index.find(p.from);
@@ -161,33 +326,47 @@ StatusOr<Cluster> ClusterBuilder::Build() && {
     if (!(p.hand_off >= 0) || !std::isfinite(p.hand_off)) {
       return InvalidArgumentError(where + ": hand_off must be >= 0");
     }
+    for (const std::string& error :
+         {AboveMin(where, "bandwidth", p.bandwidth, "byte/s"),
+          BelowMax(where, "latency", p.latency, kMaxClusterSeconds, " s"),
+          BelowMax(where, "hand_off", p.hand_off, kMaxClusterSeconds, " s")}) {
+      if (!error.empty()) return InvalidArgumentError(error);
+    }
     if (p.hand_off > 0 && p.copier != Copier::kDestination) {
       return InvalidArgumentError(
           where +
           ": hand_off is for links whose destination makes the copies "
           "(copier \"destination\")");
     }
-    out[from->second].push_back(static_cast<LinkId>(c.links_.size()));
     c.links_.push_back({from->second, to->second, p.bandwidth, p.latency,
                         p.copier, p.hand_off});
   }
 
-  c.route_offsets_.assign(1, 0);
-  for (DeviceId s = 0; s < n; ++s) {
-    const std::vector<LinkId> via = ShortestPathTree(n, c.links_, out, s);
-    for (DeviceId t = 0; t < n; ++t) {
-      if (t != s && via[t] < 0) {
-        return InvalidArgumentError("no route from device \"" +
-                                    c.devices_[s].name + "\" to \"" +
-                                    c.devices_[t].name + "\"");
-      }
-      std::vector<LinkId> path;
-      for (DeviceId v = t; v != s; v = c.links_[via[v]].from) {
-        path.push_back(via[v]);
-      }
-      c.route_links_.insert(c.route_links_.end(), path.rbegin(), path.rend());
-      c.route_offsets_.push_back(static_cast<int32_t>(c.route_links_.size()));
+  GroupLinks(n, c.links_, true, &c.out_offsets_, &c.out_links_);
+  // Each device's links by ProbeTime, ties by id (ShortestPathTree).
+  for (DeviceId d = 0; d < n; ++d) {
+    std::stable_sort(c.out_links_.begin() + c.out_offsets_[d],
+                     c.out_links_.begin() + c.out_offsets_[d + 1],
+                     [&](LinkId a, LinkId b) {
+                       return ProbeTime(c.links_[a]) < ProbeTime(c.links_[b]);
+                     });
+  }
+  // Every device reaches every other iff device 0 reaches all and all
+  // reach it.
+  std::vector<int32_t> in_offsets;
+  std::vector<LinkId> in_links;
+  GroupLinks(n, c.links_, false, &in_offsets, &in_links);
+  const std::vector<char> from0 =
+      Reachable(c.links_, c.out_offsets_, c.out_links_, true, 0);
+  const std::vector<char> to0 =
+      Reachable(c.links_, in_offsets, in_links, false, 0);
+  for (DeviceId d = 0; d < n; ++d) {
+    if (!from0[d] || !to0[d]) {
+      return NoRouteError(c, c.links_, c.out_offsets_, c.out_links_);
     }
+  }
+  if (n <= Cluster::kRouteTreeDevices) {
+    c.trees_ = std::make_shared<Cluster::RouteTrees>(n);
   }
   return c;
 }

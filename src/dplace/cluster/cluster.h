@@ -10,13 +10,13 @@
 #define DPLACE_CLUSTER_CLUSTER_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "dplace/cluster/device_kind.h"
-#include "dplace/util/span.h"
 #include "dplace/util/status.h"
 
 namespace dplace {
@@ -76,8 +76,34 @@ struct Link {
   double hand_off = 0;
 };
 
+// The links of a route, in order: a value (routes are computed when asked
+// for, see Cluster::route), without an allocation for up to six hops.
+class Route {
+ public:
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  LinkId operator[](size_t i) const { return begin()[i]; }
+  const LinkId* begin() const {
+    return size_ <= kInline ? inline_ : heap_.data();
+  }
+  const LinkId* end() const { return begin() + size_; }
+
+ private:
+  friend class Cluster;
+  static constexpr size_t kInline = 6;
+  void Reserve(size_t size);  // Room for `size` links; sets size().
+  LinkId* data() { return size_ <= kInline ? inline_ : heap_.data(); }
+
+  size_t size_ = 0;
+  LinkId inline_[kInline] = {};
+  std::vector<LinkId> heap_;
+};
+
 class Cluster {
  public:
+  // Clusters of up to this many devices keep their routes' trees (route()).
+  static constexpr int kRouteTreeDevices = 64;
+
   const std::string& name() const { return name_; }
   int num_devices() const { return static_cast<int>(devices_.size()); }
   const Device& device(DeviceId d) const { return devices_[d]; }
@@ -90,21 +116,46 @@ class Cluster {
   const Link& link(LinkId l) const { return links_[l]; }
 
   // The links from `from` to `to`, in order; empty when from == to.
-  // Every pair of distinct devices has a route (Build() checks).
-  Span<LinkId> route(DeviceId from, DeviceId to) const {
-    const size_t k = static_cast<size_t>(from) * devices_.size() + to;
-    return {route_links_.data() + route_offsets_[k],
-            static_cast<size_t>(route_offsets_[k + 1] - route_offsets_[k])};
-  }
+  // Every pair of distinct devices has a route (Build() checks): the path of
+  // least time for a 1 MiB tensor, fewest hops on ties. Routes are computed
+  // when asked for, never for every pair up front (a ring of 1,024 devices
+  // held 3.2 GB of them): up to kRouteTreeDevices devices, each source's
+  // shortest-path tree on the first route from it, kept (4 bytes a device),
+  // so later routes cost O(hops); beyond, a search from `from` that stops
+  // at `to`, each call (the simulator keeps the routes it uses). The two
+  // give the same routes. Thread-safe.
+  Route route(DeviceId from, DeviceId to) const;
 
  private:
   friend class ClusterBuilder;
+  // Up to kRouteTreeDevices devices (else null): per source device, the
+  // link by which its shortest-path tree reaches each device (-1 for the
+  // source), filled on first use. Shared by copies of the cluster, which
+  // have the same links.
+  class RouteTrees;
+
   std::string name_;
   std::vector<Device> devices_;
   std::vector<Link> links_;
-  std::vector<int32_t> route_offsets_;  // num_devices^2 + 1.
-  std::vector<LinkId> route_links_;
+  std::vector<int32_t> out_offsets_;  // num_devices + 1, into out_links_.
+  std::vector<LinkId> out_links_;     // Links by source device.
+  std::shared_ptr<RouteTrees> trees_;
 };
+
+// What a cluster's figures may be, so that every time and byte sum formed
+// from them stays finite and in range (with the graph's bounds,
+// kMaxGraphBytes and kMaxGraphFlops): rates of at least 1 per second
+// (peak_flops, memory_bandwidth, a link's bandwidth), at most 1e6 seconds
+// (11.6 days) for a latency, hand-off or launch overhead, a
+// shared_host_slowdown of at most 100, and devices' memory_bytes summing to
+// at most 2^60 (1 EiB).
+constexpr double kMinClusterRate = 1;
+constexpr double kMaxClusterSeconds = 1e6;
+constexpr double kMaxSharedHostSlowdown = 100;
+constexpr int64_t kMaxClusterMemoryBytes = int64_t{1} << 60;
+// At most this many devices (the simulator counts a route's hops in 16
+// bits); the presets have at most 18.
+constexpr int kMaxClusterDevices = 1 << 15;
 
 class ClusterBuilder {
  public:
@@ -117,9 +168,9 @@ class ClusterBuilder {
                double latency, bool bidirectional = true,
                Copier copier = Copier::kLink, double hand_off = 0);
 
-  // Validates (unique names, positive figures, known link ends, every device
-  // reachable from every other) and computes routes: the path of least
-  // time for a 1 MiB tensor, fewest hops on ties.
+  // Validates: unique names, figures within the bounds above, known link
+  // ends, every device reachable from every other. Routes are computed when
+  // asked for (Cluster::route).
   StatusOr<Cluster> Build() &&;
 
  private:

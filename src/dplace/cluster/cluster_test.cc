@@ -3,6 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
 namespace dplace {
 namespace {
 
@@ -28,6 +33,68 @@ TEST(ClusterTest, RoutePrefersTheFasterPathOverFewerHops) {
   EXPECT_EQ(c->link(c->route(0, 2)[0]).to, 1);
   EXPECT_EQ(c->link(c->route(0, 2)[1]).to, 2);
   EXPECT_TRUE(c->route(1, 1).empty());
+}
+
+// Routes are shortest paths whether the cluster keeps its sources' trees
+// (up to kRouteTreeDevices devices) or searches for each route (beyond):
+// every route of a directed ring with random chords is a path of the least
+// time for a 1 MiB tensor (Floyd-Warshall's; which of two paths of equal
+// time in reals wins is up to rounding, so hops are not compared).
+TEST(ClusterTest, RoutesAreShortestPathsWithOrWithoutKeptTrees) {
+  for (int n : {Cluster::kRouteTreeDevices, Cluster::kRouteTreeDevices + 16}) {
+    ClusterBuilder b("chords");
+    auto name = [](int i) { return "gpu:" + std::to_string(i); };
+    for (int i = 0; i < n; ++i) b.AddDevice(Gpu(name(i)));
+    uint64_t state = 12345;
+    auto next = [&] {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      return state >> 33;
+    };
+    for (int i = 0; i < n; ++i) {
+      b.AddLink(name(i), name((i + 1) % n), 1e9 * (1 + next() % 4), 1e-6,
+                /*bidirectional=*/false);
+      int chord = static_cast<int>(next() % n);
+      if (chord == i) chord = (i + 2) % n;
+      b.AddLink(name(i), name(chord), 1e9 * (1 + next() % 4),
+                1e-6 * (next() % 3), /*bidirectional=*/false);
+    }
+    StatusOr<Cluster> c = std::move(b).Build();
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    // Least time between every pair, by Floyd-Warshall.
+    constexpr double kProbe = 1 << 20;
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> best(n * n, inf);
+    for (int i = 0; i < n; ++i) best[i * n + i] = 0;
+    for (LinkId l = 0; l < c->num_links(); ++l) {
+      const Link& k = c->link(l);
+      best[k.from * n + k.to] =
+          std::min(best[k.from * n + k.to],
+                   k.hand_off + k.latency + kProbe / k.bandwidth);
+    }
+    for (int m = 0; m < n; ++m) {
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          best[i * n + j] =
+              std::min(best[i * n + j], best[i * n + m] + best[m * n + j]);
+        }
+      }
+    }
+    for (DeviceId s = 0; s < n; ++s) {
+      for (DeviceId t = 0; t < n; ++t) {
+        const Route route = c->route(s, t);
+        double time = 0;
+        DeviceId at = s;
+        for (LinkId l : route) {
+          ASSERT_EQ(c->link(l).from, at);
+          at = c->link(l).to;
+          time += c->link(l).hand_off + c->link(l).latency +
+                  kProbe / c->link(l).bandwidth;
+        }
+        ASSERT_EQ(at, t);
+        EXPECT_NEAR(time, best[s * n + t], 1e-12) << s << " " << t;
+      }
+    }
+  }
 }
 
 TEST(ClusterTest, DirectedLinksGiveAsymmetricRoutes) {
@@ -121,7 +188,7 @@ TEST(ClusterTest, MultiHostPresetRoutesAcrossRailsThroughNvlink) {
   ASSERT_EQ(c->route(h0g0, h1g0).size(), 1u);
   EXPECT_EQ(c->link(c->route(h0g0, h1g0)[0]).bandwidth, 50e9);
   // Other rail: NVLink to the right GPU, then its rail (or the reverse).
-  const Span<LinkId> route = c->route(h0g0, h1g3);
+  const Route route = c->route(h0g0, h1g3);
   ASSERT_EQ(route.size(), 2u);
   EXPECT_EQ(c->link(route[0]).bandwidth + c->link(route[1]).bandwidth,
             450e9 + 50e9);

@@ -19,12 +19,20 @@ const double* FindProfiled(
   return jt == it->second.end() ? nullptr : &jt->second;
 }
 
+// Whether `a` and `b` give every op the same time (CostModel's classes).
+bool SameTimes(const Device& a, const Device& b) {
+  return a.kind == b.kind && a.peak_flops == b.peak_flops &&
+         a.memory_bandwidth == b.memory_bandwidth &&
+         a.compute_slots == b.compute_slots &&
+         a.launch_overhead == b.launch_overhead;
+}
+
 }  // namespace
 
 CostModel::CostModel(const Graph& graph, const Cluster& cluster,
                      const ProfileTable& profile,
                      const RooflineOptions& options)
-    : graph_(&graph), cluster_(&cluster), num_devices_(cluster.num_devices()) {
+    : graph_(&graph), cluster_(&cluster) {
   const int num_types = static_cast<int>(graph.op_types().size());
   const std::unordered_set<std::string> dense(options.dense_op_types.begin(),
                                               options.dense_op_types.end());
@@ -32,13 +40,26 @@ CostModel::CostModel(const Graph& graph, const Cluster& cluster,
   for (int t = 0; t < num_types; ++t) {
     type_is_dense[t] = dense.count(graph.op_types()[t]) > 0;
   }
+  std::vector<DeviceId> representative;  // Per class: its first device.
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+    int32_t c = 0;
+    while (c < num_classes_ &&
+           !SameTimes(cluster.device(representative[c]), cluster.device(d))) {
+      ++c;
+    }
+    if (c == num_classes_) {
+      representative.push_back(d);
+      ++num_classes_;
+    }
+    class_of_.push_back(c);
+  }
 
-  op_times_.resize(static_cast<size_t>(graph.num_ops()) * num_devices_);
+  op_times_.resize(static_cast<size_t>(graph.num_ops()) * num_classes_);
   fastest_.assign(graph.num_ops(), kInfinity);
   for (OpId op = 0; op < graph.num_ops(); ++op) {
     const bool is_dense = type_is_dense[graph.op_type_id(op)];
-    for (DeviceId d = 0; d < num_devices_; ++d) {
-      const Device& dev = cluster.device(d);
+    for (int32_t c = 0; c < num_classes_; ++c) {
+      const Device& dev = cluster.device(representative[c]);
       double time = kInfinity;
       if (graph.allowed_devices(op).Contains(dev.kind)) {
         const double* measured = nullptr;
@@ -64,7 +85,7 @@ CostModel::CostModel(const Graph& graph, const Cluster& cluster,
                  dev.launch_overhead;
         }
       }
-      op_times_[static_cast<size_t>(op) * num_devices_ + d] = time;
+      op_times_[static_cast<size_t>(op) * num_classes_ + c] = time;
       fastest_[op] = std::min(fastest_[op], time);
     }
   }

@@ -53,8 +53,11 @@ struct ProfileTable {
   bool empty() const { return by_name.empty() && by_type.empty(); }
 };
 
-// Precomputes every op's time on every device. Immutable after
-// construction, so one instance can serve many threads.
+// Precomputes every op's time on every class of device (devices of one
+// kind with the same FLOP/s, bandwidth, slots and launch overhead: a
+// 1,024-GPU cluster has one or two classes, so the table grows with the
+// classes, not the devices). Immutable after construction, so one instance
+// can serve many threads.
 class CostModel {
  public:
   CostModel(const Graph& graph, const Cluster& cluster,
@@ -64,7 +67,8 @@ class CostModel {
   // Seconds op `op` runs on one compute slot of `device`; infinity where the
   // op may not run on that kind of device.
   double OpTime(OpId op, DeviceId device) const {
-    return op_times_[static_cast<size_t>(op) * num_devices_ + device];
+    return op_times_[static_cast<size_t>(op) * num_classes_ +
+                     class_of_[device]];
   }
   // The op's smallest time over the devices it may run on.
   double FastestOpTime(OpId op) const { return fastest_[op]; }
@@ -82,8 +86,9 @@ class CostModel {
  private:
   const Graph* graph_;
   const Cluster* cluster_;
-  int num_devices_;
-  std::vector<double> op_times_;  // num_ops x num_devices.
+  int num_classes_ = 0;
+  std::vector<int32_t> class_of_;  // Per device.
+  std::vector<double> op_times_;   // num_ops x num_classes.
   std::vector<double> fastest_;
 };
 

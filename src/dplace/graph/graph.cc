@@ -129,6 +129,57 @@ void BuildCsr(int num_ops, const std::vector<OpId>& key,
 
 }  // namespace
 
+namespace graph_internal {
+
+int32_t StringTable::Append(std::string s, bool* existing) {
+  *existing = !slots_.empty() && slots_[SlotOf(s)] >= 0;
+  const auto id = static_cast<int32_t>(strings_.size());
+  strings_.push_back(std::move(s));
+  if (!*existing) Index(id);
+  return id;
+}
+
+int32_t StringTable::Intern(std::string_view s) {
+  if (std::optional<int32_t> id = Find(s)) return *id;
+  const auto id = static_cast<int32_t>(strings_.size());
+  strings_.emplace_back(s);
+  Index(id);
+  return id;
+}
+
+std::optional<int32_t> StringTable::Find(std::string_view s) const {
+  if (slots_.empty()) return std::nullopt;
+  const int32_t id = slots_[SlotOf(s)];
+  if (id < 0) return std::nullopt;
+  return id;
+}
+
+void StringTable::ShrinkToFit() { strings_.shrink_to_fit(); }
+
+size_t StringTable::SlotOf(std::string_view s) const {
+  const size_t mask = slots_.size() - 1;
+  size_t slot = std::hash<std::string_view>()(s) & mask;
+  while (slots_[slot] >= 0 && strings_[slots_[slot]] != s) {
+    slot = (slot + 1) & mask;
+  }
+  return slot;
+}
+
+void StringTable::Index(int32_t id) {
+  // Ids indexed so far: those below `id`, but for equal strings appended
+  // after the first; at most id + 1 of them, so half full stays true.
+  if (2 * (static_cast<size_t>(id) + 1) > slots_.size()) {
+    std::vector<int32_t> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(16, 2 * old.size()), -1);
+    for (int32_t indexed : old) {
+      if (indexed >= 0) slots_[SlotOf(strings_[indexed])] = indexed;
+    }
+  }
+  slots_[SlotOf(strings_[id])] = id;
+}
+
+}  // namespace graph_internal
+
 std::string_view PhaseName(Phase phase) {
   return kPhaseNames[static_cast<int>(phase)];
 }
@@ -184,9 +235,7 @@ std::string DescribeShape(const std::vector<int64_t>& shape, DataType dtype) {
 }
 
 std::optional<OpId> Graph::FindOp(std::string_view name) const {
-  auto it = op_index_.find(std::string(name));
-  if (it == op_index_.end()) return std::nullopt;
-  return it->second;
+  return op_names_.Find(name);
 }
 
 double Graph::total_flops() const {
@@ -226,130 +275,219 @@ std::vector<int> OpTypesByFrequency(const Graph& graph) {
   return types;
 }
 
-GraphBuilder::GraphBuilder(std::string graph_name)
-    : name_(std::move(graph_name)) {}
+GraphBuilder::GraphBuilder(std::string graph_name) {
+  graph_.name_ = std::move(graph_name);
+  graph_.output_offsets_.assign(1, 0);
+}
 
 OpId GraphBuilder::AddOp(OpSpec spec) {
-  const OpId id = static_cast<OpId>(specs_.size());
-  if (!index_.emplace(spec.name, id).second) {
-    duplicate_names_.push_back(spec.name);
+  Graph& g = graph_;
+  bool existing = false;
+  const OpId id = g.op_names_.Append(std::move(spec.name), &existing);
+  if (existing && !duplicate_) {
+    duplicate_ = true;
+    first_duplicate_ = g.op_names_[id];
   }
+  g.type_ids_.push_back(g.types_.Intern(spec.type));
+  g.phases_.push_back(spec.phase);
+  g.scope_ids_.push_back(g.scopes_.Intern(spec.scope));
+  g.flops_.push_back(spec.flops);
+  g.bytes_accessed_.push_back(spec.bytes_accessed);
+  g.persistent_bytes_.push_back(spec.persistent_bytes);
+  g.temporary_bytes_.push_back(spec.temporary_bytes);
+  g.group_ids_.push_back(g.groups_.Intern(spec.colocation_group));
+  g.allowed_.push_back(spec.allowed_devices);
   for (TensorInfo& t : spec.outputs) {
-    if (t.bytes == 0 && !t.shape.empty())
+    if (t.bytes == 0 && !t.shape.empty()) {
       t.bytes = ShapeBytes(t.shape, t.dtype);
+    }
+    g.tensors_.push_back(std::move(t));
+    g.tensor_producers_.push_back(id);
   }
-  specs_.push_back(std::move(spec));
+  num_outputs_ += static_cast<int64_t>(spec.outputs.size());
+  // Wraps only past 2^31 tensors, which Build() refuses before reading it.
+  g.output_offsets_.push_back(static_cast<int32_t>(num_outputs_));
   return id;
 }
 
-void GraphBuilder::AddEdge(OpId src, int output, OpId dst) {
-  edges_.push_back({src, output, dst, false});
+EdgeId GraphBuilder::AddEdge(OpId src, int output, OpId dst) {
+  edge_src_.push_back(src);
+  edge_dst_.push_back(dst);
+  edge_output_.push_back(output);
+  edge_control_.push_back(false);
+  return static_cast<EdgeId>(edge_src_.size() - 1);
 }
 
-void GraphBuilder::AddControlEdge(OpId src, OpId dst) {
-  edges_.push_back({src, -1, dst, true});
+EdgeId GraphBuilder::AddControlEdge(OpId src, OpId dst) {
+  const EdgeId e = AddEdge(src, -1, dst);
+  edge_control_[e] = true;
+  return e;
+}
+
+void GraphBuilder::SetEdgeSource(EdgeId edge, OpId src, int output) {
+  edge_src_[edge] = src;
+  if (!edge_control_[edge]) edge_output_[edge] = output;
 }
 
 std::optional<OpId> GraphBuilder::FindOp(std::string_view name) const {
-  auto it = index_.find(std::string(name));
-  if (it == index_.end()) return std::nullopt;
-  return it->second;
+  return graph_.FindOp(name);
 }
 
 Status GraphBuilder::ValidateOps() const {
+  const Graph& g = graph_;
   // Ids are int32: refuse what would wrap rather than corrupt the graph.
   constexpr size_t kMaxIds = std::numeric_limits<int32_t>::max();
-  size_t num_tensors = 0;
-  for (const OpSpec& s : specs_) num_tensors += s.outputs.size();
-  if (specs_.size() > kMaxIds || edges_.size() > kMaxIds ||
-      num_tensors > kMaxIds) {
+  const size_t num_ops = g.op_names_.strings().size();
+  if (num_ops > kMaxIds || edge_src_.size() > kMaxIds ||
+      g.tensors_.size() > kMaxIds) {
     return InvalidArgumentError(
-        "graph has " + std::to_string(specs_.size()) + " ops, " +
-        std::to_string(num_tensors) + " tensors and " +
-        std::to_string(edges_.size()) +
+        "graph has " + std::to_string(num_ops) + " ops, " +
+        std::to_string(g.tensors_.size()) + " tensors and " +
+        std::to_string(edge_src_.size()) +
         " edges; dplace supports at most 2^31-1 of each");
   }
-  if (InvalidUtf8At(name_) != std::string_view::npos) {
+  if (InvalidUtf8At(g.name_) != std::string_view::npos) {
     return InvalidArgumentError("the graph's name is not valid UTF-8");
   }
-  for (size_t i = 0; i < specs_.size(); ++i) {
-    const OpSpec& s = specs_[i];
-    for (const std::string* text :
-         {&s.name, &s.type, &s.scope, &s.colocation_group}) {
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    const std::pair<const char*, const std::string*> texts[] = {
+        {"name", &g.op_name(op)},
+        {"type", &g.op_type(op)},
+        {"scope", &g.scope(op)},
+        {"colocation group", &g.colocation_group(op)}};
+    for (const auto& [field, text] : texts) {
       const size_t at = InvalidUtf8At(*text);
       if (at == std::string_view::npos) continue;
-      const char* field = text == &s.name    ? "name"
-                          : text == &s.type  ? "type"
-                          : text == &s.scope ? "scope"
-                                             : "colocation group";
       char byte[8];
       std::snprintf(byte, sizeof(byte), "0x%02x",
                     static_cast<unsigned char>((*text)[at]));
-      return InvalidArgumentError("op " + std::to_string(i) + ": " + field +
+      return InvalidArgumentError("op " + std::to_string(op) + ": " + field +
                                   " is not valid UTF-8 (byte " + byte +
                                   " at offset " + std::to_string(at) + ")");
     }
   }
-  if (!duplicate_names_.empty()) {
-    return InvalidArgumentError("duplicate op name \"" + duplicate_names_[0] +
+  if (duplicate_) {
+    return InvalidArgumentError("duplicate op name \"" + first_duplicate_ +
                                 "\"");
   }
-  for (const OpSpec& s : specs_) {
-    const std::string where = "op \"" + s.name + "\"";
-    if (s.name.empty()) return InvalidArgumentError("an op has an empty name");
-    // Graph JSON marks a control input with '^' (GraphToJson must be able
-    // to write every graph it is given).
-    if (s.name[0] == '^') {
-      return InvalidArgumentError(where +
-                                  ": an op name may not start with '^'");
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    DPLACE_RETURN_IF_ERROR(ValidateOp(op));
+  }
+  return Status::Ok();
+}
+
+Status GraphBuilder::ValidateOp(OpId op) const {
+  const Graph& g = graph_;
+  const std::string& name = g.op_name(op);
+  const std::string where = "op \"" + name + "\"";
+  if (name.empty()) return InvalidArgumentError("an op has an empty name");
+  // Graph JSON marks a control input with '^' (GraphToJson must be able
+  // to write every graph it is given).
+  if (name[0] == '^') {
+    return InvalidArgumentError(where + ": an op name may not start with '^'");
+  }
+  if (g.op_type(op).empty()) {
+    return InvalidArgumentError(where + ": empty type");
+  }
+  if (!(g.flops(op) >= 0)) {
+    return InvalidArgumentError(where + ": flops must be >= 0");
+  }
+  if (g.bytes_accessed(op) < 0 || g.persistent_bytes(op) < 0 ||
+      g.temporary_bytes(op) < 0) {
+    return InvalidArgumentError(where + ": byte counts must be >= 0");
+  }
+  if (g.allowed_devices(op).empty()) {
+    return InvalidArgumentError(where + ": no allowed device kind");
+  }
+  for (int i = 0; i < g.num_outputs(op); ++i) {
+    const TensorInfo& t = g.tensor(g.output(op, i));
+    const std::string out = where + " output " + std::to_string(i);
+    if (t.bytes < 0) return InvalidArgumentError(out + ": negative bytes");
+    for (int64_t d : t.shape) {
+      if (d < 0) return InvalidArgumentError(out + ": negative dimension");
     }
-    if (s.type.empty()) return InvalidArgumentError(where + ": empty type");
-    if (!(s.flops >= 0)) {
-      return InvalidArgumentError(where + ": flops must be >= 0");
+    if (!CheckedShapeBytes(t.shape, t.dtype)) {
+      return InvalidArgumentError(out + ": shape " +
+                                  DescribeShape(t.shape, t.dtype) +
+                                  " has more than 2^63-1 bytes");
     }
-    if (s.bytes_accessed < 0 || s.persistent_bytes < 0 ||
-        s.temporary_bytes < 0) {
-      return InvalidArgumentError(where + ": byte counts must be >= 0");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Adds `bytes` to `*total`; false when the total passes kMaxGraphBytes.
+// REQUIRES: 0 <= bytes, 0 <= *total <= kMaxGraphBytes (so no overflow).
+bool AddBytes(int64_t bytes, int64_t* total) {
+  if (bytes > kMaxGraphBytes - *total) return false;
+  *total += bytes;
+  return true;
+}
+
+}  // namespace
+
+// REQUIRES: ValidateOps() passed (no negative size, no NaN).
+Status GraphBuilder::ValidateTotals() const {
+  const Graph& g = graph_;
+  int64_t memory = 0, accessed = 0;
+  double flops = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    std::string field;
+    if (!AddBytes(g.persistent_bytes(op), &memory)) {
+      field = "persistent_bytes";
+    } else if (!AddBytes(g.temporary_bytes(op), &memory)) {
+      field = "temporary_bytes";
     }
-    if (s.allowed_devices.empty()) {
-      return InvalidArgumentError(where + ": no allowed device kind");
-    }
-    for (size_t i = 0; i < s.outputs.size(); ++i) {
-      const TensorInfo& t = s.outputs[i];
-      const std::string out = where + " output " + std::to_string(i);
-      if (t.bytes < 0) return InvalidArgumentError(out + ": negative bytes");
-      for (int64_t d : t.shape) {
-        if (d < 0) return InvalidArgumentError(out + ": negative dimension");
+    for (int i = 0; field.empty() && i < g.num_outputs(op); ++i) {
+      if (!AddBytes(g.tensor_bytes(g.output(op, i)), &memory)) {
+        field = "outputs[" + std::to_string(i) + "].bytes";
       }
-      if (!CheckedShapeBytes(t.shape, t.dtype)) {
-        return InvalidArgumentError(out + ": shape " +
-                                    DescribeShape(t.shape, t.dtype) +
-                                    " has more than 2^63-1 bytes");
-      }
+    }
+    const std::string where = "op \"" + g.op_name(op) + "\": ";
+    if (!field.empty()) {
+      return InvalidArgumentError(
+          where + field +
+          ": the graph's persistent, temporary and output bytes, summed over "
+          "its ops, pass 2^60 (1 EiB) here; dplace accepts at most 2^60");
+    }
+    if (!AddBytes(g.bytes_accessed(op), &accessed)) {
+      return InvalidArgumentError(
+          where +
+          "bytes_accessed: the graph's bytes accessed, summed over its "
+          "ops, pass 2^60 (1 EiB) here; dplace accepts at most 2^60");
+    }
+    flops += g.flops(op);
+    if (!(flops <= kMaxGraphFlops)) {
+      return InvalidArgumentError(
+          where +
+          "flops: the graph's FLOPs, summed over its ops, pass 1e30 "
+          "here; dplace accepts at most 1e30");
     }
   }
   return Status::Ok();
 }
 
 Status GraphBuilder::ValidateEdges() const {
+  const Graph& g = graph_;
   const int n = num_ops();
-  for (const PendingEdge& e : edges_) {
-    if (e.src < 0 || e.src >= n || e.dst < 0 || e.dst >= n) {
-      return InvalidArgumentError("edge " + std::to_string(e.src) + " -> " +
-                                  std::to_string(e.dst) +
+  for (size_t e = 0; e < edge_src_.size(); ++e) {
+    const OpId src = edge_src_[e], dst = edge_dst_[e];
+    if (src < 0 || src >= n || dst < 0 || dst >= n) {
+      return InvalidArgumentError("edge " + std::to_string(src) + " -> " +
+                                  std::to_string(dst) +
                                   " names an op that does not exist");
     }
-    if (!e.control &&
-        (e.output < 0 ||
-         e.output >= static_cast<int>(specs_[e.src].outputs.size()))) {
+    const int output = edge_output_[e];
+    if (!edge_control_[e] && (output < 0 || output >= g.num_outputs(src))) {
       return InvalidArgumentError(
-          "edge \"" + specs_[e.src].name + "\" -> \"" + specs_[e.dst].name +
-          "\" uses output " + std::to_string(e.output) + " but the op has " +
-          std::to_string(specs_[e.src].outputs.size()) + " outputs");
+          "edge \"" + g.op_name(src) + "\" -> \"" + g.op_name(dst) +
+          "\" uses output " + std::to_string(output) + " but the op has " +
+          std::to_string(g.num_outputs(src)) + " outputs");
     }
-    if (e.src == e.dst) {
-      return InvalidArgumentError("cycle: \"" + specs_[e.src].name +
-                                  "\" -> \"" + specs_[e.src].name + "\"");
+    if (src == dst) {
+      return InvalidArgumentError("cycle: \"" + g.op_name(src) + "\" -> \"" +
+                                  g.op_name(src) + "\"");
     }
   }
   return Status::Ok();
@@ -419,48 +557,57 @@ Status TopologicalOrder(const Graph& g, const std::vector<std::string>& names,
 
 }  // namespace
 
+namespace {
+
+template <typename T>
+void ShrinkToFit(std::vector<T>* v) {
+  v->shrink_to_fit();
+}
+
+}  // namespace
+
 StatusOr<Graph> GraphBuilder::Build() && {
   DPLACE_RETURN_IF_ERROR(ValidateOps());
+  DPLACE_RETURN_IF_ERROR(ValidateTotals());
   DPLACE_RETURN_IF_ERROR(ValidateEdges());
 
-  Graph g;
-  g.name_ = std::move(name_);
-  const int n = num_ops();
-  std::unordered_map<std::string, int32_t> type_index;
-  g.op_names_.reserve(n);
-  g.output_offsets_.assign(1, 0);
-  for (OpSpec& s : specs_) {
-    auto [it, inserted] =
-        type_index.emplace(s.type, static_cast<int32_t>(g.types_.size()));
-    if (inserted) g.types_.push_back(s.type);
-    g.type_ids_.push_back(it->second);
-    const OpId op = static_cast<OpId>(g.op_names_.size());
-    for (TensorInfo& t : s.outputs) {
-      g.tensors_.push_back(std::move(t));
-      g.tensor_producers_.push_back(op);
-    }
-    g.output_offsets_.push_back(static_cast<int32_t>(g.tensors_.size()));
-    g.op_names_.push_back(std::move(s.name));
-    g.phases_.push_back(s.phase);
-    g.scopes_.push_back(std::move(s.scope));
-    g.flops_.push_back(s.flops);
-    g.bytes_accessed_.push_back(s.bytes_accessed);
-    g.persistent_bytes_.push_back(s.persistent_bytes);
-    g.temporary_bytes_.push_back(s.temporary_bytes);
-    g.colocation_groups_.push_back(std::move(s.colocation_group));
-    g.allowed_.push_back(s.allowed_devices);
+  Graph g = std::move(graph_);
+  const int n = g.num_ops();
+  // The arrays grew by doubling: give back what they reserved beyond.
+  for (graph_internal::StringTable* table :
+       {&g.op_names_, &g.types_, &g.scopes_, &g.groups_}) {
+    table->ShrinkToFit();
   }
-  g.op_index_ = std::move(index_);
+  ShrinkToFit(&g.type_ids_);
+  ShrinkToFit(&g.phases_);
+  ShrinkToFit(&g.scope_ids_);
+  ShrinkToFit(&g.flops_);
+  ShrinkToFit(&g.bytes_accessed_);
+  ShrinkToFit(&g.persistent_bytes_);
+  ShrinkToFit(&g.temporary_bytes_);
+  ShrinkToFit(&g.group_ids_);
+  ShrinkToFit(&g.allowed_);
+  ShrinkToFit(&g.output_offsets_);
+  ShrinkToFit(&g.tensors_);
+  ShrinkToFit(&g.tensor_producers_);
 
-  for (const PendingEdge& e : edges_) {
-    g.edge_src_.push_back(e.src);
-    g.edge_dst_.push_back(e.dst);
-    g.edge_tensor_.push_back(e.control ? kControlEdge
-                                       : g.output_offsets_[e.src] + e.output);
+  // Each edge's output index becomes its tensor, in place.
+  g.edge_src_ = std::move(edge_src_);
+  g.edge_dst_ = std::move(edge_dst_);
+  g.edge_tensor_ = std::move(edge_output_);
+  for (size_t e = 0; e < g.edge_tensor_.size(); ++e) {
+    g.edge_tensor_[e] = edge_control_[e] ? kControlEdge
+                                         : g.output_offsets_[g.edge_src_[e]] +
+                                               g.edge_tensor_[e];
   }
+  std::vector<bool>().swap(edge_control_);
+  ShrinkToFit(&g.edge_src_);
+  ShrinkToFit(&g.edge_dst_);
+  ShrinkToFit(&g.edge_tensor_);
   BuildCsr(n, g.edge_dst_, &g.in_offsets_, &g.in_edges_);
   BuildCsr(n, g.edge_src_, &g.out_offsets_, &g.out_edges_);
-  DPLACE_RETURN_IF_ERROR(TopologicalOrder(g, g.op_names_, &g.topo_order_));
+  DPLACE_RETURN_IF_ERROR(
+      TopologicalOrder(g, g.op_names_.strings(), &g.topo_order_));
   g.hash_ = HashGraph(g);
   return g;
 }

@@ -49,6 +49,16 @@ struct TensorInfo {
   int64_t bytes = 0;
 };
 
+// The most a graph may hold, summed over all its ops: persistent, temporary
+// and output bytes together (what a device's memory can ever hold), bytes
+// accessed, and FLOPs. Every sum the library forms from a graph's sizes
+// (a device's memory, a link's bytes over a step, a device's load) then
+// stays in range: byte sums far from int64_t's 2^63, times finite on any
+// cluster. 2^60 bytes is 1 EiB; 1e30 FLOPs take 30,000 years at 1 EFLOP/s.
+// GraphBuilder::Build refuses a graph past them, naming the op and field.
+constexpr int64_t kMaxGraphBytes = int64_t{1} << 60;
+constexpr double kMaxGraphFlops = 1e30;
+
 // Bytes of a dense tensor of `shape` and `dtype` (1 element for a scalar);
 // nullopt when a dim is negative or the count does not fit in int64_t.
 std::optional<int64_t> CheckedShapeBytes(const std::vector<int64_t>& shape,
@@ -74,6 +84,41 @@ struct OpSpec {
   DeviceKindSet allowed_devices = DeviceKindSet::All();
 };
 
+namespace graph_internal {
+
+// Strings with dense ids, found by content without a second copy: the index
+// is an open-addressing table of ids. The graph keeps op names, types,
+// scopes and colocation groups in these (one copy of a scope shared by many
+// ops). Not thread-safe to modify; const access is.
+class StringTable {
+ public:
+  int32_t size() const { return static_cast<int32_t>(strings_.size()); }
+  const std::string& operator[](int32_t id) const { return strings_[id]; }
+  const std::vector<std::string>& strings() const { return strings_; }
+
+  // Adds `s` under a new id, returned; `*existing` is set to whether an
+  // equal string was already there (Find keeps giving the first id).
+  int32_t Append(std::string s, bool* existing);
+  // The id of a string equal to `s`, added when there is none.
+  int32_t Intern(std::string_view s);
+  std::optional<int32_t> Find(std::string_view s) const;
+
+  // Frees what appending reserved beyond the strings held.
+  void ShrinkToFit();
+
+ private:
+  // The slot holding the id of a string equal to `s`, or the empty slot
+  // where it would go. REQUIRES: slots_ is not empty.
+  size_t SlotOf(std::string_view s) const;
+  void Index(int32_t id);  // Puts `id` in the table, growing it.
+
+  std::vector<std::string> strings_;
+  // Ids, -1 for empty; a power of two in size, at most half full.
+  std::vector<int32_t> slots_;
+};
+
+}  // namespace graph_internal
+
 class Graph {
  public:
   Graph(const Graph&) = delete;
@@ -92,19 +137,19 @@ class Graph {
   // Dense id of the op's type, for per-type tables; < num_op_types().
   int op_type_id(OpId op) const { return type_ids_[op]; }
   Phase phase(OpId op) const { return phases_[op]; }
-  const std::string& scope(OpId op) const { return scopes_[op]; }
+  const std::string& scope(OpId op) const { return scopes_[scope_ids_[op]]; }
   double flops(OpId op) const { return flops_[op]; }
   int64_t bytes_accessed(OpId op) const { return bytes_accessed_[op]; }
   int64_t persistent_bytes(OpId op) const { return persistent_bytes_[op]; }
   int64_t temporary_bytes(OpId op) const { return temporary_bytes_[op]; }
   const std::string& colocation_group(OpId op) const {
-    return colocation_groups_[op];
+    return groups_[group_ids_[op]];
   }
   DeviceKindSet allowed_devices(OpId op) const { return allowed_[op]; }
   std::optional<OpId> FindOp(std::string_view name) const;
 
   // Distinct op types; op_type_id() indexes this.
-  const std::vector<std::string>& op_types() const { return types_; }
+  const std::vector<std::string>& op_types() const { return types_.strings(); }
 
   // Outputs: op `op` produces tensors output(op, 0) .. output(op, n - 1),
   // n = num_outputs(op), with consecutive ids.
@@ -148,18 +193,21 @@ class Graph {
   friend class GraphBuilder;
   Graph() = default;
 
+  // Per op, in side arrays. Scopes and colocation groups are interned (ids
+  // into a table of distinct strings): many ops share one.
   std::string name_;
-  std::vector<std::string> op_names_;
-  std::unordered_map<std::string, OpId> op_index_;
-  std::vector<std::string> types_;
+  graph_internal::StringTable op_names_;  // Ids are op ids.
+  graph_internal::StringTable types_;
   std::vector<int32_t> type_ids_;
   std::vector<Phase> phases_;
-  std::vector<std::string> scopes_;
+  graph_internal::StringTable scopes_;
+  std::vector<int32_t> scope_ids_;
   std::vector<double> flops_;
   std::vector<int64_t> bytes_accessed_;
   std::vector<int64_t> persistent_bytes_;
   std::vector<int64_t> temporary_bytes_;
-  std::vector<std::string> colocation_groups_;
+  graph_internal::StringTable groups_;
+  std::vector<int32_t> group_ids_;
   std::vector<DeviceKindSet> allowed_;
 
   std::vector<int32_t> output_offsets_;  // num_ops + 1.
@@ -187,7 +235,9 @@ int64_t OpMemoryEstimate(const Graph& graph, OpId op);
 std::vector<int> OpTypesByFrequency(const Graph& graph);
 
 // Builds a Graph. Errors found while adding (duplicate names, bad ids) are
-// kept and reported by Build(), so callers check one Status.
+// kept and reported by Build(), so callers check one Status. Ops go
+// straight into the graph's side arrays as they are added, so building
+// holds one copy of the graph (and 12 bytes per edge).
 class GraphBuilder {
  public:
   explicit GraphBuilder(std::string graph_name = "");
@@ -195,34 +245,42 @@ class GraphBuilder {
   // Returns the new op's id. Tensor bytes of 0 with a non-empty shape are
   // filled in from the shape.
   OpId AddOp(OpSpec spec);
-  // A data edge: `dst` consumes output `output` of `src`.
-  void AddEdge(OpId src, int output, OpId dst);
+  // A data edge: `dst` consumes output `output` of `src`. Returns its id.
+  EdgeId AddEdge(OpId src, int output, OpId dst);
   // A control edge: `dst` starts only after `src` finished.
-  void AddControlEdge(OpId src, OpId dst);
+  EdgeId AddControlEdge(OpId src, OpId dst);
+  // Sets the source of edge `edge` (and the output, for a data edge), for
+  // readers whose inputs name ops added later: they add the edge in its
+  // place with any source and set it once the op exists.
+  // REQUIRES: `edge` was returned by AddEdge or AddControlEdge.
+  void SetEdgeSource(EdgeId edge, OpId src, int output);
+  void set_name(std::string name) { graph_.name_ = std::move(name); }
 
   std::optional<OpId> FindOp(std::string_view name) const;
-  int num_ops() const { return static_cast<int>(specs_.size()); }
+  int num_ops() const { return graph_.num_ops(); }
+  int64_t num_edges() const { return static_cast<int64_t>(edge_src_.size()); }
 
   // Validates and freezes. Errors name the offending ops: duplicate or empty
-  // names, negative sizes, dangling edges, and cycles (listing the ops on
-  // one cycle).
+  // names, negative sizes, sizes that sum past kMaxGraphBytes or
+  // kMaxGraphFlops, dangling edges, and cycles (listing the ops on one
+  // cycle).
   StatusOr<Graph> Build() &&;
 
  private:
-  struct PendingEdge {
-    OpId src;
-    int output;  // Ignored for a control edge.
-    OpId dst;
-    bool control;
-  };
   Status ValidateOps() const;
+  Status ValidateOp(OpId op) const;
+  Status ValidateTotals() const;
   Status ValidateEdges() const;
 
-  std::string name_;
-  std::vector<OpSpec> specs_;
-  std::unordered_map<std::string, OpId> index_;
-  std::vector<PendingEdge> edges_;
-  std::vector<std::string> duplicate_names_;
+  Graph graph_;              // The ops so far, in the graph's own arrays.
+  int64_t num_outputs_ = 0;  // Outputs added, counted past int32.
+  // Edges as added: src, dst, the source's output index (ignored for a
+  // control edge) and whether it is one.
+  std::vector<OpId> edge_src_, edge_dst_;
+  std::vector<int32_t> edge_output_;
+  std::vector<bool> edge_control_;
+  bool duplicate_ = false;       // A name was added twice;
+  std::string first_duplicate_;  // the first such.
 };
 
 }  // namespace dplace

@@ -24,11 +24,13 @@ struct GraphFileInfo {
 
 // Errors name `source` and the JSON path of the bad field, e.g.
 // "g.json: ops[3].outputs[0].bytes: expected an integer >= 0, got -5".
-// The file's GraphFileInfo goes to *info when given.
+// The document is read op by op, never held as a whole JSON tree; `limits`
+// bounds its ops and edges (and, for a file, its size). The file's
+// GraphFileInfo goes to *info when given.
 StatusOr<Graph> ParseGraphJson(const std::string& text,
                                const std::string& source,
-                               GraphFileInfo* info = nullptr);
-// `limits` bounds the file's size.
+                               GraphFileInfo* info = nullptr,
+                               const FileLimits& limits = {});
 StatusOr<Graph> ReadGraphJson(const std::string& path,
                               const FileLimits& limits = {},
                               GraphFileInfo* info = nullptr);

@@ -63,8 +63,8 @@ TEST(ClusterJsonTest, EveryPresetRoundTrips) {
     }
     for (DeviceId s = 0; s < a.num_devices(); ++s) {
       for (DeviceId t = 0; t < a.num_devices(); ++t) {
-        const Span<LinkId> ra = a.route(s, t);
-        const Span<LinkId> rb = b.route(s, t);
+        const Route ra = a.route(s, t);
+        const Route rb = b.route(s, t);
         ASSERT_EQ(ra.size(), rb.size())
             << a.device(s).name << " -> " << a.device(t).name;
         for (size_t i = 0; i < ra.size(); ++i) {

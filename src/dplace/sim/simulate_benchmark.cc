@@ -16,6 +16,13 @@
 // NMT-4 / k40x4 from the expert's placement, and on the 50k-op layered graph
 // from the block placement.
 //
+// Large clusters: one step of a 50k-op layered graph (ops allowed on GPUs)
+// in contiguous blocks over every GPU of a ring of 1,024 or 4,096 GPUs, or of
+// a two-level fat tree of 128 or 512 hosts of 8 GPUs (testing/
+// large_clusters.h). Counters: setup_s, the seconds to build the cluster, the
+// cost model and the simulator; first_ms, the first run's CPU time (it
+// computes the routes it uses); per_op as above.
+//
 //   build/simulate_benchmark --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
@@ -29,6 +36,7 @@
 #include "dplace/graph/random_graph.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/testing/benchmark_problems.h"
+#include "dplace/testing/large_clusters.h"
 
 namespace dplace {
 namespace {
@@ -176,6 +184,73 @@ void BM_OneGroupMoves(benchmark::State& state) {
   state.SetLabel(walk.graph->name() + ", " +
                  std::to_string(walk.graph->num_ops()) + " ops");
 }
+
+// A large cluster with the 50k-op graph placed over it (kept between the
+// benchmark's calls: building it is what setup_s measures).
+struct LargeProblem {
+  Cluster cluster;
+  Graph graph;
+  std::unique_ptr<CostModel> cost;
+  std::unique_ptr<Simulator> simulator;
+  Placement placement;
+  double setup_seconds = 0;
+  double first_run_seconds = 0;
+};
+
+const LargeProblem& GetLargeProblem(bool fat_tree, int devices) {
+  static std::map<std::pair<bool, int>, std::unique_ptr<LargeProblem>> cache;
+  auto& p = cache[{fat_tree, devices}];
+  if (!p) {
+    const double start = ThreadCpuSeconds();
+    StatusOr<Cluster> cluster = fat_tree
+                                    ? testing_clusters::GpuFatTree(devices / 8)
+                                    : testing_clusters::GpuRing(devices);
+    p = std::make_unique<LargeProblem>(
+        LargeProblem{*std::move(cluster),
+                     testing_clusters::GpuGraph(50000),
+                     nullptr,
+                     nullptr,
+                     {},
+                     0,
+                     0});
+    p->cost = std::make_unique<CostModel>(p->graph, p->cluster);
+    p->simulator = std::make_unique<Simulator>(*p->cost);
+    p->placement = testing_clusters::BlockPlacement(p->graph, p->cluster);
+    p->setup_seconds = ThreadCpuSeconds() - start;
+    const double first = ThreadCpuSeconds();
+    (void)p->simulator->Simulate(p->placement);
+    p->first_run_seconds = ThreadCpuSeconds() - first;
+  }
+  return *p;
+}
+
+void BM_SimulateLargeCluster(benchmark::State& state) {
+  const LargeProblem& p =
+      GetLargeProblem(state.range(0) != 0, static_cast<int>(state.range(1)));
+  double step_time = 0;
+  int64_t events = 0;
+  for (auto _ : state) {
+    StatusOr<SimResult> r = p.simulator->Simulate(p.placement);
+    step_time = r->step_time;
+    events = r->events;
+  }
+  state.counters["per_op"] = benchmark::Counter(
+      p.graph.num_ops(), benchmark::Counter::kIsIterationInvariantRate |
+                             benchmark::Counter::kInvert);
+  state.counters["links"] = p.cluster.num_links();
+  state.counters["setup_s"] = p.setup_seconds;
+  state.counters["first_ms"] = p.first_run_seconds * 1e3;
+  state.counters["step_s"] = step_time;
+  state.counters["events"] = static_cast<double>(events);
+}
+
+BENCHMARK(BM_SimulateLargeCluster)
+    ->ArgNames({"fat_tree", "devices"})
+    ->Args({0, 1024})
+    ->Args({0, 4096})
+    ->Args({1, 1024})
+    ->Args({1, 4096})
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_OneGroupMoves)
     ->ArgNames({"graph", "incremental"})

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 
 #include "dplace/sim/path_bound.h"
 #include "dplace/sim/work_bound.h"
@@ -100,7 +101,7 @@ class EventQueue {
 // One tensor on its way to one destination device.
 struct Transfer {
   TensorId tensor;
-  int32_t route;  // Its first link in Topology::route_links.
+  int32_t route;  // Its first link in RouteTable's links.
   DeviceId destination;
   int16_t hop;  // Index of the current link in the route.
   int16_t num_hops;
@@ -141,6 +142,78 @@ struct Fifo {
                  o.items.end());
     head = 0;
   }
+};
+
+// A device pair's route, as the event loop reads it.
+struct PairRoute {
+  double latency = 0;           // Summed over the hops, hand-offs included.
+  double seconds_per_byte = 0;  // Summed over the hops.
+  int32_t begin = 0;  // Its links are RouteTable::link(begin .. begin + hops).
+  int32_t hops = 0;
+};
+
+// The routes of device pairs. For clusters of up to kDenseDevices devices,
+// every pair's, computed up front into a table; beyond, each pair's when
+// first asked for, into a hash map: a cluster of thousands of devices costs
+// memory for the pairs its placements use, never n^2 of them.
+class RouteTable {
+ public:
+  static constexpr int kDenseDevices = 64;
+
+  explicit RouteTable(const Cluster& c)
+      : c_(c), n_(c.num_devices()), dense_(n_ <= kDenseDevices) {
+    if (!dense_) return;
+    dense_routes_.reserve(static_cast<size_t>(n_) * n_);
+    for (DeviceId a = 0; a < n_; ++a) {
+      for (DeviceId b = 0; b < n_; ++b) dense_routes_.push_back(Compute(a, b));
+    }
+  }
+
+  // REQUIRES: from != to, or the route is not read beyond its latency.
+  // The reference lasts until the next call.
+  const PairRoute& Get(DeviceId from, DeviceId to) {
+    const size_t pair = static_cast<size_t>(from) * n_ + to;
+    if (dense_) return dense_routes_[pair];
+    return Sparse(pair, from, to);
+  }
+  LinkId link(int32_t i) const { return links_[i]; }
+  // For clusters of up to kDenseDevices devices: every pair's route, at
+  // [from * num_devices + to], and their links, which never move; else
+  // null.
+  const PairRoute* dense_routes() const {
+    return dense_ ? dense_routes_.data() : nullptr;
+  }
+  const LinkId* dense_links() const { return dense_ ? links_.data() : nullptr; }
+
+ private:
+  PairRoute Compute(DeviceId from, DeviceId to) {
+    PairRoute r;
+    r.begin = static_cast<int32_t>(links_.size());
+    for (LinkId l : c_.route(from, to)) {
+      const Link& link = c_.link(l);
+      r.latency += link.hand_off + link.latency;
+      r.seconds_per_byte += 1.0 / link.bandwidth;
+      links_.push_back(l);
+      ++r.hops;
+    }
+    return r;
+  }
+
+  __attribute__((noinline)) const PairRoute& Sparse(size_t pair, DeviceId from,
+                                                    DeviceId to) {
+    auto [it, inserted] =
+        sparse_index_.try_emplace(pair, static_cast<int32_t>(sparse_.size()));
+    if (inserted) sparse_.push_back(Compute(from, to));
+    return sparse_[it->second];
+  }
+
+  const Cluster& c_;
+  const int n_;
+  const bool dense_;
+  std::vector<PairRoute> dense_routes_;               // [from * n + to].
+  std::unordered_map<size_t, int32_t> sparse_index_;  // Into sparse_.
+  std::vector<PairRoute> sparse_;
+  std::vector<LinkId> links_;  // Of every route computed, route by route.
 };
 
 }  // namespace
@@ -217,17 +290,8 @@ struct Simulator::Topology {
   std::vector<int64_t> persistent_bytes;
   std::vector<OpId> sources;     // Ops without inputs, in id order.
   std::vector<OpId> persistent;  // Ops with persistent bytes, in id order.
-  // Per (from, to) device pair: the route's summed latency (hand-offs
-  // included) and seconds per byte, for control edges and the placed
-  // critical path.
-  std::vector<double> route_latency, route_seconds_per_byte;
-  // Per (from, to) device pair: its route's links are
-  // route_links[route_begin[pair], route_begin[pair + 1]).
-  std::vector<int32_t> route_begin;
-  std::vector<LinkId> route_links;
-  int num_devices;
 
-  Topology(const Graph& g, const Cluster& c) : num_devices(c.num_devices()) {
+  explicit Topology(const Graph& g) {
     const int n = g.num_ops();
     std::vector<int32_t> in_arc_of_edge(g.num_edges());
     in_begin.push_back(0);
@@ -260,24 +324,12 @@ struct Simulator::Topology {
       if (in_begin[op] == in_begin[op + 1]) sources.push_back(op);
       if (g.persistent_bytes(op) > 0) persistent.push_back(op);
     }
-    for (DeviceId a = 0; a < num_devices; ++a) {
-      for (DeviceId b = 0; b < num_devices; ++b) {
-        double latency = 0, seconds_per_byte = 0;
-        for (LinkId l : c.route(a, b)) {
-          latency += c.link(l).hand_off + c.link(l).latency;
-          seconds_per_byte += 1.0 / c.link(l).bandwidth;
-        }
-        route_latency.push_back(latency);
-        route_seconds_per_byte.push_back(seconds_per_byte);
-        route_begin.push_back(static_cast<int32_t>(route_links.size()));
-        for (LinkId l : c.route(a, b)) route_links.push_back(l);
-      }
-    }
-    route_begin.push_back(static_cast<int32_t>(route_links.size()));
   }
 };
 
 struct Simulator::Scratch {
+  explicit Scratch(const Cluster& c) : routes(c) {}
+
   std::vector<double> op_time;       // Per op: time on its device.
   std::vector<double> op_scale;      // Per device: its shared-host factor.
   std::vector<uint8_t> device_used;  // Per device: has ops.
@@ -319,6 +371,10 @@ struct Simulator::Scratch {
   std::vector<double> reach;
   std::vector<int64_t> finish_event;
   std::vector<OpId> changed;  // Ops placed differently from `base`.
+
+  // Routes of device pairs, kept from run to run (transfers of snapshots
+  // refer to their links).
+  RouteTable routes;
 };
 
 // What changes during the event loop, copied at an event boundary.
@@ -378,7 +434,10 @@ class Simulator::Run {
         s_(*s),
         r_(*result),
         paths_(options.compute_bounds),
-        prefix_paths_(paths_) {}
+        prefix_paths_(paths_),
+        num_devices_(c_.num_devices()),
+        dense_routes_(s_.routes.dense_routes()),
+        dense_links_(s_.routes.dense_links()) {}
 
   // A full run: from the initial state.
   void Start() {
@@ -674,9 +733,7 @@ class Simulator::Run {
         Satisfy(arc.op);
         if (arc.tensor != kControlEdge) ++s_.tensor_refs[arc.tensor];
       } else if (arc.tensor == kControlEdge) {
-        Push(now +
-                 t_.route_latency[static_cast<size_t>(d) * t_.num_devices + to],
-             arc.op, kControlArrival);
+        Push(now + RouteOf(d, to).latency, arc.op, kControlArrival);
       } else {
         const int32_t index = SendOnce(arc.tensor, d, to, now);
         s_.arc_transfer[arc.in_arc] = index;
@@ -704,11 +761,10 @@ class Simulator::Run {
     double arrival = s_.path_finish[arc.op];
     const DeviceId from = device_[arc.op];
     if (from != d) {
-      const size_t pair = static_cast<size_t>(from) * t_.num_devices + d;
-      arrival += t_.route_latency[pair];
+      const PairRoute& route = RouteOf(from, d);
+      arrival += route.latency;
       if (arc.tensor != kControlEdge) {
-        arrival +=
-            t_.tensor_bytes[arc.tensor] * t_.route_seconds_per_byte[pair];
+        arrival += t_.tensor_bytes[arc.tensor] * route.seconds_per_byte;
       }
     }
     return arrival;
@@ -721,12 +777,9 @@ class Simulator::Run {
       if (s_.sends[i] == key) return s_.sends_transfer[i];
     }
     const int32_t tr = static_cast<int32_t>(s_.transfers.size());
-    const size_t pair = static_cast<size_t>(from) * t_.num_devices + to;
-    const int32_t route = t_.route_begin[pair];
-    s_.transfers.push_back(
-        {t, route, to, 0,
-         static_cast<int16_t>(t_.route_begin[pair + 1] - route), 0, -1, -1,
-         -1});
+    const PairRoute& route = RouteOf(from, to);
+    s_.transfers.push_back({t, route.begin, to, 0,
+                            static_cast<int16_t>(route.hops), 0, -1, -1, -1});
     s_.sends.push_back(key);
     s_.sends_transfer.push_back(tr);
     ++s_.tensor_refs[t];  // The first hop reads the source copy.
@@ -734,8 +787,17 @@ class Simulator::Run {
     return tr;
   }
 
+  // The route from `from` to `to`; the reference lasts until the next call.
+  const PairRoute& RouteOf(DeviceId from, DeviceId to) const {
+    if (dense_routes_) {
+      return dense_routes_[static_cast<size_t>(from) * num_devices_ + to];
+    }
+    return s_.routes.Get(from, to);
+  }
+
   LinkId CurrentLink(const Transfer& tr) const {
-    return t_.route_links[tr.route + tr.hop];
+    const int32_t i = tr.route + tr.hop;
+    return dense_links_ ? dense_links_[i] : s_.routes.link(i);
   }
 
   void EnqueueHop(int32_t tr, double now) {
@@ -780,7 +842,12 @@ class Simulator::Run {
       s_.link_busy[link] = 1;
     }
     s_.link_seconds[link] += time;
-    r_.link_bytes[link] += bytes;
+    // A link may carry a tensor once per destination beyond it, so its sum
+    // can pass the graph's bounded total: saturate rather than wrap.
+    int64_t& moved = r_.link_bytes[link];
+    moved = bytes > std::numeric_limits<int64_t>::max() - moved
+                ? std::numeric_limits<int64_t>::max()
+                : moved + bytes;
     if (tr.hop + 1 == tr.num_hops) Allocate(tr.destination, bytes);
     Push(now + time, index, kHopDone);
     if (options_.record_timeline) {
@@ -827,6 +894,11 @@ class Simulator::Run {
   // Every finished op has its path_finish: a full run that computes paths,
   // or one resumed from a snapshot that had them.
   bool prefix_paths_;
+  // The route table's, read in the event loop's hottest paths: kept here,
+  // where no store in the loop can change them.
+  const int num_devices_;
+  const PairRoute* const dense_routes_;
+  const LinkId* const dense_links_;
   uint64_t seq_ = 0;
   int finished_ = 0;
   int64_t events_ = 0;  // Index of the event being processed.
@@ -835,8 +907,8 @@ class Simulator::Run {
 
 Simulator::Simulator(const CostModel& cost)
     : cost_(&cost),
-      topology_(std::make_unique<Topology>(cost.graph(), cost.cluster())),
-      scratch_(std::make_unique<Scratch>()) {
+      topology_(std::make_unique<Topology>(cost.graph())),
+      scratch_(std::make_unique<Scratch>(cost.cluster())) {
   const Graph& g = cost.graph();
   std::vector<double> finish(g.num_ops(), 0.0);
   for (OpId op : g.topological_order()) {

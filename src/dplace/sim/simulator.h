@@ -80,7 +80,9 @@ struct SimResult {
   std::vector<double> device_busy_seconds;  // Summed op time per device.
   std::vector<int32_t> device_op_count;
   std::vector<int64_t> device_peak_bytes;
-  std::vector<int64_t> link_bytes;  // Bytes moved over each directed link.
+  // Bytes moved over each directed link (saturating at INT64_MAX: a link
+  // carries a tensor once per destination beyond it).
+  std::vector<int64_t> link_bytes;
   LowerBounds bounds;
   std::vector<TimelineEvent> timeline;  // When SimOptions asks for it.
   // Events of the step's event loop (op completions, hops, arrivals), and

@@ -11,9 +11,16 @@ namespace dplace {
 
 // `printf_format` takes one double, e.g. "%.3f".
 inline std::string Format(const char* printf_format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), printf_format, value);
-  return buf;
+  // Large enough for most; "%f" of a large value is never cut short.
+  std::string text(64, '\0');
+  const int size =
+      std::snprintf(text.data(), text.size(), printf_format, value);
+  if (size >= static_cast<int>(text.size())) {
+    text.resize(static_cast<size_t>(size) + 1);
+    std::snprintf(text.data(), text.size(), printf_format, value);
+  }
+  text.resize(static_cast<size_t>(std::max(size, 0)));
+  return text;
 }
 
 // Gigabytes (1e9 bytes), as memory capacities are stated: "11.81 GB".

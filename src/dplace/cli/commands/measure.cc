@@ -37,7 +37,7 @@ Status WriteMeasuredTrace(const Graph& graph, const Cluster& cluster,
     } else {
       copy_seconds[e.lane] += seconds;
       ++copies[e.lane];
-      const Span<LinkId> route = cluster.route(e.device, e.lane);
+      const Route route = cluster.route(e.device, e.lane);
       if (route.empty()) continue;
       e.lane = route[0];
     }

@@ -24,6 +24,7 @@ using json = nlohmann::json;
 
 const std::string kSourceDir = DPLACE_SOURCE_DIR;
 const std::string kGraph = kSourceDir + "/examples/mlp_training.json";
+const std::string kOneGpu = kSourceDir + "/examples/mlp_one_gpu.placement.json";
 
 class PlaceCommandTest : public CliDirTest {};
 

@@ -282,6 +282,33 @@ TEST_F(PlaceCommandTest, InfeasiblePlaceSaysWhatWouldFit) {
                            HasSubstr("to fit: --cluster ")));
 }
 
+// Spilling to the CPU is suggested only with a placer that was tried and
+// fits: the transformer fits with m-etf and use_cpu=true, the CNN with
+// none of the spilling placers (each strands a 5 GB op), and its what next
+// says so instead.
+TEST_F(PlaceCommandTest, CpuSpillIsSuggestedOnlyWhereItWasTriedAndFits) {
+  const std::string transformer =
+      kSourceDir + "/testdata/onnx/transformer_untrained.onnx";
+  CliResult r = Dplace({"place", "--model", transformer, "--batch", "160000",
+                        "--cluster", "k80x2", "--method", "single-gpu"});
+  ASSERT_EQ(r.code, kExitInfeasible) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("to fit: --method m-etf --option use_cpu=true"));
+  EXPECT_THAT(r.out, HasSubstr("placed so, it fits (tried)"));
+  r = Dplace({"place", "--model", transformer, "--batch", "160000", "--cluster",
+              "k80x2", "--method", "m-etf", "--option", "use_cpu=true"});
+  EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
+
+  const std::string cnn = kSourceDir + "/testdata/onnx/cnn_eval_bn.onnx";
+  r = Dplace({"place", "--model", cnn, "--batch", "40000", "--cluster", "k80x2",
+              "--method", "m-etf"});
+  ASSERT_EQ(r.code, kExitInfeasible) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("spilling to the CPU does not do it: m-etf, "
+                               "m-sct and m-topo with use_cpu=true were "
+                               "tried"));
+  EXPECT_THAT(r.out, Not(HasSubstr("--option use_cpu=true")));
+  EXPECT_THAT(r.out, HasSubstr("to fit: --cluster k80x4"));
+}
+
 // On one device the step is the total work, so the bound proves it: what
 // next says optimal instead of suggesting a search.
 TEST_F(PlaceCommandTest, PlaceSaysOptimalWhereTheBoundMeetsTheStep) {

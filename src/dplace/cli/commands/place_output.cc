@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dplace/graph/parameters.h"
+#include "dplace/method/run.h"
 #include "dplace/report/what_next.h"
 #include "dplace/util/format.h"
 
@@ -100,6 +101,53 @@ ordered_json TallyJson(const ParameterCounts::Tally& t) {
   return {{"tensors", t.tensors}, {"elements", t.elements}, {"bytes", t.bytes}};
 }
 
+// The placers that can spill to the CPU (Baechi's use_cpu=true).
+constexpr const char* kSpillingPlacers[] = {"m-etf", "m-sct", "m-topo"};
+
+// FixesToFit's spill to the CPU is an estimate of memory alone: a greedy
+// placer may still strand an op. Each spilling placer is run with
+// use_cpu=true (they place in well under a second); the fix names those
+// whose placement fits, or is dropped, with a line that says so, when none
+// does.
+std::vector<std::string> CheckCpuSpill(const CostModel& cost,
+                                       std::vector<FitFix>* fixes) {
+  std::vector<std::string> notes;
+  for (auto fix = fixes->begin(); fix != fixes->end();) {
+    if (fix->change.find("use_cpu=true") == std::string::npos) {
+      ++fix;
+      continue;
+    }
+    PlacementProblem problem;
+    problem.graph = &cost.graph();
+    problem.cluster = &cost.cluster();
+    problem.cost = &cost;
+    std::vector<std::string> fit;
+    for (const char* placer : kSpillingPlacers) {
+      StatusOr<MethodOptions> options = MethodOptions::Parse({"use_cpu=true"});
+      if (!options.ok()) continue;
+      StatusOr<MethodRun> run = RunMethod(placer, *options, problem, {});
+      if (run.ok() && run->placed && run->sim.feasible) fit.push_back(placer);
+    }
+    if (fit.empty()) {
+      notes.push_back(
+          "spilling to the CPU does not do it: m-etf, m-sct and m-topo with "
+          "use_cpu=true were tried, and each strands an op that fits on no "
+          "device");
+      fix = fixes->erase(fix);
+      continue;
+    }
+    std::string others;
+    for (size_t i = 1; i < fit.size(); ++i) {
+      others += (others.empty() ? " (or " : ", ") + fit[i];
+    }
+    fix->change = "--method " + fit[0] + " --option use_cpu=true" +
+                  (others.empty() ? "" : others + ")");
+    fix->reason += "; placed so, it fits (tried)";
+    ++fix;
+  }
+  return notes;
+}
+
 }  // namespace
 
 std::vector<std::string> WhatNextLines(const CostModel& cost,
@@ -127,11 +175,14 @@ std::vector<std::string> WhatNextLines(const CostModel& cost,
     }
     return lines;
   }
-  const std::vector<FitFix> fixes = FixesToFit(cost, model.batch);
+  std::vector<FitFix> fixes = FixesToFit(cost, model.batch);
+  lines = CheckCpuSpill(cost, &fixes);
   if (fixes.empty()) {
-    lines.push_back(
-        "no change found that would make it fit: the largest op alone or "
-        "the weights exceed what the devices hold");
+    lines.push_back(lines.empty()
+                        ? "no change found that would make it fit: the "
+                          "largest op alone or the weights exceed what the "
+                          "devices hold"
+                        : "no other change found that would make it fit");
   }
   for (const FitFix& fix : fixes) {
     lines.push_back("to fit: " + fix.change + ": " + fix.reason);

@@ -287,8 +287,9 @@ class GraphReader {
     if (!l.keys.Insert(key) && repeated_key_.ok()) {
       const std::string path = Path(depth - 1);
       repeated_key_ = InvalidArgumentError(
-          (path.empty() ? std::string("top level") : path) +
-          ": repeated key \"" + key + "\"");
+          (path.empty() ? std::string("top level") : path) + ": the key \"" +
+          key.substr(0, 80) +
+          "\" appears twice (each key may appear once in an object)");
     }
   }
 

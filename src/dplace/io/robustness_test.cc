@@ -485,13 +485,16 @@ TEST(LargeGraphTest, RepeatedKeysAreRefused) {
   StatusOr<Graph> graph = ParseGraphJson(
       GraphText(R"({"name": "a", "type": "T", "type": "U"})"), "g.json");
   ASSERT_FALSE(graph.ok());
-  EXPECT_EQ(graph.status().message(), "g.json: ops[0]: repeated key \"type\"");
+  EXPECT_EQ(graph.status().message(),
+            "g.json: ops[0]: the key \"type\" appears twice (each key may "
+            "appear once in an object)");
   graph = ParseGraphJson(
       R"({"format": "dplace.graph", "version": 1, "ops": [], "ops": []})",
       "g.json");
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().message(),
-            "g.json: top level: repeated key \"ops\"");
+            "g.json: top level: the key \"ops\" appears twice (each key "
+            "may appear once in an object)");
 }
 
 // Clusters of 1,024 GPUs load and simulate a step of a 20,000-op graph

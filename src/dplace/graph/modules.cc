@@ -132,7 +132,9 @@ int KeepGroupsWhole(const Graph& graph, const std::vector<DeviceKind>& kinds,
   }
   const int devices = static_cast<int>(kinds.size());
   int moved = 0;
-  for (const auto& [name, ops] : groups) {
+  for (const auto& entry : groups) {
+    // A named reference: C++17 lambdas cannot capture structured bindings.
+    const std::vector<OpId>& ops = entry.second;
     std::vector<double> on(devices, 0);
     bool split = false;
     for (OpId op : ops) {

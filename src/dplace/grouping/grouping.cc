@@ -147,8 +147,8 @@ void AbsorbSingleConsumers(const Graph& graph, const ColocationOptions& options,
     bool merged = false;
     for (auto [g, h] : merges) {
       const OpId a = sets.Find(g), b = sets.Find(h);
-      if (a == b || groups <= options.min_groups ||
-          bytes[a] > cap - bytes[b] || !sets.Union(a, b)) {
+      if (a == b || groups <= options.min_groups || bytes[a] > cap - bytes[b] ||
+          !sets.Union(a, b)) {
         continue;
       }
       bytes[sets.Find(a)] = bytes[a] + bytes[b];

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "dplace/cost/cost_model.h"
-#include "dplace/io/file.h"
 #include "dplace/graph/placement.h"
+#include "dplace/io/file.h"
 
 namespace dplace {
 

@@ -378,6 +378,21 @@ TEST_F(PlacementJsonTest, AnOpPlacedTwiceIsRefused) {
             "appears twice (each key may appear once in an object)");
 }
 
+// A key named twice inside an object whose own key is long: the path cuts
+// that key at 80 bytes, here inside a two-byte character, which is written
+// as U+FFFD (a fuzz finding: the cut once threw from the JSON writer and
+// ended the process).
+TEST_F(PlacementJsonTest, APathCutInsideACharacterIsStillAMessage) {
+  const std::string outer = std::string(79, 'a') + "\xc3\xa9/";
+  StatusOr<Placement> p =
+      ParsePlacementJson("{\"" + outer + "\": {\"x\": 1, \"x\": 2}}",
+                         "cut.json", graph_, cluster_);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(),
+              AllOf(HasSubstr("\xef\xbf\xbd"),  // U+FFFD in UTF-8.
+                    HasSubstr("the key \"x\" appears twice")));
+}
+
 TEST_F(PlacementJsonTest, GraphNameIsInformational) {
   json root = json::parse(text_);
   root.erase("graph");

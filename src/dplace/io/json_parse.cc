@@ -19,7 +19,12 @@ std::string PathStep(const std::string& key, bool first) {
       std::all_of(key.begin(), key.end(),
                   [](unsigned char c) { return std::isalnum(c) || c == '_'; });
   if (name) return (first ? "" : ".") + key;
-  return "[" + json(key.substr(0, 80)).dump() + "]";
+  // Cut at 80 bytes, a key may end inside a UTF-8 sequence: the cut one is
+  // written as U+FFFD rather than thrown over.
+  return "[" +
+         json(key.substr(0, 80))
+             .dump(-1, ' ', false, json::error_handler_t::replace) +
+         "]";
 }
 
 // Builds the document from nlohmann's SAX events, as its own DOM parser

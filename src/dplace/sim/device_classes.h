@@ -1,7 +1,7 @@
 // Devices that are interchangeable for a problem: the same kind, memory and
-// compute slots, and every op taking the same time on them. The problem-level bounds
-// (path_bound.h, work_bound.h) reason about classes instead of devices, so
-// that eight identical GPUs cost what one does.
+// compute slots, and every op taking the same time on them. The problem-level
+// bounds (path_bound.h, work_bound.h) reason about classes instead of devices,
+// so that eight identical GPUs cost what one does.
 #ifndef DPLACE_SIM_DEVICE_CLASSES_H_
 #define DPLACE_SIM_DEVICE_CLASSES_H_
 

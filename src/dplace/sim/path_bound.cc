@@ -66,9 +66,10 @@ double At(const StepFn& f, int64_t m) {
   return g;
 }
 
-// max(a(m), b(m)): non-increasing again.
-StepFn Max(const StepFn& a, const StepFn& b) {
-  if (a.empty() || b.empty()) return {};
+// combine(a(m), b(m)) at every step of either, kept where it falls (both
+// are non-increasing, so max and min are too); none before both start.
+template <typename Combine>
+StepFn Merge(const StepFn& a, const StepFn& b, Combine combine) {
   StepFn out;
   size_t i = 0, j = 0;
   double ga = kInfinity, gb = kInfinity;
@@ -81,11 +82,17 @@ StepFn Max(const StepFn& a, const StepFn& b) {
     }
     while (i < a.size() && a[i].m == m) ga = a[i++].g;
     while (j < b.size() && b[j].m == m) gb = b[j++].g;
-    const double g = std::max(ga, gb);
+    const double g = combine(ga, gb);
     if (g == kInfinity) continue;
     if (out.empty() || g < out.back().g) out.push_back({m, g});
   }
   return out;
+}
+
+// max(a(m), b(m)): non-increasing again.
+StepFn Max(const StepFn& a, const StepFn& b) {
+  if (a.empty() || b.empty()) return {};
+  return Merge(a, b, [](double x, double y) { return std::max(x, y); });
 }
 
 // f on [lo, hi], infinity outside.
@@ -146,22 +153,7 @@ std::vector<int64_t> RunCapacities(const CostModel& cost,
 StepFn Min(const StepFn& a, const StepFn& b) {
   if (a.empty()) return b;
   if (b.empty()) return a;
-  StepFn out;
-  size_t i = 0, j = 0;
-  double ga = kInfinity, gb = kInfinity;
-  while (i < a.size() || j < b.size()) {
-    int64_t m;
-    if (j == b.size() || (i < a.size() && a[i].m < b[j].m)) {
-      m = a[i].m;
-    } else {
-      m = b[j].m;
-    }
-    while (i < a.size() && a[i].m == m) ga = a[i++].g;
-    while (j < b.size() && b[j].m == m) gb = b[j++].g;
-    const double g = std::min(ga, gb);
-    if (out.empty() || g < out.back().g) out.push_back({m, g});
-  }
-  return out;
+  return Merge(a, b, [](double x, double y) { return std::min(x, y); });
 }
 
 // Immediate dominators of a DAG below a virtual root joined to its sources:

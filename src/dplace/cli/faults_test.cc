@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "dplace/io/file.h"
+#include "dplace/testing/cli_test_util.h"
 #include "dplace/testing/shell_run.h"
 
 namespace dplace {
@@ -35,13 +36,10 @@ const std::string kDplace = DPLACE_BINARY;
 const std::string kSource = DPLACE_SOURCE_DIR;
 const std::string kGraph = kSource + "/examples/mlp_training.json";
 
-class FullDiskTest : public ::testing::Test {
+class FullDiskTest : public CliDirTest {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "dplace_faults_test_" +
-           std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
+    CliDirTest::SetUp();
     std::filesystem::create_directories(dir_ + "/full");
     const ShellRun probe = Shell(
         "unshare -rm sh -c 'mount -t tmpfs -o size=8k none " + dir_ + "/full'");
@@ -51,7 +49,6 @@ class FullDiskTest : public ::testing::Test {
                    << probe.out;
     }
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Runs `script` (sh) in `dir_` with a tmpfs of `kilobytes` on full/,
   // which lives as long as the script.
@@ -60,8 +57,6 @@ class FullDiskTest : public ::testing::Test {
                  " && unshare -rm sh -c 'mount -t tmpfs -o size=" +
                  std::to_string(kilobytes) + "k none full && " + script + "'");
   }
-
-  std::string dir_;
 };
 
 // The second checkpoint of a search does not fit beside the first: the
@@ -113,17 +108,13 @@ TEST_F(FullDiskTest, AnOutputThatDoesNotFitLeavesTheOldFile) {
             ".\n..\ng.json\nt.json\nold\nold\n");
 }
 
-class StopSignalTest : public ::testing::Test {
+class StopSignalTest : public CliDirTest {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "dplace_faults_test_" +
-           std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
+    CliDirTest::SetUp();
     std::filesystem::create_directories(dir_ + "/whole");
     std::filesystem::create_directories(dir_ + "/stopped");
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Runs `search` in dir_/stopped (through sh, which execs dplace), sends
   // `signal` once its first checkpoint C.ckpt is there, and returns its
@@ -191,8 +182,6 @@ class StopSignalTest : public ::testing::Test {
     EXPECT_EQ(LogWithoutWallTimes(stopped + "d.jsonl"),
               LogWithoutWallTimes(dir_ + "/whole/d.jsonl"));
   }
-
-  std::string dir_;
 };
 
 TEST_F(StopSignalTest, PostStoppedBySigtermResumesToTheSameEnd) {

@@ -25,11 +25,20 @@ StepLowerBound ProblemLowerBound(const Simulator& simulator) {
 }
 
 StepLowerBound ProblemLowerBound(const LowerBounds& bounds) {
-  const StepLowerBound computed =
+  StepLowerBound computed =
       Largest(bounds.critical_path, bounds.total_work, bounds.memory_path);
+  if (bounds.memory_path_whole_groups > computed.seconds) {
+    computed = {bounds.memory_path_whole_groups, kWholeGroupsBoundName};
+  }
   if (bounds.proven > computed.seconds)
     return {bounds.proven, kProvenBoundName};
   return computed;
+}
+
+StepLowerBound AnyPlacementLowerBound(const LowerBounds& bounds) {
+  LowerBounds any = bounds;
+  any.memory_path_whole_groups = 0;
+  return ProblemLowerBound(any);
 }
 
 bool ProvenOptimal(double step_time, const StepLowerBound& bound) {

@@ -19,23 +19,36 @@ struct StepLowerBound {
   // every op on its fastest allowed device and free communication),
   // "total work" (the work over the compute slots, work_bound.h) or
   // "forced-transfer path" (the longest chain with the transfers that
-  // memory and device kinds force, path_bound.h), or "MILP bound" (the
-  // placing method's, LowerBounds::proven). Infinite seconds: no placement
-  // fits.
+  // memory and device kinds force, path_bound.h), the same for a placement
+  // that keeps its colocation groups whole (kWholeGroupsBoundName), or
+  // "MILP bound" (the placing method's, LowerBounds::proven). Infinite
+  // seconds: no placement fits.
   std::string binding;
 };
 
 // The binding name of a bound a placing method proved.
 inline constexpr char kProvenBoundName[] = "MILP bound";
+// The binding name of the forced-transfer path of placements that keep
+// every colocation group on one device (LowerBounds::
+// memory_path_whole_groups).
+inline constexpr char kWholeGroupsBoundName[] =
+    "forced-transfer path, groups whole";
 
 // The largest of the critical path, the total work and the forced-transfer
 // path of the problem the simulator was built for: no placement that fits
 // in memory is faster.
 StepLowerBound ProblemLowerBound(const Simulator& simulator);
 
-// The same bound, from a simulated step's bounds, with the bound the
-// placing method proved (LowerBounds::proven, "MILP bound") when larger.
+// The same bound, from a simulated step's bounds, with the bound of
+// placements that keep their colocation groups whole when the step's
+// placement does, and the bound the placing method proved
+// (LowerBounds::proven, "MILP bound"), when larger.
 StepLowerBound ProblemLowerBound(const LowerBounds& bounds);
+
+// The bound of every placement that fits, from a simulated step's bounds:
+// ProblemLowerBound without the bound of placements that keep their
+// colocation groups whole.
+StepLowerBound AnyPlacementLowerBound(const LowerBounds& bounds);
 
 // The step time of a placement that fits is the bound (within 1e-9): no
 // placement is faster.

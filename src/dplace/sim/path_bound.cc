@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "dplace/graph/placement.h"
 #include "dplace/sim/device_classes.h"
 
 namespace dplace {
@@ -215,6 +216,7 @@ class PathBound {
       }
     }
     for (int c = 0; c < nc_; ++c) memory_binds_ |= capacity_[c] != kUnlimited;
+    if (options_.whole_groups) group_ = ColocationHintGroups(g_).group;
   }
 
   // Keep every op's functions after Run, for Guide.
@@ -277,6 +279,11 @@ class PathBound {
     }
     return capacity_[c] - extra;
   }
+  // Whether a tensor from u to v never moves: both ops in one colocation
+  // group, with options_.whole_groups.
+  bool Together(OpId u, OpId v) const {
+    return !group_.empty() && group_[u] == group_[v];
+  }
   int DistinctInputs(OpId v) const {
     std::vector<OpId> inputs;
     for (EdgeId e : g_.in_edges(v)) inputs.push_back(g_.edge_src(e));
@@ -310,7 +317,7 @@ class PathBound {
       for (EdgeId e : g_.in_edges(v)) {
         const OpId u = g_.edge_src(e);
         double moved = kInfinity;
-        for (int from = 0; from < nc_; ++from) {
+        for (int from = 0; from < nc_ && !Together(u, v); ++from) {
           moved =
               std::min(moved, smallest_[Key(u, from)] + Transfer(e, from, c));
         }
@@ -502,11 +509,13 @@ class PathBound {
               double moved = kInfinity;
               if (a == w) {
                 if (flag == 1) same = &at_w;
-                if (flag == 0) moved = pin.g + Transfer(e, cw, c);
+                if (flag == 0 && !Together(a, u)) {
+                  moved = pin.g + Transfer(e, cw, c);
+                }
               } else {
                 const int j = index.at(a);
                 same = &cond[key(j, c, flag)];
-                for (int c2 = 0; c2 < nc_; ++c2) {
+                for (int c2 = 0; c2 < nc_ && !Together(a, u); ++c2) {
                   for (int f2 = 0; f2 < 2; ++f2) {
                     // a on w's device and u too: not another device.
                     if ((flag == 1 && f2 == 1) || (f2 == 1 && c2 != cw))
@@ -557,6 +566,7 @@ class PathBound {
   const std::vector<int64_t> capacity_;
   const int nc_;
   bool memory_binds_ = false;
+  std::vector<int32_t> group_;    // Per op, with whole_groups; else empty.
   std::vector<double> transfer_;  // Per edge, class pair.
   std::vector<StepFn> f_;         // F(v, c), freed when read by all.
   std::vector<double> smallest_;  // G*(v, c).

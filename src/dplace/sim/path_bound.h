@@ -42,10 +42,18 @@ struct PathBoundOptions {
   // all, the rest is left to the first computation. Only when memory binds.
   // Default: 200000.
   int64_t max_region_ops = 200000;
+  // Only placements that keep every colocation group on one device (every
+  // placer's do): a tensor between two ops of one group never moves, so a
+  // path cannot leave a group's device between them (e.g. through a
+  // group's zero-time output node on the CPU, one hop instead of two).
+  // The bound then holds for those placements only. Default: false.
+  bool whole_groups = false;
 };
 
 // The bound in seconds for the problem `cost` was built for: infinity when
 // some op fits on no device (no placement fits). Deterministic.
+// With options.whole_groups, for the placements that keep every colocation
+// group whole; never below the bound without it.
 double MemoryPathBound(const CostModel& cost,
                        const PathBoundOptions& options = {});
 

@@ -10,8 +10,12 @@
 #include <iostream>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "dplace/graph/random_graph.h"
+#include "dplace/sim/lower_bound.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/testing/small_dags.h"
 
@@ -124,6 +128,151 @@ TEST(MemoryPathBoundTest, NeverAboveTheBruteForceOptimum) {
   EXPECT_GT(tight_cases, 300) << tight_cases;
   std::cout << memory_bound_cases << " cases above the critical path, "
             << tight_cases << " equal to the optimum\n";
+}
+
+// The fastest feasible simulated step over the placements that keep every
+// colocation group on one device; infinity when none fits.
+double BruteForceWholeGroups(const CostModel& cost) {
+  const Graph& g = cost.graph();
+  const int n = g.num_ops();
+  const int d = cost.cluster().num_devices();
+  Simulator simulator(cost);
+  Placement placement(n, 0);
+  double best = kInfinity;
+  for (;;) {
+    bool allowed = true;
+    for (OpId a = 0; a < n && allowed; ++a) {
+      allowed = cost.OpTime(a, placement[a]) < kInfinity;
+      for (OpId b = 0; b < a && allowed; ++b) {
+        allowed = g.colocation_group(a).empty() ||
+                  g.colocation_group(a) != g.colocation_group(b) ||
+                  placement[a] == placement[b];
+      }
+    }
+    if (allowed) {
+      const SimResult r = *simulator.Simulate(placement);
+      if (r.feasible) best = std::min(best, r.step_time);
+    }
+    int i = 0;
+    while (i < n && ++placement[i] == d) placement[i++] = 0;
+    if (i == n) return best;
+  }
+}
+
+// Thousands of random problems with colocation groups, some holding a
+// zero-time op read through a tensor of no bytes (as Tarnawski et al.'s
+// operator graphs pair an op with its output node): the bound of
+// placements that keep groups whole never exceeds their brute-force
+// optimum, never falls below the op-level bound, and rises above it where
+// only a split group could carry a tensor between GPUs through the CPU.
+TEST(MemoryPathBoundTest, WholeGroupsNeverAboveTheirBruteForceOptimum) {
+  std::mt19937_64 rng(20261129);
+  std::uniform_real_distribution<double> unit(0, 1);
+  PathBoundOptions whole;
+  whole.whole_groups = true;
+  int lifted = 0, tight = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    Dag dag;
+    const int n = std::uniform_int_distribution<int>(2, 6)(rng);
+    std::vector<std::string> group(n);
+    std::vector<OpId> ops;
+    std::vector<std::pair<OpId, OpId>> inputs;
+    for (int j = 0; j < n; ++j) {
+      group[j] = "g" + std::to_string(j);
+      if (j > 0) {
+        const int k = std::uniform_int_distribution<int>(0, j - 1)(rng);
+        inputs.push_back({k, j});
+        if (unit(rng) < 0.4) group[j] = group[k];
+        if (j > 1 && unit(rng) < 0.4) {
+          const int k2 = std::uniform_int_distribution<int>(0, j - 1)(rng);
+          if (k2 != k) inputs.push_back({k2, j});
+        }
+      }
+      const double seconds = unit(rng) < 0.3 ? 0 : unit(rng);
+      const auto bytes = static_cast<int64_t>(unit(rng) * 0.8 * kGB);
+      ops.push_back(dag.Op("op" + std::to_string(j), seconds, bytes,
+                           unit(rng) < 0.2 ? "" : group[j]));
+    }
+    for (const auto& [a, b] : inputs) {
+      const int64_t bytes =
+          unit(rng) < 0.3 ? 0 : static_cast<int64_t>(unit(rng) * (1 << 28)) + 1;
+      dag.Edge(ops[a], ops[b], bytes);
+    }
+    const Graph graph = std::move(dag).Build();
+    const int64_t memory =
+        std::uniform_int_distribution<int64_t>(kGB / 2, 2 * kGB)(rng);
+    const Cluster cluster = SmallCluster(rng, memory);
+    const CostModel cost(graph, cluster);
+    const double op_level = MemoryPathBound(cost);
+    const double bound = MemoryPathBound(cost, whole);
+    const double optimum = BruteForceWholeGroups(cost);
+    ASSERT_LE(bound, optimum * (1 + 1e-9))
+        << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
+    ASSERT_GE(bound, op_level * (1 - 1e-12)) << trial;
+    Simulator simulator(cost);
+    ASSERT_GE(simulator.memory_path_whole_groups_bound(),
+              simulator.memory_path_bound() * (1 - 1e-12));
+    if (bound > op_level * (1 + 1e-9)) ++lifted;
+    if (optimum < kInfinity && bound >= optimum * (1 - 1e-9)) ++tight;
+  }
+  EXPECT_GT(lifted, 30) << lifted;
+  EXPECT_GT(tight, 300) << tight;
+  std::cout << lifted << " cases above the op-level bound, " << tight
+            << " equal to the optimum\n";
+}
+
+// a -> p -> c on two GPUs of 1 GB linked through a (slow) CPU: a and c
+// take 1 s and 0.3 and 0.6 GB, p, a's zero-time output node in a's
+// colocation group, 0.5 GB; p reads nothing from a (0 bytes) and sends c
+// 0.1 GB (0.1 s a hop), and cannot share a GPU with c. On the CPU, p
+// carries the tensor in one hop: 2.1 s; kept with a, two: 2.2 s. Each
+// bound is its placements' optimum, and a step carries the whole-groups
+// bound only when its placement keeps p with a.
+TEST(MemoryPathBoundTest, WholeGroupsPayTheHopsAGroupForces) {
+  Dag dag;
+  const OpId a = dag.Op("a", 1, 3 * kGB / 10, "a");
+  const OpId p = dag.Op("p", 0, 5 * kGB / 10, "a");
+  const OpId c = dag.Op("c", 1, 6 * kGB / 10);
+  dag.Edge(a, p, 0);
+  dag.Edge(p, c, kGB / 10);
+  const Graph graph = std::move(dag).Build();
+  ClusterBuilder b("star");
+  Device cpu;
+  cpu.name = "cpu";
+  cpu.kind = DeviceKind::kCpu;
+  cpu.peak_flops = 1e10;
+  cpu.memory_bandwidth = 1e15;
+  cpu.memory_bytes = 64 * kGB;
+  b.AddDevice(cpu);
+  for (const char* name : {"gpu:0", "gpu:1"}) {
+    Device gpu;
+    gpu.name = name;
+    gpu.kind = DeviceKind::kGpu;
+    gpu.peak_flops = 1e12;
+    gpu.memory_bandwidth = 1e15;
+    gpu.memory_bytes = kGB;
+    b.AddDevice(gpu);
+    b.AddLink("cpu", name, 1e9, 1e-9, /*bidirectional=*/true);
+  }
+  const Cluster cluster = *std::move(b).Build();
+  const CostModel cost(graph, cluster);
+  PathBoundOptions whole;
+  whole.whole_groups = true;
+  EXPECT_NEAR(MemoryPathBound(cost), 2.1, 1e-6);
+  EXPECT_NEAR(MemoryPathBound(cost, whole), 2.2, 1e-6);
+  EXPECT_NEAR(BruteForce(cost), 2.1, 1e-6);
+  EXPECT_NEAR(BruteForceWholeGroups(cost), 2.2, 1e-6);
+
+  Simulator simulator(cost);
+  const SimResult split = *simulator.Simulate({1, 0, 2});
+  EXPECT_NEAR(split.step_time, 2.1, 1e-6);
+  EXPECT_EQ(split.bounds.memory_path_whole_groups, 0);
+  const SimResult kept = *simulator.Simulate({1, 1, 2});
+  EXPECT_NEAR(kept.step_time, 2.2, 1e-6);
+  EXPECT_NEAR(kept.bounds.memory_path_whole_groups, 2.2, 1e-6);
+  EXPECT_TRUE(ProvenOptimal(kept.step_time, ProblemLowerBound(kept.bounds)));
+  EXPECT_EQ(ProblemLowerBound(kept.bounds).binding, kWholeGroupsBoundName);
+  EXPECT_EQ(ProblemLowerBound(split.bounds).binding, "forced-transfer path");
 }
 
 // With memory to spare, the bound is the critical path: every op on its

@@ -921,6 +921,16 @@ Simulator::Simulator(const CostModel& cost)
   }
   total_work_ = WorkBound(cost);
   memory_path_ = MemoryPathBound(cost);
+  memory_path_whole_groups_ = memory_path_;
+  HintGroups groups = ColocationHintGroups(g);
+  if (groups.num_groups < g.num_ops()) {
+    PathBoundOptions whole;
+    whole.whole_groups = true;
+    memory_path_whole_groups_ =
+        std::max(memory_path_, MemoryPathBound(cost, whole));
+    group_of_ = std::move(groups.group);
+    group_device_.resize(groups.num_groups);
+  }
 }
 
 Simulator::~Simulator() = default;
@@ -929,6 +939,19 @@ Simulator::Simulator(Simulator&&) noexcept = default;
 double Simulator::critical_path_bound() const { return critical_path_; }
 double Simulator::total_work_bound() const { return total_work_; }
 double Simulator::memory_path_bound() const { return memory_path_; }
+double Simulator::memory_path_whole_groups_bound() const {
+  return memory_path_whole_groups_;
+}
+
+bool Simulator::KeepsGroupsWhole(const Placement& placement) {
+  std::fill(group_device_.begin(), group_device_.end(), DeviceId{-1});
+  for (size_t op = 0; op < group_of_.size(); ++op) {
+    DeviceId& d = group_device_[group_of_[op]];
+    if (d >= 0 && d != placement[op]) return false;
+    d = placement[op];
+  }
+  return true;
+}
 
 int Simulator::ResumePoint(const Placement& placement, bool paths) {
   Scratch& s = *scratch_;
@@ -1018,6 +1041,9 @@ StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
   result.bounds.memory_path = memory_path_;
   if (options.compute_bounds) {
     run.ComputeBounds();
+    if (!group_of_.empty() && KeepsGroupsWhole(placement)) {
+      result.bounds.memory_path_whole_groups = memory_path_whole_groups_;
+    }
   } else {
     result.bounds.placed_critical_path = 0;
   }

@@ -46,6 +46,12 @@ struct LowerBounds {
   // that memory forces (MemoryPathBound, path_bound.h); infinity when no
   // placement fits. Not in Max(): an out-of-memory placement may beat it.
   double memory_path = 0;
+  // This placement keeps every colocation group on one device (as every
+  // placer's does), and it fits: the forced-transfer path of such
+  // placements (PathBoundOptions::whole_groups), at least memory_path.
+  // 0 for a placement that splits a group, and where no group has two ops.
+  // Not in Max().
+  double memory_path_whole_groups = 0;
   // Any placement that fits: a bound the placing method proved (the MILP's
   // dual bound, set by RunMethod); 0: none. Not in Max().
   double proven = 0;
@@ -136,6 +142,9 @@ class Simulator {
   double critical_path_bound() const;
   double total_work_bound() const;
   double memory_path_bound() const;
+  // The forced-transfer path of placements that keep every colocation
+  // group whole; memory_path_bound() where no group has two ops.
+  double memory_path_whole_groups_bound() const;
 
  private:
   class Run;
@@ -146,10 +155,17 @@ class Simulator {
   // `paths`: the run computes the bounds, so the snapshot must hold the
   // placed critical path of the ops finished before it.
   int ResumePoint(const Placement& placement, bool paths);
+  // Every colocation group of the graph on one device.
+  bool KeepsGroupsWhole(const Placement& placement);
   const CostModel* cost_;
   double critical_path_ = 0;
   double total_work_ = 0;
   double memory_path_ = 0;
+  double memory_path_whole_groups_ = 0;
+  // Per op, its colocation group's index, and per group the device a run
+  // found it on; empty where no group has two ops.
+  std::vector<int32_t> group_of_;
+  std::vector<DeviceId> group_device_;
   std::unique_ptr<const Topology> topology_;
   std::unique_ptr<Scratch> scratch_;
 };

@@ -49,6 +49,10 @@ struct RunRecord {
   double wall_seconds = 0;                 // Placing or searching.
   // The lower bound the method proved (PlaceResult::lower_bound); 0: none.
   double proven_bound = 0;
+  // The forced-transfer path of placements that keep every colocation
+  // group whole, when this run's placement does
+  // (LowerBounds::memory_path_whole_groups); 0: not one of those.
+  double whole_groups_bound = 0;
   // Learned placers.
   int64_t samples = 0;
   int64_t samples_to_best = 0;  // 1-based sample that found the best.
@@ -72,7 +76,11 @@ struct MethodResults {
   // 1 - median / best baseline (> 0: faster than every classical placer);
   // NaN when there is no feasible run or baseline.
   double reduction_vs_best_baseline = 0;
-  double vs_lower_bound = 0;  // median / lower bound; NaN when none.
+  // The bound its gap is over: the benchmark's, or the larger bound of
+  // placements that keep colocation groups whole when every run's does.
+  double lower_bound = 0;
+  std::string lower_bound_binding;
+  double vs_lower_bound = 0;  // median / lower_bound; NaN when none.
 };
 
 struct BenchmarkResults {

@@ -50,6 +50,7 @@ json RunJson(const RunRecord& r, bool searched) {
   if (!r.feasible) j["infeasible"] = r.infeasible;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
   if (r.proven_bound > 0) j["proven_bound"] = r.proven_bound;
+  if (r.whole_groups_bound > 0) j["whole_groups_bound"] = r.whole_groups_bound;
   if (searched) {
     j["samples"] = r.samples;
     j["samples_to_best"] = r.samples_to_best;
@@ -74,6 +75,10 @@ json MethodJson(const MethodResults& m) {
          {"reduction_vs_best_baseline",
           NumberOrNull(m.reduction_vs_best_baseline)},
          {"vs_lower_bound", NumberOrNull(m.vs_lower_bound)}};
+  if (m.lower_bound > 0) {
+    j["lower_bound"] = NumberOrNull(m.lower_bound);
+    j["lower_bound_binding"] = m.lower_bound_binding;
+  }
   if (m.searched) {
     j["budget_samples"] = m.budget_samples;
     j["budget_seconds"] = m.budget_seconds;
@@ -257,6 +262,7 @@ RunRecord ReadRun(const json& value, const std::string& path) {
   r.infeasible = f.String("infeasible", "");
   r.peak_memory_bytes = f.List<int64_t>("peak_memory_bytes");
   r.proven_bound = f.Number("proven_bound", 0.0);
+  r.whole_groups_bound = f.Number("whole_groups_bound", 0.0);
   r.samples = f.Int("samples", 0);
   r.samples_to_best = f.Int("samples_to_best", 0);
   r.seconds_to_best = f.Number("seconds_to_best", 0.0);

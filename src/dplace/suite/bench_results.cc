@@ -16,7 +16,27 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-void Summarise(double lower_bound, MethodResults* m) {
+// The bound a method's gap is over: the benchmark's, or the bound of
+// placements that keep their colocation groups whole where it is larger
+// and every feasible run's placement keeps them whole.
+void ChooseBound(const BenchmarkResults& b, MethodResults* m) {
+  m->lower_bound = b.lower_bound;
+  m->lower_bound_binding = b.lower_bound_binding;
+  double whole = kNaN;
+  for (const RunRecord& r : m->runs) {
+    if (!r.placed || !r.feasible) continue;
+    if (!(r.whole_groups_bound > 0)) return;
+    whole = std::isnan(whole) ? r.whole_groups_bound
+                              : std::min(whole, r.whole_groups_bound);
+  }
+  if (whole > m->lower_bound) {
+    m->lower_bound = whole;
+    m->lower_bound_binding = kWholeGroupsBoundName;
+  }
+}
+
+void Summarise(MethodResults* m) {
+  const double lower_bound = m->lower_bound;
   std::vector<double> times, samples, seconds, walls;
   for (const RunRecord& r : m->runs) {
     walls.push_back(r.wall_seconds);
@@ -115,7 +135,8 @@ void SummariseBenchmark(BenchmarkResults* benchmark) {
     }
   }
   for (MethodResults& m : benchmark->methods) {
-    Summarise(benchmark->lower_bound, &m);
+    ChooseBound(*benchmark, &m);
+    Summarise(&m);
   }
   CompareWithBaselines(benchmark);
 }

@@ -143,6 +143,40 @@ TEST(SpreadTest, MedianAndQuartiles) {
   EXPECT_EQ(SpreadOf({}).count, 0);
 }
 
+// A method whose every feasible placement keeps its colocation groups
+// whole gets the larger bound of such placements; one with a run that
+// splits a group keeps the benchmark's bound, and so does a method whose
+// runs all failed.
+TEST(SpreadTest, GapsAreOverTheBoundEachMethodsPlacementsCarry) {
+  BenchmarkResults b;
+  b.lower_bound = 0.5;
+  b.lower_bound_binding = "forced-transfer path";
+  auto run = [](double step, double whole) {
+    RunRecord r;
+    r.placed = r.feasible = true;
+    r.step_time = step;
+    r.whole_groups_bound = whole;
+    return r;
+  };
+  MethodResults whole, split, failed;
+  whole.method = "whole";
+  whole.runs = {run(0.8, 0.6), run(0.9, 0.6)};
+  split.method = "split";
+  split.runs = {run(0.8, 0.6), run(0.7, 0)};
+  failed.method = "failed";
+  failed.runs = {RunRecord{}};
+  b.methods = {whole, split, failed};
+  SummariseBenchmark(&b);
+  EXPECT_DOUBLE_EQ(b.methods[0].lower_bound, 0.6);
+  EXPECT_EQ(b.methods[0].lower_bound_binding,
+            "forced-transfer path, groups whole");
+  EXPECT_NEAR(b.methods[0].vs_lower_bound, 0.85 / 0.6, 1e-12);
+  EXPECT_DOUBLE_EQ(b.methods[1].lower_bound, 0.5);
+  EXPECT_NEAR(b.methods[1].vs_lower_bound, 0.75 / 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(b.methods[2].lower_bound, 0.5);
+  EXPECT_TRUE(std::isnan(b.methods[2].vs_lower_bound));
+}
+
 TEST(CurveTest, BucketsKeepTheBestAndTheOomShare) {
   std::vector<SampleRecord> history;
   double best = 0;

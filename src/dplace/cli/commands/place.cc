@@ -120,7 +120,9 @@ Status WritePlacementReport(const PlacementProblem& problem,
   input.method = run.method;
   input.command = command;
   input.wall_seconds = run.wall_seconds;
-  input.lower_bound = ProblemLowerBound(Simulator(*problem.cost));
+  // The bound `place` printed: its placement's (with the MILP's, and the
+  // bound of placements that keep colocation groups whole where it does).
+  input.lower_bound = ProblemLowerBound(run.sim.bounds);
   for (const SampleRecord& s : run.search.history) {
     input.history.push_back({s.step_time, s.feasible, s.best_step_time});
   }
@@ -240,7 +242,7 @@ int PrintPlacement(const PlacementProblem& problem, const PlaceFlags& place,
                                     note, header, trace, text, err);
     if (code == kExitBadInput) return code;
     out << PlaceJson(*problem.cost, *hooks.model, {run},
-                     run.placed ? ProblemLowerBound(run.sim.bounds)
+                     run.placed ? AnyPlacementLowerBound(run.sim.bounds)
                                 : ProblemLowerBound(Simulator(*problem.cost)));
     return code;
   }

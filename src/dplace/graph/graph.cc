@@ -234,6 +234,24 @@ std::string DescribeShape(const std::vector<int64_t>& shape, DataType dtype) {
   return text + "] " + std::string(DataTypeName(dtype));
 }
 
+OpSpec Graph::SpecOf(OpId op) const {
+  OpSpec s;
+  s.name = op_name(op);
+  s.type = op_type(op);
+  s.phase = phase(op);
+  s.scope = scope(op);
+  for (int i = 0; i < num_outputs(op); ++i) {
+    s.outputs.push_back(tensor(output(op, i)));
+  }
+  s.flops = flops(op);
+  s.bytes_accessed = bytes_accessed(op);
+  s.persistent_bytes = persistent_bytes(op);
+  s.temporary_bytes = temporary_bytes(op);
+  s.colocation_group = colocation_group(op);
+  s.allowed_devices = allowed_devices(op);
+  return s;
+}
+
 std::optional<OpId> Graph::FindOp(std::string_view name) const {
   return op_names_.Find(name);
 }

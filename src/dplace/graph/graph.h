@@ -147,6 +147,9 @@ class Graph {
   }
   DeviceKindSet allowed_devices(OpId op) const { return allowed_[op]; }
   std::optional<OpId> FindOp(std::string_view name) const;
+  // Everything GraphBuilder::AddOp took for `op`: building a changed copy
+  // of a graph starts from these.
+  OpSpec SpecOf(OpId op) const;
 
   // Distinct op types; op_type_id() indexes this.
   const std::vector<std::string>& op_types() const { return types_.strings(); }

@@ -46,6 +46,34 @@ TEST(GraphTest, BuildsCsrAdjacencyAndTensors) {
   EXPECT_FALSE(g->FindOp("nope").has_value());
 }
 
+// A graph rebuilt from every op's SpecOf and its edges is the same graph:
+// the same hash (every field of every op, tensor and edge).
+TEST(GraphTest, SpecOfRebuildsTheSameGraph) {
+  RandomGraphOptions o;
+  o.num_ops = 200;
+  o.seed = 11;
+  const Graph graph = MakeRandomLayeredGraph(o);
+  GraphBuilder builder(graph.name());
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    builder.AddOp(graph.SpecOf(op));
+  }
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    for (EdgeId e : graph.in_edges(op)) {
+      if (graph.is_control(e)) {
+        builder.AddControlEdge(graph.edge_src(e), op);
+      } else {
+        builder.AddEdge(
+            graph.edge_src(e),
+            graph.edge_tensor(e) - graph.output(graph.edge_src(e), 0), op);
+      }
+    }
+  }
+  const Graph copy = *std::move(builder).Build();
+  EXPECT_EQ(copy.num_ops(), graph.num_ops());
+  EXPECT_EQ(copy.num_edges(), graph.num_edges());
+  EXPECT_EQ(copy.hash(), graph.hash());
+}
+
 TEST(GraphTest, CycleErrorNamesTheOpsOnTheCycle) {
   GraphBuilder b("cyclic");
   const OpId in = b.AddOp(Op("input"));

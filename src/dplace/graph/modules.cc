@@ -89,23 +89,11 @@ StatusOr<Graph> ColocateModules(const Graph& graph, int depth) {
   for (OpId op = 0; op < graph.num_ops(); ++op) ++members[sets.Find(op)];
   GraphBuilder builder(graph.name());
   for (OpId op = 0; op < graph.num_ops(); ++op) {
-    OpSpec spec;
-    spec.name = graph.op_name(op);
-    spec.type = graph.op_type(op);
-    spec.phase = graph.phase(op);
-    spec.scope = graph.scope(op);
-    for (int i = 0; i < graph.num_outputs(op); ++i) {
-      spec.outputs.push_back(graph.tensor(graph.output(op, i)));
-    }
-    spec.flops = graph.flops(op);
-    spec.bytes_accessed = graph.bytes_accessed(op);
-    spec.persistent_bytes = graph.persistent_bytes(op);
-    spec.temporary_bytes = graph.temporary_bytes(op);
+    OpSpec spec = graph.SpecOf(op);
     // An op alone keeps its group (or none).
     const int root = sets.Find(op);
-    spec.colocation_group = members[root] > 1 ? "module:" + graph.op_name(root)
-                                              : graph.colocation_group(op);
-    spec.allowed_devices = graph.allowed_devices(op);
+    if (members[root] > 1)
+      spec.colocation_group = "module:" + graph.op_name(root);
     builder.AddOp(std::move(spec));
   }
   for (OpId op = 0; op < graph.num_ops(); ++op) {

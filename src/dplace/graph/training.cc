@@ -132,29 +132,11 @@ void Expander::MarkOpsNeedingGradients() {
   }
 }
 
-OpSpec Expander::Spec(OpId op) const {
-  OpSpec s;
-  s.name = f_.op_name(op);
-  s.type = f_.op_type(op);
-  s.phase = f_.phase(op);
-  s.scope = f_.scope(op);
-  for (int i = 0; i < f_.num_outputs(op); ++i) {
-    s.outputs.push_back(f_.tensor(f_.output(op, i)));
-  }
-  s.flops = f_.flops(op);
-  s.bytes_accessed = f_.bytes_accessed(op);
-  s.persistent_bytes = f_.persistent_bytes(op);
-  s.temporary_bytes = f_.temporary_bytes(op);
-  s.colocation_group = f_.colocation_group(op);
-  s.allowed_devices = f_.allowed_devices(op);
-  return s;
-}
-
 // Forward ops keep their ids; those that get gradients join a colocation
 // group (their own name when they had none), shared with the gradients.
 void Expander::CopyForward() {
   for (OpId op = 0; op < f_.num_ops(); ++op) {
-    OpSpec s = Spec(op);
+    OpSpec s = f_.SpecOf(op);
     if (needs_[op]) s.colocation_group = GroupOf(op);
     b_.AddOp(std::move(s));
   }

@@ -91,7 +91,6 @@ class Expander {
   bool HasConsumers(OpId op) const;
   bool CarriesGradient(EdgeId e) const;
   void MarkOpsNeedingGradients();
-  OpSpec Spec(OpId op) const;
   void CopyForward();
   std::string GroupOf(OpId op) const;
   int64_t Bytes(Ref r) const;

@@ -28,6 +28,13 @@
 #   OUT          default docs/fidelity.md (plots beside it)
 #   WORK         detected cluster, profiles and logs, default
 #                build/fidelity-doc
+#   KEPT         default docs/results-data/fidelity.tar.gz: what the
+#                document is made from (the text outputs of detect,
+#                profile and fidelity, the machine and the settings),
+#                kept in the repository; a run writes it
+#   RUN          default yes; no: measure nothing, write the document from
+#                KEPT (byte for byte what the run wrote; the plots, which
+#                fidelity draws, stay as they are)
 set -euo pipefail
 dplace=${1:-build/dplace}
 samples=${SAMPLES:-20}
@@ -41,8 +48,25 @@ statistic=${STATISTIC:-fastest-quarter}
 out=${OUT:-docs/fidelity.md}
 work=${WORK:-build/fidelity-doc}
 docs_dir=$(dirname "$out")
-mkdir -p "$work" "$docs_dir"
+kept=${KEPT:-docs/results-data/fidelity.tar.gz}
+run=${RUN:-yes}
+mkdir -p "$work" "$docs_dir" "$(dirname "$kept")"
+# What the document reads besides $work's files: saved with them in KEPT.
+saved=(commit elapsed cpu_model threads memory cpu_devices devices samples
+       steps profile_steps seed statistic detected_latencies dplace models)
 
+if [ "$run" = no ]; then
+  if [ ! -f "$kept" ]; then
+    echo "$kept: no kept fidelity results (RUN=yes measures and keeps" \
+         "them there)" >&2
+    exit 1
+  fi
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  tar -xzf "$kept" -C "$work"
+  # shellcheck disable=SC1091
+  source "$work/meta.sh"
+else
 devices=$(seq -s, -f 'cpu:%g' 0 $((cpu_devices - 1)))
 started=$(date +%s)
 
@@ -80,6 +104,21 @@ for entry in "${models[@]}"; do
     > "$work/$name.fidelity.txt" 2> "$work/$name.fidelity.err"
 done
 elapsed=$(( $(date +%s) - started ))
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+threads=$(nproc)
+memory=$(awk '/^MemTotal:/ { printf "%.1f GB", $2 * 1024 / 1e9 }' /proc/meminfo)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+declare -p "${saved[@]}" > "$work/meta.sh"
+files=(meta.sh detect.txt)
+for entry in "${models[@]}"; do
+  read -r name _ <<< "$entry"
+  files+=("$name.profile.txt" "$name.fidelity.txt" "$name.fidelity.err"
+          "$name.md")
+done
+tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work" \
+  -cf - "${files[@]}" | gzip -9n > "$kept.tmp"
+mv "$kept.tmp" "$kept"
+fi
 rounds_text=$(for entry in "${models[@]}"; do
   read -r name _ rounds <<< "$entry"
   echo "$rounds for $name"
@@ -147,11 +186,6 @@ targets_of() {
   sed -n 's/^MAPE \([0-9.]*\)%, .*Spearman \([-0-9.]*\),.*/\1 \2/p' "$1" |
     awk '{ print ($1 <= 15 && $2 >= 0.9) ? "met" : "not met" }'
 }
-
-cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-threads=$(nproc)
-memory=$(awk '/^MemTotal:/ { printf "%.1f GB", $2 * 1024 / 1e9 }' /proc/meminfo)
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 {
   cat <<EOF

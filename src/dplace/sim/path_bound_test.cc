@@ -28,18 +28,25 @@ using testing_dags::kGB;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-// The fastest feasible simulated step over every placement; infinity when
-// none fits.
-double BruteForce(const CostModel& cost) {
-  const int n = cost.graph().num_ops();
+// The fastest feasible simulated step over every placement (with
+// `whole_groups`, every one that keeps each colocation group on one
+// device); infinity when none fits.
+double BruteForce(const CostModel& cost, bool whole_groups = false) {
+  const Graph& g = cost.graph();
+  const int n = g.num_ops();
   const int d = cost.cluster().num_devices();
   Simulator simulator(cost);
   Placement placement(n, 0);
   double best = kInfinity;
   for (;;) {
     bool allowed = true;
-    for (OpId op = 0; op < n; ++op) {
-      allowed = allowed && cost.OpTime(op, placement[op]) < kInfinity;
+    for (OpId a = 0; a < n && allowed; ++a) {
+      allowed = cost.OpTime(a, placement[a]) < kInfinity;
+      for (OpId b = 0; b < a && allowed && whole_groups; ++b) {
+        allowed = g.colocation_group(a).empty() ||
+                  g.colocation_group(a) != g.colocation_group(b) ||
+                  placement[a] == placement[b];
+      }
     }
     if (allowed) {
       const SimResult r = *simulator.Simulate(placement);
@@ -130,35 +137,6 @@ TEST(MemoryPathBoundTest, NeverAboveTheBruteForceOptimum) {
             << tight_cases << " equal to the optimum\n";
 }
 
-// The fastest feasible simulated step over the placements that keep every
-// colocation group on one device; infinity when none fits.
-double BruteForceWholeGroups(const CostModel& cost) {
-  const Graph& g = cost.graph();
-  const int n = g.num_ops();
-  const int d = cost.cluster().num_devices();
-  Simulator simulator(cost);
-  Placement placement(n, 0);
-  double best = kInfinity;
-  for (;;) {
-    bool allowed = true;
-    for (OpId a = 0; a < n && allowed; ++a) {
-      allowed = cost.OpTime(a, placement[a]) < kInfinity;
-      for (OpId b = 0; b < a && allowed; ++b) {
-        allowed = g.colocation_group(a).empty() ||
-                  g.colocation_group(a) != g.colocation_group(b) ||
-                  placement[a] == placement[b];
-      }
-    }
-    if (allowed) {
-      const SimResult r = *simulator.Simulate(placement);
-      if (r.feasible) best = std::min(best, r.step_time);
-    }
-    int i = 0;
-    while (i < n && ++placement[i] == d) placement[i++] = 0;
-    if (i == n) return best;
-  }
-}
-
 // Thousands of random problems with colocation groups, some holding a
 // zero-time op read through a tensor of no bytes (as Tarnawski et al.'s
 // operator graphs pair an op with its output node): the bound of
@@ -205,7 +183,7 @@ TEST(MemoryPathBoundTest, WholeGroupsNeverAboveTheirBruteForceOptimum) {
     const CostModel cost(graph, cluster);
     const double op_level = MemoryPathBound(cost);
     const double bound = MemoryPathBound(cost, whole);
-    const double optimum = BruteForceWholeGroups(cost);
+    const double optimum = BruteForce(cost, /*whole_groups=*/true);
     ASSERT_LE(bound, optimum * (1 + 1e-9))
         << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
     ASSERT_GE(bound, op_level * (1 - 1e-12)) << trial;
@@ -261,7 +239,7 @@ TEST(MemoryPathBoundTest, WholeGroupsPayTheHopsAGroupForces) {
   EXPECT_NEAR(MemoryPathBound(cost), 2.1, 1e-6);
   EXPECT_NEAR(MemoryPathBound(cost, whole), 2.2, 1e-6);
   EXPECT_NEAR(BruteForce(cost), 2.1, 1e-6);
-  EXPECT_NEAR(BruteForceWholeGroups(cost), 2.2, 1e-6);
+  EXPECT_NEAR(BruteForce(cost, /*whole_groups=*/true), 2.2, 1e-6);
 
   Simulator simulator(cost);
   const SimResult split = *simulator.Simulate({1, 0, 2});

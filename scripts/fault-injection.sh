@@ -141,7 +141,8 @@ full_disk() {
   resume_and_compare "$method" "$dir" "full-disk (exit 2: $(sed 's/^dplace: error: //' killed.err))"
 }
 
-# An MPI worker exits at its 130th placement; the job ends and is resumed
+# An MPI worker exits when handed the job's 130th placement or a later one;
+# the job ends and is resumed
 # under mpirun.
 mpi_worker() {
   local dir=$WORK/post/mpi-worker-exits

@@ -318,7 +318,6 @@ Status MpiContext::RunWorker(Environment* local) {
   const MpiOptions& options = state_->options;
   const bool slow = options.slow_rank == state_->world_rank;
   const bool exits = options.exit_rank == state_->world_rank;
-  int64_t evaluations = 0;
   for (;;) {
     int flag = 0;
     MPI_Status status;
@@ -337,7 +336,7 @@ Status MpiContext::RunWorker(Environment* local) {
           "mpi worker rank " + std::to_string(state_->world_rank) +
           ": malformed message (tag " + std::to_string(status.MPI_TAG) + ")");
     }
-    if (exits && evaluations == options.exit_after) std::_Exit(3);
+    if (exits && id >= options.exit_after) std::_Exit(3);
     if (slow) {
       std::this_thread::sleep_for(
           std::chrono::duration<double>(options.slow_seconds));
@@ -348,7 +347,6 @@ Status MpiContext::RunWorker(Environment* local) {
                                    std::to_string(state_->world_rank));
     }
     Send(state_->group_comm, 0, kResultTag, EncodeMeasurement(id, (*m)[0]));
-    ++evaluations;
   }
 }
 

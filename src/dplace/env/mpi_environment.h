@@ -52,8 +52,11 @@ struct MpiOptions {
   // Default: -1 (none), 0.
   int slow_rank = -1;
   double slow_seconds = 0;
-  // A worker of world rank `exit_rank` exits without finalising MPI after
-  // `exit_after` evaluations (a rank that dies). Default: -1 (none), 0.
+  // A worker of world rank `exit_rank` exits without finalising MPI (a rank
+  // that dies) when handed a request of id `exit_after` or later (ids count
+  // a controller's evaluations from 0): counting the job's evaluations, not
+  // the worker's share, puts the death at the same point of the search
+  // however the load splits. Default: -1 (none), 0.
   int exit_rank = -1;
   int64_t exit_after = 0;
 };

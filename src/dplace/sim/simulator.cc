@@ -1,7 +1,7 @@
 // The simulator's event loop (simulator.h). Over 800 lines, kept as one
-// file: the loop, the device and link queues it drains, its memory
-// accounting and the snapshots incremental runs resume from share one state
-// and read as one algorithm.
+// file: the loop, its memory accounting and the snapshots incremental runs
+// resume from share one state and read as one algorithm. The queues it
+// drains are in event_queues.h, the device pairs' routes in route_table.h.
 #include "dplace/sim/simulator.h"
 
 #include <algorithm>
@@ -9,94 +9,30 @@
 #include <limits>
 #include <unordered_map>
 
+#include "dplace/sim/event_queues.h"
 #include "dplace/sim/path_bound.h"
+#include "dplace/sim/route_table.h"
 #include "dplace/sim/work_bound.h"
 #include "dplace/util/format.h"
 
 namespace dplace {
 namespace {
 
+using sim_detail::Event;
+using sim_detail::EventQueue;
+using sim_detail::EventType;
+using sim_detail::Fifo;
+using sim_detail::kControlArrival;
+using sim_detail::kHopDone;
+using sim_detail::kHopHandedOff;
+using sim_detail::kOpDone;
+using sim_detail::PairRoute;
+using sim_detail::RouteTable;
+
 // Snapshot positions per run (incremental runs), and how often later runs
 // must reach one for it to be taken (see Scratch::reach).
 constexpr int kSnapshotPositions = 16;
 constexpr double kWorthSaving = 0.15;
-
-enum EventType : uint32_t {
-  kOpDone = 0,
-  kHopDone = 1,
-  kControlArrival = 2,
-  kHopHandedOff = 3,  // A hop reaches its copying destination's queue.
-};
-
-// 16 bytes: the time, then insertion order, type and id packed so that
-// comparing `key` breaks ties by insertion order (deterministic). Times are
-// never negative, so their bits order as the times do, and an event's place
-// in the queue is one 128-bit number (one branch-free comparison).
-struct Event {
-  double time;
-  uint64_t key;  // seq << 32 | type << 30 | id.
-
-  EventType type() const { return static_cast<EventType>((key >> 30) & 3); }
-  int32_t id() const { return static_cast<int32_t>(key & 0x3fffffff); }
-  unsigned __int128 order() const {
-    uint64_t bits;
-    std::memcpy(&bits, &time, sizeof bits);
-    return static_cast<unsigned __int128>(bits) << 64 | key;
-  }
-};
-
-// Pending events, earliest first: a 4-ary min-heap (half the depth of a
-// binary one; the four children of a node share a cache line).
-class EventQueue {
- public:
-  bool empty() const { return heap_.empty(); }
-  void clear() { heap_.clear(); }
-
-  void Push(const Event& e) {
-    const unsigned __int128 order = e.order();
-    size_t hole = heap_.size();
-    heap_.push_back(e);
-    while (hole > 0) {
-      const size_t parent = (hole - 1) / 4;
-      if (heap_[parent].order() <= order) break;
-      heap_[hole] = heap_[parent];
-      hole = parent;
-    }
-    heap_[hole] = e;
-  }
-
-  Event Pop() {
-    const Event top = heap_[0];
-    const Event last = heap_.back();
-    heap_.pop_back();
-    const size_t n = heap_.size();
-    if (n == 0) return top;
-    const unsigned __int128 order = last.order();
-    size_t hole = 0;
-    for (;;) {
-      const size_t first = 4 * hole + 1;
-      if (first >= n) break;
-      size_t best = first;
-      unsigned __int128 best_order = heap_[first].order();
-      const size_t end = std::min(first + 4, n);
-      for (size_t c = first + 1; c < end; ++c) {
-        const unsigned __int128 o = heap_[c].order();
-        if (o < best_order) {
-          best = c;
-          best_order = o;
-        }
-      }
-      if (order <= best_order) break;
-      heap_[hole] = heap_[best];
-      hole = best;
-    }
-    heap_[hole] = last;
-    return top;
-  }
-
- private:
-  std::vector<Event> heap_;
-};
 
 // One tensor on its way to one destination device.
 struct Transfer {
@@ -111,109 +47,6 @@ struct Transfer {
   // through Scratch::next_waiter, -1 for none.
   int32_t first_waiter;
   int32_t last_waiter;
-};
-
-// A FIFO of ids: a link channel's queue (transfers) or a device's ready
-// queue (ops, and transfers t as -t - 1 on links the destination copies,
-// which go to the front).
-struct Fifo {
-  std::vector<int32_t> items;
-  size_t head = 0;
-  bool empty() const { return head == items.size(); }
-  int32_t Pop() { return items[head++]; }
-  void Push(int32_t x) { items.push_back(x); }
-  void PushFront(int32_t x) {
-    if (head == 0) {
-      // Room in front for as many items as the queue holds (at least 8),
-      // so that a run of front pushes costs O(1) each, amortized.
-      const size_t room = std::max<size_t>(8, items.size());
-      items.insert(items.begin(), room, 0);
-      head = room;
-    }
-    items[--head] = x;
-  }
-  void Clear() {
-    items.clear();
-    head = 0;
-  }
-  // Copies the queued items only (the consumed ones stay behind).
-  void CopyFrom(const Fifo& o) {
-    items.assign(o.items.begin() + static_cast<ptrdiff_t>(o.head),
-                 o.items.end());
-    head = 0;
-  }
-};
-
-// A device pair's route, as the event loop reads it.
-struct PairRoute {
-  double latency = 0;           // Summed over the hops, hand-offs included.
-  double seconds_per_byte = 0;  // Summed over the hops.
-  int32_t begin = 0;  // Its links are RouteTable::link(begin .. begin + hops).
-  int32_t hops = 0;
-};
-
-// The routes of device pairs. For clusters of up to kDenseDevices devices,
-// every pair's, computed up front into a table; beyond, each pair's when
-// first asked for, into a hash map: a cluster of thousands of devices costs
-// memory for the pairs its placements use, never n^2 of them.
-class RouteTable {
- public:
-  static constexpr int kDenseDevices = 64;
-
-  explicit RouteTable(const Cluster& c)
-      : c_(c), n_(c.num_devices()), dense_(n_ <= kDenseDevices) {
-    if (!dense_) return;
-    dense_routes_.reserve(static_cast<size_t>(n_) * n_);
-    for (DeviceId a = 0; a < n_; ++a) {
-      for (DeviceId b = 0; b < n_; ++b) dense_routes_.push_back(Compute(a, b));
-    }
-  }
-
-  // REQUIRES: from != to, or the route is not read beyond its latency.
-  // The reference lasts until the next call.
-  const PairRoute& Get(DeviceId from, DeviceId to) {
-    const size_t pair = static_cast<size_t>(from) * n_ + to;
-    if (dense_) return dense_routes_[pair];
-    return Sparse(pair, from, to);
-  }
-  LinkId link(int32_t i) const { return links_[i]; }
-  // For clusters of up to kDenseDevices devices: every pair's route, at
-  // [from * num_devices + to], and their links, which never move; else
-  // null.
-  const PairRoute* dense_routes() const {
-    return dense_ ? dense_routes_.data() : nullptr;
-  }
-  const LinkId* dense_links() const { return dense_ ? links_.data() : nullptr; }
-
- private:
-  PairRoute Compute(DeviceId from, DeviceId to) {
-    PairRoute r;
-    r.begin = static_cast<int32_t>(links_.size());
-    for (LinkId l : c_.route(from, to)) {
-      const Link& link = c_.link(l);
-      r.latency += link.hand_off + link.latency;
-      r.seconds_per_byte += 1.0 / link.bandwidth;
-      links_.push_back(l);
-      ++r.hops;
-    }
-    return r;
-  }
-
-  __attribute__((noinline)) const PairRoute& Sparse(size_t pair, DeviceId from,
-                                                    DeviceId to) {
-    auto [it, inserted] =
-        sparse_index_.try_emplace(pair, static_cast<int32_t>(sparse_.size()));
-    if (inserted) sparse_.push_back(Compute(from, to));
-    return sparse_[it->second];
-  }
-
-  const Cluster& c_;
-  const int n_;
-  const bool dense_;
-  std::vector<PairRoute> dense_routes_;               // [from * n + to].
-  std::unordered_map<size_t, int32_t> sparse_index_;  // Into sparse_.
-  std::vector<PairRoute> sparse_;
-  std::vector<LinkId> links_;  // Of every route computed, route by route.
 };
 
 }  // namespace

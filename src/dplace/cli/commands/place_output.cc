@@ -1,11 +1,17 @@
 #include "dplace/cli/commands/place_output.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
 
+#include "dplace/cli/cli.h"
 #include "dplace/graph/parameters.h"
+#include "dplace/method/method.h"
 #include "dplace/method/run.h"
+#include "dplace/report/markdown.h"
 #include "dplace/report/what_next.h"
+#include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
 
 namespace dplace {
@@ -148,6 +154,75 @@ std::vector<std::string> CheckCpuSpill(const CostModel& cost,
   return notes;
 }
 
+// The searches --method all runs, and their budget: small enough for a
+// table, enough for mcmc to improve on its start.
+bool IsAllSearch(const std::string& name) {
+  return name == "mcmc" || name == "auto";
+}
+constexpr int64_t kAllSearchSamples = 2000;
+constexpr double kAllSearchSeconds = 10;
+
+// The note of a row of PlaceAll's table: why the placement does not fit,
+// and what the search ran.
+std::string PlaceAllNote(const Cluster& cluster, const MethodRun& r) {
+  std::string note =
+      r.sim.feasible ? "" : DescribeInfeasibility(cluster, r.sim);
+  if (r.searched) {
+    note += "searched " + std::to_string(r.search.samples) +
+            " samples (budget: " + std::to_string(kAllSearchSamples) +
+            " samples or " + Format("%g", kAllSearchSeconds) + " s)";
+  }
+  return note;
+}
+
+// The fastest feasible step time of `results`, or of method `only`; 0 when
+// none fits.
+double BestStepTime(const std::vector<MethodRun>& results,
+                    const std::string& only = "") {
+  double best = 0;
+  for (const MethodRun& r : results) {
+    if (!r.placed || !r.sim.feasible) continue;
+    if (!only.empty() && r.method != only) continue;
+    if (best == 0 || r.sim.step_time < best) best = r.sim.step_time;
+  }
+  return best;
+}
+
+// PlaceAll's table: a row per method, the best feasible step time marked.
+std::string PlaceAllTable(const Cluster& cluster,
+                          const std::vector<MethodRun>& results,
+                          double lower_bound) {
+  const double best = BestStepTime(results);
+  const double single_gpu = BestStepTime(results, "single-gpu");
+  MarkdownTable table({{"method"},
+                       {"step time (s)", Align::kRight},
+                       {"vs single-gpu", Align::kRight},
+                       {"vs lower bound", Align::kRight},
+                       {"max peak memory", Align::kRight},
+                       {"time to place (s)", Align::kRight},
+                       {"note"}});
+  for (const MethodRun& r : results) {
+    const std::string wall = Format("%.3f", r.wall_seconds);
+    if (!r.placed) {
+      table.AddRow({r.method, "-", "-", "-", "-", wall, r.error});
+      continue;
+    }
+    const SimResult& sim = r.sim;
+    int64_t peak = 0;
+    for (int64_t p : sim.device_peak_bytes) peak = std::max(peak, p);
+    const bool fits = sim.feasible;
+    table.AddRow({r.method,
+                  (fits ? Format("%.4f", sim.step_time) : "OOM") +
+                      (fits && sim.step_time == best ? " (best)" : ""),
+                  fits && single_gpu > 0
+                      ? Format("%.2fx", single_gpu / sim.step_time)
+                      : "-",
+                  fits ? Format("%.2fx", sim.step_time / lower_bound) : "-",
+                  FormatBytesScaled(peak), wall, PlaceAllNote(cluster, r)});
+  }
+  return table.ToString();
+}
+
 }  // namespace
 
 std::vector<std::string> WhatNextLines(const CostModel& cost,
@@ -232,6 +307,69 @@ std::string PlaceJson(const CostModel& cost, const LoadedModel& model,
       {"best", best ? ordered_json(best->method) : ordered_json(nullptr)},
       {"what_next", WhatNextLines(cost, model, focus, largest)}};
   return doc.dump(1) + "\n";
+}
+
+// Every registered classical placer on one problem, and mcmc with a small
+// budget, as a markdown table; the best feasible step time is marked.
+int PlaceAll(const PlacementProblem& problem, const LoadedModel& model,
+             bool json, const std::string& header, std::ostream& out,
+             std::ostream& err) {
+  std::vector<MethodRun> results;
+  for (const MethodEntry* e : Methods()) {
+    const bool search = IsAllSearch(e->name);
+    StatusOr<std::unique_ptr<Method>> method = MakeMethod(e->name);
+    if (method.ok() && (*method)->traits().searches && !search) continue;
+    err << "dplace: placing with " << e->name << " ...\n";
+    MethodRunOptions run_options;
+    if (search) {
+      run_options.context.search.budget.samples = kAllSearchSamples;
+      run_options.context.search.budget.seconds = kAllSearchSeconds;
+    }
+    StatusOr<MethodRun> run =
+        method.ok() ? RunMethod(method->get(), problem, run_options)
+                    : StatusOr<MethodRun>(method.status());
+    if (!run.ok()) {
+      MethodRun failed;
+      failed.method = e->name;
+      failed.error = run.status().message();
+      results.push_back(std::move(failed));
+    } else {
+      results.push_back(std::move(run).value());
+    }
+  }
+  // The largest bound: the problem's, or one a method proved (the MILP's).
+  StepLowerBound lower_bound = ProblemLowerBound(Simulator(*problem.cost));
+  for (const MethodRun& r : results) {
+    if (r.placed && r.sim.bounds.proven > lower_bound.seconds) {
+      lower_bound = ProblemLowerBound(r.sim.bounds);
+    }
+  }
+  if (json) {
+    out << PlaceJson(*problem.cost, model, results, lower_bound);
+    return BestStepTime(results) > 0 ? kExitOk : kExitInfeasible;
+  }
+  out << header << PlaceAllTable(*problem.cluster, results, lower_bound.seconds)
+      << "lower bound: " << DescribeLowerBound(lower_bound)
+      << "; no placement that fits in memory beats the largest of the "
+         "critical path, the total work, the forced-transfer path and a "
+         "proven bound\n";
+  // What next: the best placement's bottleneck, or what would make the
+  // model fit.
+  const double best = BestStepTime(results);
+  const MethodRun* best_run = nullptr;
+  for (const MethodRun& r : results) {
+    if (best > 0 && r.placed && r.sim.feasible && r.sim.step_time == best) {
+      best_run = &r;
+    }
+  }
+  out << "what next"
+      << (best_run ? " (the best, " + best_run->method + ")" : std::string())
+      << ":\n";
+  for (const std::string& line :
+       WhatNextLines(*problem.cost, model, best_run, lower_bound)) {
+    out << "  " << line << "\n";
+  }
+  return best > 0 ? kExitOk : kExitInfeasible;
 }
 
 }  // namespace dplace

@@ -1,11 +1,12 @@
 // What `dplace place` shows of its results beyond the step: the placement
 // by module (--by-module), what next (the bottleneck, or the changes that
-// would make the model fit), and the machine-readable results (--json, the
+// would make the model fit), the machine-readable results (--json, the
 // "dplace.place" document of docs/formats.md, checked against
-// docs/place.schema.json by the tests).
+// docs/place.schema.json by the tests), and --method all's table.
 #ifndef DPLACE_CLI_COMMANDS_PLACE_OUTPUT_H_
 #define DPLACE_CLI_COMMANDS_PLACE_OUTPUT_H_
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,14 @@ std::vector<std::string> WhatNextLines(const CostModel& cost,
 std::string PlaceJson(const CostModel& cost, const LoadedModel& model,
                       const std::vector<MethodRun>& runs,
                       const StepLowerBound& bound);
+
+// dplace place --method all: every registered classical placer on one
+// problem, and mcmc and auto with a small budget, as a markdown table (the
+// best feasible step time marked, each row's gap to the bound) with what
+// next, or with --json the "dplace.place" document. Returns the exit code.
+int PlaceAll(const PlacementProblem& problem, const LoadedModel& model,
+             bool json, const std::string& header, std::ostream& out,
+             std::ostream& err);
 
 }  // namespace dplace
 

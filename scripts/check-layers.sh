@@ -6,7 +6,9 @@
 # own; rl/agents/<paper>/ are all one layer). Tests and benchmarks
 # (*_test.cc, *_benchmark.cc) may also include testing/, the helpers they
 # share. Every folder that holds sources must be listed, and every listed
-# folder must exist. make test runs it (ctest -R layer_order).
+# folder must exist. No source file may pass 1,000 lines (a longer one is
+# two concepts, or one that wants splitting by step). make test runs it
+# (ctest -R layer_order).
 #
 # Usage: scripts/check-layers.sh [ROOT]     ROOT: the checkout (default .)
 #        scripts/check-layers.sh --self-test
@@ -33,6 +35,11 @@ if [ "${1:-}" = --self-test ]; then
   printf '// nothing above\n' >"$tmp/src/dplace/low/a.h"
   if ! "$0" "$tmp"; then
     echo "self-test: a tree in order failed" >&2
+    exit 1
+  fi
+  seq 1001 | sed 's|^|// |' >"$tmp/src/dplace/low/long.cc"
+  if "$0" "$tmp" >/dev/null; then
+    echo "self-test: a file of 1,001 lines passed" >&2
     exit 1
   fi
   exit 0
@@ -130,4 +137,11 @@ status=0
       }
       exit bad
     }' || status=1
+# No source file over 1,000 lines.
+long=$(find src/dplace -name '*.cc' -o -name '*.h' | sort | xargs wc -l |
+  awk '$2 != "total" && $1 > 1000 { print $2 " has " $1 " lines, over 1,000" }')
+if [ -n "$long" ]; then
+  echo "$long"
+  status=1
+fi
 exit $status

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Checks that each generated document whose results are kept in
 # docs/results-data/ is what its script writes from them (RUN=no): the
-# peer section of docs/results.md, docs/fidelity.md and the scale section
-# of docs/performance.md, and the paper suite's docs/results.md when its
-# results are kept. Writes into a temporary copy; changes nothing.
+# peer section of docs/results.md, docs/fidelity.md, the scale section of
+# docs/performance.md, docs/learning.md, and the paper suite's
+# docs/results.md when its results are kept. Writes into a temporary copy; changes nothing.
 #   scripts/check-docs-data.sh SOURCE_DIR DPLACE
 set -euo pipefail
 src=${1:?usage: scripts/check-docs-data.sh SOURCE_DIR DPLACE}
@@ -38,6 +38,8 @@ check docs/fidelity.md scripts/make-fidelity-doc.sh \
   docs/results-data/fidelity.tar.gz
 check docs/performance.md scripts/make-scale-doc.sh \
   docs/results-data/scale.json.gz
+check docs/learning.md scripts/make-learning-doc.sh \
+  docs/results-data/learning.tar.gz
 check docs/results.md scripts/make-results-doc.sh \
   docs/results-data/paper.json.gz
 exit $failed

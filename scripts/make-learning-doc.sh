@@ -6,15 +6,21 @@
 #   scripts/make-learning-doc.sh [build/dplace]
 # Environment: BUDGET (samples per Post-family search, default 2400, Post's),
 # COLOCRL_BUDGET (default 2400), SEED (default 1), OUT (default
-# docs/learning.md), LOGS (where the JSONL logs go, default build/learning).
+# docs/learning.md), WORK (the runs' outputs and JSONL logs, default
+# build/learning), KEPT (default docs/results-data/learning.tar.gz: those
+# outputs and logs, kept in the repository; a run writes it), RUN (default
+# yes; no: run nothing, write the document from KEPT, byte for byte what
+# the run wrote).
 set -euo pipefail
 dplace=${1:-build/dplace}
 budget=${BUDGET:-2400}
 colocrl_budget=${COLOCRL_BUDGET:-2400}
 seed=${SEED:-1}
 out=${OUT:-docs/learning.md}
-logs=${LOGS:-build/learning}
-mkdir -p "$logs"
+logs=${WORK:-${LOGS:-build/learning}}
+kept=${KEPT:-docs/results-data/learning.tar.gz}
+run=${RUN:-yes}
+mkdir -p "$logs" "$(dirname "$kept")"
 
 benchmarks=("inception_v3 k80x4" "nmt:layers=2 k80x2")
 agents=(post post-ce post-pg spotlight colocrl)
@@ -58,6 +64,53 @@ curve() {
     }' "$1"
 }
 
+# The runs: each method's `place` output (and a search's log) in $logs,
+# then kept, with the settings and the date, in KEPT.
+if [ "$run" = no ]; then
+  if [ ! -f "$kept" ]; then
+    echo "$kept: no kept learning runs (RUN=yes runs them and keeps them" \
+         "there)" >&2
+    exit 1
+  fi
+  rm -rf "$logs" && mkdir -p "$logs"
+  tar -xzf "$kept" -C "$logs"
+else
+  rm -f "$logs"/*.out "$logs"/*.jsonl "$logs"/*.ckpt
+  for b in "${benchmarks[@]}"; do
+    read -r model preset <<<"$b"
+    name=${model//[:=]/_}
+    for m in "${baselines[@]}"; do
+      echo "learning: $model@$preset $m" >&2
+      "$dplace" place --model "zoo:$model" --cluster "$preset" \
+        --method "$m" >"$logs/${name}_$m.out" 2>/dev/null || true
+    done
+    for a in "${agents[@]}"; do
+      n=$budget
+      extra=""
+      if [ "$a" = colocrl ]; then
+        n=$colocrl_budget
+        extra=$(colocrl_options "$model")
+      fi
+      echo "learning: $model@$preset $a ($n samples)" >&2
+      # shellcheck disable=SC2086
+      "$dplace" place --model "zoo:$model" --cluster "$preset" \
+        --method "$a" --budget-samples "$n" --seed "$seed" \
+        --log "$logs/${name}_$a.jsonl" $extra >"$logs/${name}_$a.out" \
+        2>/dev/null || true
+    done
+  done
+  printf 'date %s\nbudget %s\ncolocrl_budget %s\nseed %s\n' \
+    "$(date -u +%Y-%m-%d)" "$budget" "$colocrl_budget" "$seed" \
+    >"$logs/settings"
+  (cd "$logs" && tar --sort=name --mtime=@0 --owner=0 --group=0 \
+     --numeric-owner -cf - settings ./*.out ./*.jsonl) | gzip -9n >"$kept.tmp"
+  mv "$kept.tmp" "$kept"
+fi
+setting() { sed -n "s/^$1 //p" "$logs/settings"; }
+budget=$(setting budget)
+colocrl_budget=$(setting colocrl_budget)
+seed=$(setting seed)
+
 {
   cat <<HEAD
 # Learning curves of the learned placers
@@ -65,10 +118,12 @@ curve() {
 Post's experiment (Gao et al., 2018, Figure 2 and Table 1) on dplace's
 simulator: each learned placer searches with its paper's settings and a
 budget of $budget sampled placements (ColocRL: $colocrl_budget), seed $seed,
-on the machines Post used (K80s). Generated on $(date -u +%Y-%m-%d) by
+on the machines Post used (K80s). Generated on $(setting date) by
 \`scripts/make-learning-doc.sh\`, which runs
 \`dplace place --model zoo:MODEL --cluster PRESET --method AGENT
---budget-samples N --log L.jsonl\` and reads the logs; do not edit by hand.
+--budget-samples N --log L.jsonl\` and reads the logs, kept in
+\`docs/results-data/learning.tar.gz\` (\`RUN=no\` rewrites this document
+from them); do not edit by hand.
 
 Each curve table gives, at a number of samples, the mean simulated step time
 of the feasible placements sampled since the previous row (what Post's
@@ -85,22 +140,13 @@ HEAD
     echo "| method | best step time (s) | samples | search wall time (s) |"
     echo "|---|---:|---:|---:|"
     for m in "${baselines[@]}"; do
-      t=$("$dplace" place --model "zoo:$model" --cluster "$preset" \
-            --method "$m" 2>/dev/null | step_time_of || true)
+      t=$(step_time_of <"$logs/${name}_$m.out")
       echo "| $m | $t | - | - |"
     done
     for a in "${agents[@]}"; do
       n=$budget
-      extra=""
-      if [ "$a" = colocrl ]; then
-        n=$colocrl_budget
-        extra=$(colocrl_options "$model")
-      fi
-      log="$logs/${name}_${a}.jsonl"
-      # shellcheck disable=SC2086
-      result=$("$dplace" place --model "zoo:$model" --cluster "$preset" \
-                 --method "$a" --budget-samples "$n" --seed "$seed" \
-                 --log "$log" $extra 2>/dev/null || true)
+      [ "$a" = colocrl ] && n=$colocrl_budget
+      result=$(cat "$logs/${name}_$a.out")
       t=$(step_time_of <<<"$result")
       wall=$(sed -n 's/.* in \([0-9.]*\) s$/\1/p' <<<"$result" | head -1)
       groups=$(sed -n 's/.* updates, \([0-9]*\) groups).*/\1/p' <<<"$result")

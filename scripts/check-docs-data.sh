@@ -3,7 +3,8 @@
 # docs/results-data/ is what its script writes from them (RUN=no): the
 # peer section of docs/results.md, docs/fidelity.md, the scale section of
 # docs/performance.md, docs/learning.md, and the paper suite's
-# docs/results.md when its results are kept. Writes into a temporary copy; changes nothing.
+# docs/results.md, docs/planners-learning.md and docs/mars.md when its
+# results are kept. Writes into a temporary copy; changes nothing.
 #   scripts/check-docs-data.sh SOURCE_DIR DPLACE
 set -euo pipefail
 src=${1:?usage: scripts/check-docs-data.sh SOURCE_DIR DPLACE}
@@ -12,12 +13,15 @@ cd "$src"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
-check() {  # check DOC SCRIPT [KEPT]: SCRIPT with RUN=no rewrites DOC alike
-  local doc=$1 script=$2 kept=${3:-}
-  if [ -n "$kept" ] && [ ! -f "$kept" ]; then
-    echo "skip $doc: no $kept"
-    return
-  fi
+check() {  # check DOC SCRIPT [KEPT...]: SCRIPT with RUN=no rewrites DOC alike
+  local doc=$1 script=$2 kept
+  shift 2
+  for kept in "$@"; do
+    if [ ! -f "$kept" ]; then
+      echo "skip $doc: no $kept"
+      return
+    fi
+  done
   cp "$doc" "$tmp/doc"
   if ! OUT="$tmp/doc" RUN=no RESULTS="$tmp/results" WORK="$tmp/work" \
        "$script" "$dplace" \
@@ -42,4 +46,8 @@ check docs/learning.md scripts/make-learning-doc.sh \
   docs/results-data/learning.tar.gz
 check docs/results.md scripts/make-results-doc.sh \
   docs/results-data/paper.json.gz
+check docs/planners-learning.md scripts/make-planners-doc.sh \
+  docs/results-data/paper.json.gz
+check docs/mars.md scripts/make-mars-doc.sh docs/results-data/paper.json.gz \
+  docs/results-data/mars-speed.tar.gz
 exit $failed

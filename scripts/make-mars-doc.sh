@@ -17,7 +17,14 @@
 #   SPEED_OPTIONS  mars options there (default "hidden=64 encoder_hidden=64")
 #   SEEDS          seeds of the pre-training study (default "1 2 3 4")
 #   OUT            default docs/mars.md
-#   LOGS           JSONL logs and encoders, default build/mars-doc
+#   WORK           the study's outputs, JSONL logs and encoders, default
+#                  build/mars-doc
+#   SPEED_KEPT     default docs/results-data/mars-speed.tar.gz: the
+#                  study's outputs and logs, kept in the repository; a run
+#                  writes it
+#   RUN            default yes; no: run nothing, write the document from
+#                  the kept paper suite results and SPEED_KEPT, byte for
+#                  byte what the run wrote
 set -euo pipefail
 dplace=${1:-build/dplace}
 results=${RESULTS:-build/results/paper.json}
@@ -27,12 +34,21 @@ speed_budget=${SPEED_BUDGET:-400}
 speed_options=${SPEED_OPTIONS:-"hidden=64 encoder_hidden=64"}
 seeds=${SEEDS:-"1 2 3 4"}
 out=${OUT:-docs/mars.md}
-logs=${LOGS:-build/mars-doc}
-mkdir -p "$logs"
+logs=${WORK:-${LOGS:-build/mars-doc}}
+speed_kept=${SPEED_KEPT:-docs/results-data/mars-speed.tar.gz}
+run=${RUN:-yes}
+mkdir -p "$logs" "$(dirname "$speed_kept")"
 # The results the documents name: $RESULTS, else the copy kept in the
-# repository (KEPT), read from a temporary file.
+# repository (KEPT), read from a temporary file; RUN=no reads KEPT. The
+# document names KEPT where it holds $RESULTS (so that RUN=no writes it
+# alike).
 kept=${KEPT:-docs/results-data/paper.json.gz}
+if [ "$run" = no ]; then results=""; fi
 results_name=$results
+if [ -f "$results" ] && [ -f "$kept" ] && gzip -dc "$kept" | cmp -s - "$results"
+then
+  results_name=$kept
+fi
 if [ ! -f "$results" ] && [ -f "$kept" ]; then
   results_name=$kept
   results=$(mktemp)
@@ -61,8 +77,6 @@ step_time_of() {
   awk '/^step time: /{t=$3} /^infeasible/{oom=1}
        END{if (t == "") print "-"; else if (oom) print "OOM"; else print t}'
 }
-wall_of() { sed -n 's/.* in \([0-9.]*\) s$/\1/p' | head -1; }
-groups_of() { sed -n 's/.* updates, \([0-9]*\) groups).*/\1/p'; }
 
 # From a JSONL log: the sample count and wall seconds at which the best step
 # time first reached `target` (<= target), or "- -".
@@ -81,27 +95,55 @@ best_of() {
        END { print b }' "$1"
 }
 
-# pretrain MODEL OUT SEED [OPTIONS...] -> prints "seconds accuracy"
-pretrain() {
-  local model=$1 file=$2 seed=$3
-  shift 3
-  # shellcheck disable=SC2068
-  "$dplace" pretrain --model "$model" -o "$file" --seed "$seed" $@ |
-    sed -n 's/^pre-trained [0-9]* steps in \([0-9.]*\) s: .* accuracy \([0-9.]*\)$/\1 \2/p'
-}
-
-# run NAME MODEL PRESET METHOD N SEED [FLAGS...]: a search; prints the row
-# fields "best wall groups log".
-run() {
-  local name=$1 model=$2 preset=$3 method=$4 n=$5 seed=$6
-  shift 6
-  local log="$logs/${name}_${method}_s${seed}.jsonl" result
-  # shellcheck disable=SC2068
-  result=$("$dplace" place --model "$model" --cluster "$preset" \
-             --method "$method" --budget-samples "$n" --seed "$seed" \
-             --log "$log" $@ 2>/dev/null || true)
-  echo "$(step_time_of <<<"$result") $(wall_of <<<"$result") $(groups_of <<<"$result") $log"
-}
+# The pre-training study's runs, per seed: `dplace pretrain` writes an
+# encoder (speed_sSEED.pretrain.out its output), then mars from it and
+# mars-nopretrain search (speed_METHOD_sSEED.out and .jsonl); kept, with
+# the settings and the date, in SPEED_KEPT.
+if [ "$run" = no ]; then
+  if [ ! -f "$speed_kept" ]; then
+    echo "$speed_kept: no kept pre-training study (RUN=yes runs it and" \
+         "keeps it there)" >&2
+    exit 1
+  fi
+  rm -rf "$logs" && mkdir -p "$logs"
+  tar -xzf "$speed_kept" -C "$logs"
+else
+  rm -f "$logs"/speed_*
+  for seed in $seeds; do
+    enc="$logs/speed_s$seed.pt"
+    echo "mars doc: pre-training study, seed $seed" >&2
+    # shellcheck disable=SC2086
+    "$dplace" pretrain --model "$speed_model" -o "$enc" --seed "$seed" \
+      $speed_flags >"$logs/speed_s$seed.pretrain.out"
+    for method in mars mars-nopretrain; do
+      flags=$speed_flags
+      [ "$method" = mars ] && flags+=" --encoder $enc"
+      # shellcheck disable=SC2086
+      "$dplace" place --model "$speed_model" --cluster "$speed_preset" \
+        --method "$method" --budget-samples "$speed_budget" --seed "$seed" \
+        --log "$logs/speed_${method}_s$seed.jsonl" $flags \
+        >"$logs/speed_${method}_s$seed.out" 2>/dev/null || true
+    done
+  done
+  {
+    echo "date $(date -u +%Y-%m-%d)"
+    echo "model $speed_model"
+    echo "preset $speed_preset"
+    echo "budget $speed_budget"
+    echo "options $speed_options"
+    echo "seeds $seeds"
+  } >"$logs/speed_settings"
+  (cd "$logs" && tar --sort=name --mtime=@0 --owner=0 --group=0 \
+     --numeric-owner -cf - speed_settings speed_*.out speed_*.jsonl) |
+    gzip -9n >"$speed_kept.tmp"
+  mv "$speed_kept.tmp" "$speed_kept"
+fi
+setting() { sed -n "s/^$1 //p" "$logs/speed_settings"; }
+speed_model=$(setting model)
+speed_preset=$(setting preset)
+speed_budget=$(setting budget)
+speed_options=$(setting options)
+seeds=$(setting seeds)
 
 {
   cat <<HEAD
@@ -111,7 +153,7 @@ Mars (Lan, Chen, Li, ICPP 2021; \`mars\`, see [agents.md](agents.md#mars))
 against the other placers on the EAGLE / Mars benchmarks on \`p100x4\`
 (4 Tesla P100 + CPU, the papers' machine), and the effect of its
 self-supervised pre-training on learning speed (\`mars\` vs
-\`mars-nopretrain\`). Generated on $(date -u +%Y-%m-%d) by
+\`mars-nopretrain\`). Generated on $(setting date) by
 \`scripts/make-mars-doc.sh\`; do not edit by hand.
 
 The comparison is a view of the paper suite's results (\`$results_name\`), which
@@ -159,13 +201,12 @@ of the search's wall time.
 SPEED
   sum_m=0; sum_n=0; sum_wm=0; sum_wn=0; count=0
   for seed in $seeds; do
-    enc="$logs/speed_s$seed.pt"
-    # shellcheck disable=SC2086
-    read -r pt_seconds _ < <(pretrain "$speed_model" "$enc" "$seed" $speed_flags)
-    # shellcheck disable=SC2086
-    read -r tm _ _ logm < <(run speed "$speed_model" "$speed_preset" mars "$speed_budget" "$seed" $speed_flags --encoder "$enc")
-    # shellcheck disable=SC2086
-    read -r tn _ _ logn < <(run speed "$speed_model" "$speed_preset" mars-nopretrain "$speed_budget" "$seed" $speed_flags)
+    pt_seconds=$(sed -n 's/^pre-trained [0-9]* steps in \([0-9.]*\) s: .*/\1/p' \
+                   "$logs/speed_s$seed.pretrain.out")
+    tm=$(step_time_of <"$logs/speed_mars_s$seed.out")
+    tn=$(step_time_of <"$logs/speed_mars-nopretrain_s$seed.out")
+    logm="$logs/speed_mars_s$seed.jsonl"
+    logn="$logs/speed_mars-nopretrain_s$seed.jsonl"
     bm=$(best_of "$logm"); bn=$(best_of "$logn")
     target=$(awk -v a="$bm" -v b="$bn" 'BEGIN{print (a > b ? a : b)}')
     read -r nm wm < <(reach "$logm" "$target")

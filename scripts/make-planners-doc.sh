@@ -7,15 +7,23 @@
 #   scripts/make-planners-doc.sh [build/dplace]
 # Environment: RESULTS (default build/results/paper.json, else KEPT,
 # default docs/results-data/paper.json.gz), OUT (default
-# docs/planners-learning.md).
+# docs/planners-learning.md), RUN (no: read KEPT only, as
+# scripts/check-docs-data.sh does).
 set -euo pipefail
 dplace=${1:-build/dplace}
 results=${RESULTS:-build/results/paper.json}
 out=${OUT:-docs/planners-learning.md}
 # The results the documents name: $RESULTS, else the copy kept in the
-# repository (KEPT), read from a temporary file.
+# repository (KEPT), read from a temporary file; RUN=no reads KEPT. The
+# document names KEPT where it holds $RESULTS (so that RUN=no writes it
+# alike).
 kept=${KEPT:-docs/results-data/paper.json.gz}
+if [ "${RUN:-yes}" = no ]; then results=""; fi
 results_name=$results
+if [ -f "$results" ] && [ -f "$kept" ] && gzip -dc "$kept" | cmp -s - "$results"
+then
+  results_name=$kept
+fi
 if [ ! -f "$results" ] && [ -f "$kept" ]; then
   results_name=$kept
   results=$(mktemp)

@@ -55,15 +55,12 @@ mkdir -p "$work" "$docs_dir" "$(dirname "$kept")"
 saved=(commit elapsed cpu_model threads memory cpu_devices devices samples
        steps profile_steps seed statistic detected_latencies dplace models)
 
+# shellcheck source=scripts/kept-results.sh
+. "$(dirname "$0")/kept-results.sh"
 if [ "$run" = no ]; then
-  if [ ! -f "$kept" ]; then
-    echo "$kept: no kept fidelity results (RUN=yes measures and keeps" \
-         "them there)" >&2
-    exit 1
-  fi
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
-  tar -xzf "$kept" -C "$work"
+  kept_unpack "$kept" "$work" "fidelity results"
   # shellcheck disable=SC1091
   source "$work/meta.sh"
 else
@@ -115,9 +112,7 @@ for entry in "${models[@]}"; do
   files+=("$name.profile.txt" "$name.fidelity.txt" "$name.fidelity.err"
           "$name.md")
 done
-tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work" \
-  -cf - "${files[@]}" | gzip -9n > "$kept.tmp"
-mv "$kept.tmp" "$kept"
+kept_pack "$kept" "$work" "${files[@]}"
 fi
 rounds_text=$(for entry in "${models[@]}"; do
   read -r name _ rounds <<< "$entry"

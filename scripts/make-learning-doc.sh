@@ -66,14 +66,10 @@ curve() {
 
 # The runs: each method's `place` output (and a search's log) in $logs,
 # then kept, with the settings and the date, in KEPT.
+# shellcheck source=scripts/kept-results.sh
+. "$(dirname "$0")/kept-results.sh"
 if [ "$run" = no ]; then
-  if [ ! -f "$kept" ]; then
-    echo "$kept: no kept learning runs (RUN=yes runs them and keeps them" \
-         "there)" >&2
-    exit 1
-  fi
-  rm -rf "$logs" && mkdir -p "$logs"
-  tar -xzf "$kept" -C "$logs"
+  kept_unpack "$kept" "$logs" "learning runs"
 else
   rm -f "$logs"/*.out "$logs"/*.jsonl "$logs"/*.ckpt
   for b in "${benchmarks[@]}"; do
@@ -102,9 +98,7 @@ else
   printf 'date %s\nbudget %s\ncolocrl_budget %s\nseed %s\n' \
     "$(date -u +%Y-%m-%d)" "$budget" "$colocrl_budget" "$seed" \
     >"$logs/settings"
-  (cd "$logs" && tar --sort=name --mtime=@0 --owner=0 --group=0 \
-     --numeric-owner -cf - settings ./*.out ./*.jsonl) | gzip -9n >"$kept.tmp"
-  mv "$kept.tmp" "$kept"
+  kept_pack "$kept" "$logs" settings '*.out' '*.jsonl'
 fi
 setting() { sed -n "s/^$1 //p" "$logs/settings"; }
 budget=$(setting budget)

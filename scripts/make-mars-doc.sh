@@ -99,14 +99,10 @@ best_of() {
 # encoder (speed_sSEED.pretrain.out its output), then mars from it and
 # mars-nopretrain search (speed_METHOD_sSEED.out and .jsonl); kept, with
 # the settings and the date, in SPEED_KEPT.
+# shellcheck source=scripts/kept-results.sh
+. "$(dirname "$0")/kept-results.sh"
 if [ "$run" = no ]; then
-  if [ ! -f "$speed_kept" ]; then
-    echo "$speed_kept: no kept pre-training study (RUN=yes runs it and" \
-         "keeps it there)" >&2
-    exit 1
-  fi
-  rm -rf "$logs" && mkdir -p "$logs"
-  tar -xzf "$speed_kept" -C "$logs"
+  kept_unpack "$speed_kept" "$logs" "pre-training study runs"
 else
   rm -f "$logs"/speed_*
   for seed in $seeds; do
@@ -133,10 +129,8 @@ else
     echo "options $speed_options"
     echo "seeds $seeds"
   } >"$logs/speed_settings"
-  (cd "$logs" && tar --sort=name --mtime=@0 --owner=0 --group=0 \
-     --numeric-owner -cf - speed_settings speed_*.out speed_*.jsonl) |
-    gzip -9n >"$speed_kept.tmp"
-  mv "$speed_kept.tmp" "$speed_kept"
+  kept_pack "$speed_kept" "$logs" speed_settings 'speed_*.out' \
+    'speed_*.jsonl'
 fi
 setting() { sed -n "s/^$1 //p" "$logs/speed_settings"; }
 speed_model=$(setting model)

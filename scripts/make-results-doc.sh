@@ -4,8 +4,10 @@
 # Tables I-IV) with every method of the suite, run by `dplace bench`, and
 # the claims sections bench generates from the results (docs/bench.md).
 # The run continues its results file (bench --resume): kill the script and
-# run it again with the same flags to go on where it stopped; remove
-# $RESULTS/paper.json to start over.
+# run it again with the same flags to go on where it stopped. Where
+# $RESULTS/paper.json is absent (a fresh checkout), the run continues the
+# kept results (KEPT below): more --seeds than they hold run the missing
+# seeds only. Remove both files to start over.
 #   scripts/make-results-doc.sh [build/dplace] [bench flags...]
 # Extra flags go to `dplace bench` to reduce the run, e.g.
 #   scripts/make-results-doc.sh build/dplace --budget-samples 100 --seeds 2
@@ -41,6 +43,11 @@ if [ "$run" = no ]; then
   trap 'rm -f "$tables" "$peer" "$json"' EXIT
   gzip -dc "$kept" >"$json"
 else
+  # A checkout without the run's file continues the kept one (the runs it
+  # holds are kept, the others run).
+  if [ ! -f "$json" ] && [ -f "$kept" ]; then
+    gzip -dc "$kept" >"$json.tmp" && mv "$json.tmp" "$json"
+  fi
   "$dplace" bench --suite paper "$@" -o "$json" --resume \
     --report "$results/paper.html" >/dev/null
   gzip -9nc "$json" >"$kept.tmp" && mv "$kept.tmp" "$kept"

@@ -157,9 +157,23 @@ StepFn Min(const StepFn& a, const StepFn& b) {
   return Merge(a, b, [](double x, double y) { return std::min(x, y); });
 }
 
-// Immediate dominators of a DAG below a virtual root joined to its sources:
-// -1 where only the root dominates. depth[v]: v's depth in the dominator
-// tree (the root's children have depth 1).
+// Whether u is a source op whose tensors go to one op only (a weight): it
+// belongs to that op and takes no part in domination.
+bool OwnSource(const Graph& g, OpId u) {
+  if (!g.in_edges(u).empty()) return false;
+  const Span<EdgeId> out = g.out_edges(u);
+  for (EdgeId e : out) {
+    if (g.edge_dst(e) != g.edge_dst(out[0])) return false;
+  }
+  return true;
+}
+
+// Immediate dominators of a DAG below a virtual root joined to its sources,
+// OwnSource ops left out: -1 where only the root dominates. Every path to v
+// from a source that is not its own passes idom[v]; so an op that reaches
+// v without passing idom[v] is not an ancestor of it, nor is its own
+// source (their bytes are not in idom[v]'s run). depth[v]: v's depth in the
+// dominator tree (the root's children have depth 1).
 std::vector<OpId> ImmediateDominators(const Graph& g,
                                       std::vector<int32_t>* depth) {
   std::vector<OpId> idom(g.num_ops(), -1);
@@ -180,6 +194,7 @@ std::vector<OpId> ImmediateDominators(const Graph& g,
     OpId d = -1;
     for (EdgeId e : g.in_edges(v)) {
       const OpId u = g.edge_src(e);
+      if (OwnSource(g, u)) continue;
       d = first ? u : intersect(d, u);
       first = false;
       if (d < 0) break;
@@ -217,6 +232,63 @@ class PathBound {
     }
     for (int c = 0; c < nc_; ++c) memory_binds_ |= capacity_[c] != kUnlimited;
     if (options_.whole_groups) group_ = ColocationHintGroups(g_).group;
+    const Cluster& cluster = cost.cluster();
+    exit_link_.assign(cluster.num_devices(), -1);
+    std::vector<int> out_links(cluster.num_devices(), 0);
+    for (LinkId l = 0; l < cluster.num_links(); ++l) {
+      const Link& link = cluster.link(l);
+      ++out_links[link.from];
+      if (link.copier == Copier::kLink) exit_link_[link.from] = l;
+    }
+    for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+      if (out_links[d] != 1) exit_link_[d] = -1;
+    }
+    for (int c = 0; c < nc_; ++c) {
+      bool single = true;
+      for (DeviceId d : classes_.members[c]) single &= exit_link_[d] >= 0;
+      single_exit_.push_back(single);
+    }
+    if (options_.link_queues && memory_binds_) KeepRoutes();
+  }
+
+  // routes_: per class pair, the routes between two distinct devices of
+  // them, one per sequence of hop figures (eight GPUs behind one host
+  // have one), or none when a route has a hop its destination copies
+  // (not a FIFO channel).
+  void KeepRoutes() {
+    const Cluster& cluster = cost_.cluster();
+    routes_.resize(static_cast<size_t>(nc_) * nc_);
+    for (int a = 0; a < nc_; ++a) {
+      for (int b = 0; b < nc_; ++b) {
+        std::vector<std::vector<LinkId>>& kept = routes_[a * nc_ + b];
+        bool serial = true;
+        for (DeviceId from : classes_.members[a]) {
+          for (DeviceId to : classes_.members[b]) {
+            if (from == to) continue;
+            const Route route = cluster.route(from, to);
+            std::vector<LinkId> links(route.begin(), route.end());
+            for (LinkId l : links) {
+              serial &= cluster.link(l).copier == Copier::kLink;
+            }
+            auto alike = [&](const std::vector<LinkId>& other) {
+              if (other.size() != links.size()) return false;
+              for (size_t i = 0; i < links.size(); ++i) {
+                const Link& x = cluster.link(links[i]);
+                const Link& y = cluster.link(other[i]);
+                if (x.latency != y.latency || x.bandwidth != y.bandwidth) {
+                  return false;
+                }
+              }
+              return true;
+            };
+            if (std::none_of(kept.begin(), kept.end(), alike)) {
+              kept.push_back(std::move(links));
+            }
+          }
+        }
+        if (!serial) kept.clear();
+      }
+    }
   }
 
   // Keep every op's functions after Run, for Guide.
@@ -286,7 +358,9 @@ class PathBound {
   }
   int DistinctInputs(OpId v) const {
     std::vector<OpId> inputs;
-    for (EdgeId e : g_.in_edges(v)) inputs.push_back(g_.edge_src(e));
+    for (EdgeId e : g_.in_edges(v)) {
+      if (!OwnSource(g_, g_.edge_src(e))) inputs.push_back(g_.edge_src(e));
+    }
     std::sort(inputs.begin(), inputs.end());
     return static_cast<int>(std::unique(inputs.begin(), inputs.end()) -
                             inputs.begin());
@@ -464,87 +538,51 @@ class PathBound {
 
   // v's functions again, with the ops of `region` (v last) each knowing
   // whether it is on w's device (flag 1) for every class of w; the larger
-  // of these and FromInputs' is kept, both being bounds.
+  // of these and FromInputs' is kept, both being bounds. Where v reads a
+  // tensor of w and sits on another device, that tensor is the first to
+  // leave w's device after w (Behind).
   void Pinned(OpId v, OpId w, const std::vector<OpId>& region) {
-    std::unordered_map<OpId, int> index;
+    Pass pass;
     for (size_t i = 0; i < region.size(); ++i)
-      index[region[i]] = static_cast<int>(i);
-    auto key = [&](int i, int c, int flag) {
-      return (static_cast<size_t>(i) * nc_ + c) * 2 + flag;
-    };
-    std::vector<StepFn> pinned(nc_);  // v's, min over w's class.
-    std::vector<StepFn> cond(region.size() * nc_ * 2);
-    std::vector<double> best(region.size() * nc_ * 2);
-    // Per class of w and per step of its function: w's run holds exactly
-    // least_w bytes and w finishes at at_w, the step's value.
-    std::vector<std::pair<int, Step>> pins;
-    for (int cw = 0; cw < nc_; ++cw) {
-      for (const Step& step : f_[Key(w, cw)]) pins.push_back({cw, step});
-    }
-    const std::vector<std::vector<uint64_t>> ancestors =
-        Ancestors(region, index);
-    std::vector<Input> inputs;
-    for (const auto& [cw, pin] : pins) {
-      const int64_t least_w = pin.m;
-      const StepFn at_w{pin};
-      for (size_t i = 0; i < region.size(); ++i) {
-        const OpId u = region[i];
-        const int64_t s = g_.persistent_bytes(u);
-        for (int c = 0; c < nc_; ++c) {
-          for (int flag = 0; flag < 2; ++flag) {
-            StepFn& out = cond[key(i, c, flag)];
-            out.clear();
-            best[key(i, c, flag)] = kInfinity;
-            if ((flag == 1 && c != cw) || !Placeable(u, c)) continue;
-            // Back on w's device, u's run shares it with w's: at least the
-            // least w's run holds.
-            const int64_t from = flag == 1 ? least_w + s : 0;
-            // Per input op: its function on u's device, and its best
-            // arrival from another device (the latest of its tensors).
-            inputs.clear();
-            for (EdgeId e : g_.in_edges(u)) {
-              const OpId a = g_.edge_src(e);
-              static const StepFn kNowhere;
-              const StepFn* same = &kNowhere;
-              double moved = kInfinity;
-              if (a == w) {
-                if (flag == 1) same = &at_w;
-                if (flag == 0 && !Together(a, u)) {
-                  moved = pin.g + Transfer(e, cw, c);
-                }
-              } else {
-                const int j = index.at(a);
-                same = &cond[key(j, c, flag)];
-                for (int c2 = 0; c2 < nc_ && !Together(a, u); ++c2) {
-                  for (int f2 = 0; f2 < 2; ++f2) {
-                    // a on w's device and u too: not another device.
-                    if ((flag == 1 && f2 == 1) || (f2 == 1 && c2 != cw))
-                      continue;
-                    moved = std::min(moved,
-                                     best[key(j, c2, f2)] + Transfer(e, c2, c));
-                  }
-                }
-              }
-              bool merged = false;
-              for (Input& in : inputs) {
-                if (in.op != a) continue;
-                in.moved = std::max(in.moved, moved);
-                merged = true;
-              }
-              if (!merged) inputs.push_back({a, same, moved});
-            }
-            StepFn need =
-                Combine(inputs, flag == 1 ? least_w : 0, w, ancestors, index);
-            need = Restricted(Shifted(need, s, Limit(u, c)), from, Limit(u, c));
-            out = Finish(u, c, need);
-            best[key(i, c, flag)] = Smallest(out);
-          }
-        }
+      pass.index[region[i]] = static_cast<int>(i);
+    pass.ancestors = Ancestors(region, pass.index);
+    const size_t slots = region.size() * nc_ * 3;
+    pass.cond.resize(slots);
+    pass.best.resize(slots);
+    EdgeId skip = -1;
+    for (EdgeId e : g_.in_edges(v)) {
+      if (options_.link_queues && g_.edge_src(e) == w && !g_.is_control(e) &&
+          !Together(w, v)) {
+        skip = e;
+        break;
       }
-      const int last = static_cast<int>(region.size()) - 1;
-      for (int c = 0; c < nc_; ++c) {
-        pinned[c] =
-            Min(pinned[c], Min(cond[key(last, c, 0)], cond[key(last, c, 1)]));
+    }
+    std::vector<StepFn> pinned(nc_);  // v's, min over w's class.
+    const int last = static_cast<int>(region.size()) - 1;
+    for (int cw = 0; cw < nc_; ++cw) {
+      // Per step of w's function: w's run holds exactly least_w bytes and
+      // w finishes at the step's value.
+      for (const Step& pin : f_[Key(w, cw)]) {
+        pass.w = w;
+        pass.cw = cw;
+        pass.pin = pin;
+        pass.cv = -1;
+        pass.skip = -1;
+        RegionPass(region, &pass);
+        std::vector<StepFn> apart(nc_);
+        for (int c = 0; c < nc_; ++c) {
+          pinned[c] = Min(pinned[c], pass.cond[pass.Key(last, c, 1, nc_)]);
+          apart[c] = pass.cond[pass.Key(last, c, 0, nc_)];
+        }
+        // v apart from w: v's device is a second pinned one (flag 2).
+        for (int cv = 0; cv < nc_ && skip >= 0; ++cv) {
+          if (apart[cv].empty()) continue;
+          pass.cv = cv;
+          pass.skip = skip;
+          RegionPass(region, &pass);
+          apart[cv] = Max(apart[cv], pass.cond[pass.Key(last, cv, 2, nc_)]);
+        }
+        for (int c = 0; c < nc_; ++c) pinned[c] = Min(pinned[c], apart[c]);
       }
     }
     for (int c = 0; c < nc_; ++c) {
@@ -553,6 +591,141 @@ class PathBound {
       RoundDown(&at_v, options_.max_steps);
       smallest_[Key(v, c)] = Smallest(at_v);
     }
+  }
+
+  // One computation over a region: its dominator w pinned (class cw, run
+  // memory and finish from `pin`), each op of the region on w's device
+  // (flag 1) or not (flag 0); with cv >= 0, also on the device of the
+  // region's last op v (flag 2, class cv), which reads w's tensor by edge
+  // `skip`, and flag 0 is then a third device.
+  struct Pass {
+    std::unordered_map<OpId, int> index;
+    std::vector<std::vector<uint64_t>> ancestors;
+    OpId w = -1;
+    int cw = 0;
+    Step pin{0, 0};
+    int cv = -1;
+    EdgeId skip = -1;
+    std::vector<StepFn> cond;  // Per op, class, flag.
+    std::vector<double> best;  // Their smallest values.
+    static size_t Key(int i, int c, int flag, int nc) {
+      return (static_cast<size_t>(i) * nc + c) * 3 + flag;
+    }
+  };
+  void RegionPass(const std::vector<OpId>& region, Pass* pass) const {
+    const int flags = pass->cv >= 0 ? 3 : 2;
+    const int cw = pass->cw, cv = pass->cv;
+    const Step pin = pass->pin;
+    const StepFn at_w{pin};
+    auto key = [&](int i, int c, int flag) {
+      return Pass::Key(i, c, flag, nc_);
+    };
+    // The class an op of each flag must have (-1: any).
+    auto class_of = [&](int flag) {
+      return flag == 1 ? cw : flag == 2 ? cv : -1;
+    };
+    std::vector<Input> inputs;
+    for (size_t i = 0; i < region.size(); ++i) {
+      const OpId u = region[i];
+      const int64_t s = g_.persistent_bytes(u);
+      for (int c = 0; c < nc_; ++c) {
+        for (int flag = 0; flag < flags; ++flag) {
+          StepFn& out = pass->cond[key(i, c, flag)];
+          out.clear();
+          pass->best[key(i, c, flag)] = kInfinity;
+          if ((class_of(flag) >= 0 && c != class_of(flag)) ||
+              !Placeable(u, c)) {
+            continue;
+          }
+          // The region's last op is on its own device when it is pinned.
+          if (cv >= 0 && i + 1 == region.size() && flag != 2) continue;
+          // Back on w's device, u's run shares it with w's: at least the
+          // least w's run holds.
+          const int64_t from = flag == 1 ? pin.m + s : 0;
+          // Per input op: its function on u's device, and its best
+          // arrival from another device (the latest of its tensors).
+          inputs.clear();
+          for (EdgeId e : g_.in_edges(u)) {
+            const OpId a = g_.edge_src(e);
+            static const StepFn kNowhere;
+            const StepFn* same = &kNowhere;
+            double moved = kInfinity;
+            if (a == pass->w) {
+              if (flag == 1) same = &at_w;
+              if (flag != 1 && !Together(a, u)) {
+                moved = pin.g + Transfer(e, cw, c);
+              }
+            } else {
+              const int j = pass->index.at(a);
+              same = &pass->cond[key(j, c, flag)];
+              for (int c2 = 0; c2 < nc_ && !Together(a, u); ++c2) {
+                for (int f2 = 0; f2 < flags; ++f2) {
+                  // a on u's device (w's or v's): not another device.
+                  if ((f2 == flag && flag != 0) ||
+                      (class_of(f2) >= 0 && c2 != class_of(f2))) {
+                    continue;
+                  }
+                  const double ready = pass->best[key(j, c2, f2)];
+                  double arrival = ready + Transfer(e, c2, c);
+                  if (f2 == 1 && cv >= 0 && !g_.is_control(e)) {
+                    arrival = std::max(
+                        arrival,
+                        Behind(pass->skip, e, cw, c, flag == 2, ready, pin.g));
+                  }
+                  moved = std::min(moved, arrival);
+                }
+              }
+            }
+            bool merged = false;
+            for (Input& in : inputs) {
+              if (in.op != a) continue;
+              in.moved = std::max(in.moved, moved);
+              merged = true;
+            }
+            if (!merged) inputs.push_back({a, same, moved});
+          }
+          StepFn need = Combine(inputs, flag == 1 ? pin.m : 0, pass->w,
+                                pass->ancestors, pass->index);
+          need = Restricted(Shifted(need, s, Limit(u, c)), from, Limit(u, c));
+          out = Finish(u, c, need);
+          pass->best[key(i, c, flag)] = Smallest(out);
+        }
+      }
+    }
+  }
+
+  // The earliest arrival of tensor e, ready at `ready` on w's device (class
+  // cw), on a device of class c, when w's tensor `skip` left w's device at
+  // `w_finish` for another device, v's (to_v: e goes to v's device too).
+  // Each directed link is a FIFO channel and a transfer is queued when its
+  // tensor is ready, so e, ready after w, queues behind skip: on the same
+  // route (to v's device) at every hop; elsewhere on the first hop, where
+  // every device of cw has one outgoing link. 0 where neither holds.
+  double Behind(EdgeId skip, EdgeId e, int cw, int c, bool to_v, double ready,
+                double w_finish) const {
+    const int64_t skip_bytes = g_.tensor_bytes(g_.edge_tensor(skip));
+    const int64_t bytes = g_.tensor_bytes(g_.edge_tensor(e));
+    if (!to_v) {
+      if (!single_exit_[cw]) return 0;
+      double first = kInfinity;  // skip's first hop, the least over cw.
+      for (DeviceId d : classes_.members[cw]) {
+        first = std::min(first, cost_.LinkTime(skip_bytes, exit_link_[d]));
+      }
+      return std::max(ready, w_finish + first) + Transfer(e, cw, c);
+    }
+    if (routes_.empty()) return 0;
+    const std::vector<std::vector<LinkId>>& routes = routes_[cw * nc_ + c];
+    if (routes.empty()) return 0;
+    double arrival = kInfinity;  // The least over the routes.
+    for (const std::vector<LinkId>& route : routes) {
+      double skip_end = w_finish, end = ready;
+      for (LinkId l : route) {
+        skip_end += cost_.LinkTime(skip_bytes, l);
+        end = std::max(end, skip_end) + cost_.LinkTime(bytes, l);
+      }
+      arrival = std::min(arrival, end);
+    }
+    return arrival;
   }
 
   // Regions of at most this many ops sum their branches' memory.
@@ -572,6 +745,11 @@ class PathBound {
   std::vector<double> smallest_;  // G*(v, c).
   std::vector<char> seen_;
   std::vector<int32_t> position_;
+  // Per device: its one outgoing link, a FIFO channel (-1: none, or
+  // several); per class: whether every device of it has one.
+  std::vector<LinkId> exit_link_;
+  std::vector<char> single_exit_;
+  std::vector<std::vector<std::vector<LinkId>>> routes_;  // KeepRoutes.
 };
 
 Placement PathBound::Guide() const {

@@ -20,9 +20,11 @@
 // two classes. A run holds at most the device's capacity less v's outputs
 // and temporary bytes. Each input chooses its own device: a relaxation of
 // a placement (one device per op), so the bound holds for every placement;
-// the simulator's queues and link contention only add. The bound is the
-// largest min over c of G*(v, c). Without memory limits it equals the
-// critical path. docs/simulator.md gives the argument in full.
+// the simulator's queues and link contention only add. Where paths meet,
+// regions pin their dominator's device and count one queue the simulator
+// must form (PathBoundOptions). The bound is the largest min over c of
+// G*(v, c). Without memory limits it equals the critical path.
+// docs/simulator.md gives the argument in full.
 #ifndef DPLACE_SIM_PATH_BOUND_H_
 #define DPLACE_SIM_PATH_BOUND_H_
 
@@ -40,8 +42,17 @@ struct PathBoundOptions {
   // that dominates v, every op between them knowing whether it shares w's
   // device, so that the paths cannot place w apart; over this many ops in
   // all, the rest is left to the first computation. Only when memory binds.
-  // Default: 200000.
+  // Default: 200000. A source op read by one op only (a weight) belongs to
+  // its reader: it does not keep w from dominating (else every op past
+  // the first weight of an operator graph would have no dominator).
   int64_t max_region_ops = 200000;
+  // In such a region, where v sits apart from w and reads w's tensor,
+  // that tensor is the first to leave w's device after w: each directed
+  // link is a FIFO channel, so a tensor of the region that leaves w's
+  // device later queues behind it (at every hop when it goes to v's
+  // device, on the first when w's device has one outgoing link). A
+  // residual block cut inside pays for its skip tensor. Default: true.
+  bool link_queues = true;
   // Only placements that keep every colocation group on one device (every
   // placer's do): a tensor between two ops of one group never moves, so a
   // path cannot leave a group's device between them (e.g. through a

@@ -253,6 +253,125 @@ TEST(MemoryPathBoundTest, WholeGroupsPayTheHopsAGroupForces) {
   EXPECT_EQ(ProblemLowerBound(split.bounds).binding, "forced-transfer path");
 }
 
+// A CPU (slow) and two GPUs of `gpu_memory` bytes, each linked to the CPU
+// only, at `bandwidth` bytes/s: a tensor from GPU to GPU takes two hops.
+Cluster Star(int num_gpus, int64_t gpu_memory, double bandwidth) {
+  ClusterBuilder b("star");
+  Device cpu;
+  cpu.name = "cpu";
+  cpu.kind = DeviceKind::kCpu;
+  cpu.peak_flops = 1e10;
+  cpu.memory_bandwidth = 1e15;
+  cpu.memory_bytes = 64 * kGB;
+  b.AddDevice(cpu);
+  for (int i = 0; i < num_gpus; ++i) {
+    Device gpu;
+    gpu.name = "gpu:" + std::to_string(i);
+    gpu.kind = DeviceKind::kGpu;
+    gpu.peak_flops = 1e12;
+    gpu.memory_bandwidth = 1e15;
+    gpu.memory_bytes = gpu_memory;
+    b.AddDevice(gpu);
+    b.AddLink("cpu", gpu.name, bandwidth, 1e-9, /*bidirectional=*/true);
+  }
+  return *std::move(b).Build();
+}
+
+// A residual block w -> a -> b -> v with w -> v, on three GPUs of 1 GB,
+// each linked to the CPU only (GPU to GPU: two hops of 0.1 s per 10 MB):
+// w holds 0.5 GB, a 0.25, b 0.3 and v 0.55, so w shares a GPU with a
+// alone, and v with none of the others but b. The best placement cuts
+// inside the block ({w, a} | {b} | {v}): w's tensor to v (0.4 s a hop)
+// leaves w's GPU at 1 s, so a's tensor to b, ready at 1.1 s, waits behind
+// it on that GPU's link to the CPU: b starts at 1.6 s, v at 2.8 s, the
+// step ends at 3.8 s. The bound sees the queue and is exact; without it,
+// a's tensor arrives at 1.3 s and it says 3.3 s. On two GPUs the same
+// block takes 3.9 s (b shares v's GPU and its link); the bound, which does
+// not count GPUs, stays 3.8 s.
+TEST(MemoryPathBoundTest, ACutInsideABlockWaitsForTheSkipTensor) {
+  Dag dag;
+  const OpId w = dag.Op("w", 1, 50 * kGB / 100);
+  const OpId a = dag.Op("a", 0.1, 25 * kGB / 100);
+  const OpId b = dag.Op("b", 1, 30 * kGB / 100);
+  const OpId v = dag.Op("v", 1, 55 * kGB / 100);
+  dag.Edge(w, a, 50'000'000);
+  dag.Edge(a, b, 10'000'000);
+  dag.Edge(b, v, 10'000'000);
+  dag.Edge(w, v, 40'000'000);
+  const Graph graph = std::move(dag).Build();
+  PathBoundOptions no_queues;
+  no_queues.link_queues = false;
+  const Cluster three = Star(3, kGB, 1e8);
+  const CostModel cost(graph, three);
+  EXPECT_NEAR(BruteForce(cost), 3.8, 1e-6);
+  EXPECT_NEAR(MemoryPathBound(cost), 3.8, 1e-6);
+  EXPECT_NEAR(MemoryPathBound(cost, no_queues), 3.3, 1e-6);
+  Simulator simulator(cost);
+  EXPECT_NEAR(simulator.Simulate({1, 1, 2, 3})->step_time, 3.8, 1e-6);
+
+  const Cluster two = Star(2, kGB, 1e8);
+  const CostModel on_two(graph, two);
+  EXPECT_NEAR(BruteForce(on_two), 3.9, 1e-6);
+  EXPECT_NEAR(MemoryPathBound(on_two), 3.8, 1e-6);
+}
+
+// Thousands of random chains of residual blocks (an op reading the one
+// before it and, often, one two or three back), some ops with a weight of
+// their own (a source read by that op only), on small clusters under
+// tight memory: the bound with link queues never exceeds the brute-force
+// optimum, and it rises above the bound without them where a skip tensor
+// holds a link.
+TEST(MemoryPathBoundTest, WithLinkQueuesNeverAboveTheBruteForceOptimum) {
+  std::mt19937_64 rng(20261129);
+  std::uniform_real_distribution<double> unit(0, 1);
+  PathBoundOptions no_queues;
+  no_queues.link_queues = false;
+  int lifted = 0, tight = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    Dag dag;
+    const int chain = std::uniform_int_distribution<int>(3, 5)(rng);
+    std::vector<OpId> ops;
+    int weights = 0;
+    for (int j = 0; j < chain; ++j) {
+      const double seconds = unit(rng) < 0.2 ? 0 : unit(rng);
+      const auto bytes = static_cast<int64_t>(unit(rng) * 0.7 * kGB);
+      ops.push_back(dag.Op("op" + std::to_string(j), seconds, bytes));
+      auto tensor = [&] { return static_cast<int64_t>(unit(rng) * 1e8) + 1; };
+      if (j > 0) dag.Edge(ops[j - 1], ops[j], tensor());
+      if (j > 1 && unit(rng) < 0.6) {
+        const int back = std::uniform_int_distribution<int>(2, 3)(rng);
+        if (j - back >= 0) dag.Edge(ops[j - back], ops[j], tensor());
+      }
+      if (chain + weights < 6 && unit(rng) < 0.25) {
+        const OpId weight = dag.Op("w" + std::to_string(j), 0,
+                                   static_cast<int64_t>(unit(rng) * 0.3 * kGB));
+        dag.Edge(weight, ops[j], tensor());
+        ++weights;
+      }
+    }
+    const Graph graph = std::move(dag).Build();
+    const int64_t memory =
+        std::uniform_int_distribution<int64_t>(kGB / 2, 2 * kGB)(rng);
+    const Cluster cluster =
+        unit(rng) < 0.5 ? Star(std::uniform_int_distribution<int>(2, 3)(rng),
+                               memory, 1e8 + unit(rng) * 1e9)
+                        : SmallCluster(rng, memory);
+    const CostModel cost(graph, cluster);
+    const double bound = MemoryPathBound(cost);
+    const double optimum = BruteForce(cost);
+    ASSERT_LE(bound, optimum * (1 + 1e-9))
+        << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
+    const double without = MemoryPathBound(cost, no_queues);
+    ASSERT_GE(bound, without * (1 - 1e-12)) << trial;
+    if (bound > without * (1 + 1e-9)) ++lifted;
+    if (optimum < kInfinity && bound >= optimum * (1 - 1e-9)) ++tight;
+  }
+  EXPECT_GT(lifted, 20) << lifted;
+  EXPECT_GT(tight, 300) << tight;
+  std::cout << lifted << " cases above the bound without link queues, " << tight
+            << " equal to the optimum\n";
+}
+
 // With memory to spare, the bound is the critical path: every op on its
 // fastest device, transfers free.
 TEST(MemoryPathBoundTest, IsTheCriticalPathWhenMemoryDoesNotBind) {

@@ -10,121 +10,28 @@
 
 #include "dplace/graph/placement.h"
 #include "dplace/sim/device_classes.h"
+#include "dplace/sim/dominators.h"
+#include "dplace/sim/step_function.h"
 
 namespace dplace {
 namespace {
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
+using sim_detail::At;
+using sim_detail::ImmediateDominators;
+using sim_detail::kInfinity;
+using sim_detail::Max;
+using sim_detail::Min;
+using sim_detail::MinWith;
+using sim_detail::OwnSource;
+using sim_detail::Restricted;
+using sim_detail::RoundDown;
+using sim_detail::Shifted;
+using sim_detail::Smallest;
+using sim_detail::Step;
+using sim_detail::StepFn;
 // Memory of a class that never binds (more than the graph's persistent
 // bytes): far from int64's end, so shifts cannot overflow.
 constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
-
-// A non-increasing step function of m >= 0: infinity below steps[0].m, and
-// steps[i].g on [steps[i].m, steps[i + 1].m). Empty: infinity everywhere.
-struct Step {
-  int64_t m;
-  double g;
-};
-using StepFn = std::vector<Step>;
-
-double Smallest(const StepFn& f) { return f.empty() ? kInfinity : f.back().g; }
-
-// f(m - s), only up to m <= hi.
-StepFn Shifted(const StepFn& f, int64_t s, int64_t hi) {
-  StepFn out;
-  for (const Step& step : f) {
-    if (step.m > hi - s) break;
-    out.push_back({step.m + s, step.g});
-  }
-  return out;
-}
-
-// min(f(m), k) for every m >= from; f(m) below it.
-StepFn MinWith(const StepFn& f, double k, int64_t from = 0) {
-  if (k == kInfinity) return f;
-  StepFn out;
-  for (const Step& step : f) {
-    if (step.m >= from) break;
-    out.push_back(step);
-  }
-  const double before = out.empty() ? kInfinity : out.back().g;
-  if (k < before) out.push_back({from, k});
-  for (const Step& step : f) {
-    if (step.m < from || step.g >= std::min(k, before)) continue;
-    if (!out.empty() && out.back().m == step.m) out.pop_back();
-    out.push_back(step);
-  }
-  return out;
-}
-
-// The value of f at m.
-double At(const StepFn& f, int64_t m) {
-  double g = kInfinity;
-  for (const Step& step : f) {
-    if (step.m > m) break;
-    g = step.g;
-  }
-  return g;
-}
-
-// combine(a(m), b(m)) at every step of either, kept where it falls (both
-// are non-increasing, so max and min are too); none before both start.
-template <typename Combine>
-StepFn Merge(const StepFn& a, const StepFn& b, Combine combine) {
-  StepFn out;
-  size_t i = 0, j = 0;
-  double ga = kInfinity, gb = kInfinity;
-  while (i < a.size() || j < b.size()) {
-    int64_t m;
-    if (j == b.size() || (i < a.size() && a[i].m < b[j].m)) {
-      m = a[i].m;
-    } else {
-      m = b[j].m;
-    }
-    while (i < a.size() && a[i].m == m) ga = a[i++].g;
-    while (j < b.size() && b[j].m == m) gb = b[j++].g;
-    const double g = combine(ga, gb);
-    if (g == kInfinity) continue;
-    if (out.empty() || g < out.back().g) out.push_back({m, g});
-  }
-  return out;
-}
-
-// max(a(m), b(m)): non-increasing again.
-StepFn Max(const StepFn& a, const StepFn& b) {
-  if (a.empty() || b.empty()) return {};
-  return Merge(a, b, [](double x, double y) { return std::max(x, y); });
-}
-
-// f on [lo, hi], infinity outside.
-StepFn Restricted(const StepFn& f, int64_t lo, int64_t hi) {
-  if (lo > hi) return {};
-  StepFn out;
-  const double at_lo = At(f, lo);
-  if (at_lo < kInfinity) out.push_back({lo, at_lo});
-  for (const Step& step : f) {
-    if (step.m <= lo) continue;
-    if (step.m > hi) break;
-    out.push_back(step);
-  }
-  return out;
-}
-
-// At most `max_steps` steps: the step with the smallest drop to the next is
-// merged into it (its interval takes the next, lower value), so the function
-// only decreases and stays a bound.
-void RoundDown(StepFn* f, int max_steps) {
-  while (static_cast<int>(f->size()) > std::max(1, max_steps)) {
-    size_t best = 0;
-    for (size_t i = 1; i + 1 < f->size(); ++i) {
-      if ((*f)[i].g - (*f)[i + 1].g < (*f)[best].g - (*f)[best + 1].g) {
-        best = i;
-      }
-    }
-    (*f)[best + 1].m = (*f)[best].m;
-    f->erase(f->begin() + static_cast<std::ptrdiff_t>(best));
-  }
-}
 
 // The memory a run on each class may hold: the devices' capacity, or
 // kUnlimited where a device holds every persistent byte and the largest
@@ -148,61 +55,6 @@ std::vector<int64_t> RunCapacities(const CostModel& cost,
     capacity.push_back(memory - largest_op >= persistent ? kUnlimited : memory);
   }
   return capacity;
-}
-
-// min(a(m), b(m)): non-increasing again.
-StepFn Min(const StepFn& a, const StepFn& b) {
-  if (a.empty()) return b;
-  if (b.empty()) return a;
-  return Merge(a, b, [](double x, double y) { return std::min(x, y); });
-}
-
-// Whether u is a source op whose tensors go to one op only (a weight): it
-// belongs to that op and takes no part in domination.
-bool OwnSource(const Graph& g, OpId u) {
-  if (!g.in_edges(u).empty()) return false;
-  const Span<EdgeId> out = g.out_edges(u);
-  for (EdgeId e : out) {
-    if (g.edge_dst(e) != g.edge_dst(out[0])) return false;
-  }
-  return true;
-}
-
-// Immediate dominators of a DAG below a virtual root joined to its sources,
-// OwnSource ops left out: -1 where only the root dominates. Every path to v
-// from a source that is not its own passes idom[v]; so an op that reaches
-// v without passing idom[v] is not an ancestor of it, nor is its own
-// source (their bytes are not in idom[v]'s run). depth[v]: v's depth in the
-// dominator tree (the root's children have depth 1).
-std::vector<OpId> ImmediateDominators(const Graph& g,
-                                      std::vector<int32_t>* depth) {
-  std::vector<OpId> idom(g.num_ops(), -1);
-  depth->assign(g.num_ops(), 1);
-  auto intersect = [&](OpId a, OpId b) {
-    while (a != b) {
-      if (a < 0 || b < 0) return OpId{-1};
-      if ((*depth)[a] >= (*depth)[b]) {
-        a = idom[a];
-      } else {
-        b = idom[b];
-      }
-    }
-    return a;
-  };
-  for (OpId v : g.topological_order()) {
-    bool first = true;
-    OpId d = -1;
-    for (EdgeId e : g.in_edges(v)) {
-      const OpId u = g.edge_src(e);
-      if (OwnSource(g, u)) continue;
-      d = first ? u : intersect(d, u);
-      first = false;
-      if (d < 0) break;
-    }
-    idom[v] = d;
-    (*depth)[v] = d < 0 ? 1 : (*depth)[d] + 1;
-  }
-  return idom;
 }
 
 // The bound's state and its two ways of computing an op's functions: from

@@ -1,0 +1,136 @@
+// Non-increasing step functions of a device's memory, the values of the
+// memory-aware path bound (path_bound.cc): G(v, c, m), v's earliest finish
+// on class c when its run holds at most m bytes. Internal to the bound;
+// apart so that the bound reads as its algorithm.
+#ifndef DPLACE_SIM_STEP_FUNCTION_H_
+#define DPLACE_SIM_STEP_FUNCTION_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace dplace::sim_detail {
+
+inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// A non-increasing step function of m >= 0: infinity below steps[0].m, and
+// steps[i].g on [steps[i].m, steps[i + 1].m). Empty: infinity everywhere.
+struct Step {
+  int64_t m;
+  double g;
+};
+using StepFn = std::vector<Step>;
+
+inline double Smallest(const StepFn& f) {
+  return f.empty() ? kInfinity : f.back().g;
+}
+
+// f(m - s), only up to m <= hi.
+inline StepFn Shifted(const StepFn& f, int64_t s, int64_t hi) {
+  StepFn out;
+  for (const Step& step : f) {
+    if (step.m > hi - s) break;
+    out.push_back({step.m + s, step.g});
+  }
+  return out;
+}
+
+// min(f(m), k) for every m >= from; f(m) below it.
+inline StepFn MinWith(const StepFn& f, double k, int64_t from = 0) {
+  if (k == kInfinity) return f;
+  StepFn out;
+  for (const Step& step : f) {
+    if (step.m >= from) break;
+    out.push_back(step);
+  }
+  const double before = out.empty() ? kInfinity : out.back().g;
+  if (k < before) out.push_back({from, k});
+  for (const Step& step : f) {
+    if (step.m < from || step.g >= std::min(k, before)) continue;
+    if (!out.empty() && out.back().m == step.m) out.pop_back();
+    out.push_back(step);
+  }
+  return out;
+}
+
+// The value of f at m.
+inline double At(const StepFn& f, int64_t m) {
+  double g = kInfinity;
+  for (const Step& step : f) {
+    if (step.m > m) break;
+    g = step.g;
+  }
+  return g;
+}
+
+// combine(a(m), b(m)) at every step of either, kept where it falls (both
+// are non-increasing, so max and min are too); none before both start.
+template <typename Combine>
+StepFn Merge(const StepFn& a, const StepFn& b, Combine combine) {
+  StepFn out;
+  size_t i = 0, j = 0;
+  double ga = kInfinity, gb = kInfinity;
+  while (i < a.size() || j < b.size()) {
+    int64_t m;
+    if (j == b.size() || (i < a.size() && a[i].m < b[j].m)) {
+      m = a[i].m;
+    } else {
+      m = b[j].m;
+    }
+    while (i < a.size() && a[i].m == m) ga = a[i++].g;
+    while (j < b.size() && b[j].m == m) gb = b[j++].g;
+    const double g = combine(ga, gb);
+    if (g == kInfinity) continue;
+    if (out.empty() || g < out.back().g) out.push_back({m, g});
+  }
+  return out;
+}
+
+// max(a(m), b(m)): non-increasing again.
+inline StepFn Max(const StepFn& a, const StepFn& b) {
+  if (a.empty() || b.empty()) return {};
+  return Merge(a, b, [](double x, double y) { return std::max(x, y); });
+}
+
+// f on [lo, hi], infinity outside.
+inline StepFn Restricted(const StepFn& f, int64_t lo, int64_t hi) {
+  if (lo > hi) return {};
+  StepFn out;
+  const double at_lo = At(f, lo);
+  if (at_lo < kInfinity) out.push_back({lo, at_lo});
+  for (const Step& step : f) {
+    if (step.m <= lo) continue;
+    if (step.m > hi) break;
+    out.push_back(step);
+  }
+  return out;
+}
+
+// At most `max_steps` steps: the step with the smallest drop to the next is
+// merged into it (its interval takes the next, lower value), so the function
+// only decreases and stays a bound.
+inline void RoundDown(StepFn* f, int max_steps) {
+  while (static_cast<int>(f->size()) > std::max(1, max_steps)) {
+    size_t best = 0;
+    for (size_t i = 1; i + 1 < f->size(); ++i) {
+      if ((*f)[i].g - (*f)[i + 1].g < (*f)[best].g - (*f)[best + 1].g) {
+        best = i;
+      }
+    }
+    (*f)[best + 1].m = (*f)[best].m;
+    f->erase(f->begin() + static_cast<std::ptrdiff_t>(best));
+  }
+}
+
+// min(a(m), b(m)): non-increasing again.
+inline StepFn Min(const StepFn& a, const StepFn& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return Merge(a, b, [](double x, double y) { return std::min(x, y); });
+}
+
+}  // namespace dplace::sim_detail
+
+#endif  // DPLACE_SIM_STEP_FUNCTION_H_

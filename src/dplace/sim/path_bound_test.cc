@@ -199,62 +199,9 @@ TEST(MemoryPathBoundTest, WholeGroupsNeverAboveTheirBruteForceOptimum) {
             << " equal to the optimum\n";
 }
 
-// a -> p -> c on two GPUs of 1 GB linked through a (slow) CPU: a and c
-// take 1 s and 0.3 and 0.6 GB, p, a's zero-time output node in a's
-// colocation group, 0.5 GB; p reads nothing from a (0 bytes) and sends c
-// 0.1 GB (0.1 s a hop), and cannot share a GPU with c. On the CPU, p
-// carries the tensor in one hop: 2.1 s; kept with a, two: 2.2 s. Each
-// bound is its placements' optimum, and a step carries the whole-groups
-// bound only when its placement keeps p with a.
-TEST(MemoryPathBoundTest, WholeGroupsPayTheHopsAGroupForces) {
-  Dag dag;
-  const OpId a = dag.Op("a", 1, 3 * kGB / 10, "a");
-  const OpId p = dag.Op("p", 0, 5 * kGB / 10, "a");
-  const OpId c = dag.Op("c", 1, 6 * kGB / 10);
-  dag.Edge(a, p, 0);
-  dag.Edge(p, c, kGB / 10);
-  const Graph graph = std::move(dag).Build();
-  ClusterBuilder b("star");
-  Device cpu;
-  cpu.name = "cpu";
-  cpu.kind = DeviceKind::kCpu;
-  cpu.peak_flops = 1e10;
-  cpu.memory_bandwidth = 1e15;
-  cpu.memory_bytes = 64 * kGB;
-  b.AddDevice(cpu);
-  for (const char* name : {"gpu:0", "gpu:1"}) {
-    Device gpu;
-    gpu.name = name;
-    gpu.kind = DeviceKind::kGpu;
-    gpu.peak_flops = 1e12;
-    gpu.memory_bandwidth = 1e15;
-    gpu.memory_bytes = kGB;
-    b.AddDevice(gpu);
-    b.AddLink("cpu", name, 1e9, 1e-9, /*bidirectional=*/true);
-  }
-  const Cluster cluster = *std::move(b).Build();
-  const CostModel cost(graph, cluster);
-  PathBoundOptions whole;
-  whole.whole_groups = true;
-  EXPECT_NEAR(MemoryPathBound(cost), 2.1, 1e-6);
-  EXPECT_NEAR(MemoryPathBound(cost, whole), 2.2, 1e-6);
-  EXPECT_NEAR(BruteForce(cost), 2.1, 1e-6);
-  EXPECT_NEAR(BruteForce(cost, /*whole_groups=*/true), 2.2, 1e-6);
-
-  Simulator simulator(cost);
-  const SimResult split = *simulator.Simulate({1, 0, 2});
-  EXPECT_NEAR(split.step_time, 2.1, 1e-6);
-  EXPECT_EQ(split.bounds.memory_path_whole_groups, 0);
-  const SimResult kept = *simulator.Simulate({1, 1, 2});
-  EXPECT_NEAR(kept.step_time, 2.2, 1e-6);
-  EXPECT_NEAR(kept.bounds.memory_path_whole_groups, 2.2, 1e-6);
-  EXPECT_TRUE(ProvenOptimal(kept.step_time, ProblemLowerBound(kept.bounds)));
-  EXPECT_EQ(ProblemLowerBound(kept.bounds).binding, kWholeGroupsBoundName);
-  EXPECT_EQ(ProblemLowerBound(split.bounds).binding, "forced-transfer path");
-}
-
-// A CPU (slow) and two GPUs of `gpu_memory` bytes, each linked to the CPU
-// only, at `bandwidth` bytes/s: a tensor from GPU to GPU takes two hops.
+// A CPU (slow) and `num_gpus` GPUs of `gpu_memory` bytes, each linked to
+// the CPU only, at `bandwidth` bytes/s: a tensor from GPU to GPU takes two
+// hops.
 Cluster Star(int num_gpus, int64_t gpu_memory, double bandwidth) {
   ClusterBuilder b("star");
   Device cpu;
@@ -275,6 +222,42 @@ Cluster Star(int num_gpus, int64_t gpu_memory, double bandwidth) {
     b.AddLink("cpu", gpu.name, bandwidth, 1e-9, /*bidirectional=*/true);
   }
   return *std::move(b).Build();
+}
+
+// a -> p -> c on two GPUs of 1 GB linked through a (slow) CPU: a and c
+// take 1 s and 0.3 and 0.6 GB, p, a's zero-time output node in a's
+// colocation group, 0.5 GB; p reads nothing from a (0 bytes) and sends c
+// 0.1 GB (0.1 s a hop), and cannot share a GPU with c. On the CPU, p
+// carries the tensor in one hop: 2.1 s; kept with a, two: 2.2 s. Each
+// bound is its placements' optimum, and a step carries the whole-groups
+// bound only when its placement keeps p with a.
+TEST(MemoryPathBoundTest, WholeGroupsPayTheHopsAGroupForces) {
+  Dag dag;
+  const OpId a = dag.Op("a", 1, 3 * kGB / 10, "a");
+  const OpId p = dag.Op("p", 0, 5 * kGB / 10, "a");
+  const OpId c = dag.Op("c", 1, 6 * kGB / 10);
+  dag.Edge(a, p, 0);
+  dag.Edge(p, c, kGB / 10);
+  const Graph graph = std::move(dag).Build();
+  const Cluster cluster = Star(2, kGB, 1e9);
+  const CostModel cost(graph, cluster);
+  PathBoundOptions whole;
+  whole.whole_groups = true;
+  EXPECT_NEAR(MemoryPathBound(cost), 2.1, 1e-6);
+  EXPECT_NEAR(MemoryPathBound(cost, whole), 2.2, 1e-6);
+  EXPECT_NEAR(BruteForce(cost), 2.1, 1e-6);
+  EXPECT_NEAR(BruteForce(cost, /*whole_groups=*/true), 2.2, 1e-6);
+
+  Simulator simulator(cost);
+  const SimResult split = *simulator.Simulate({1, 0, 2});
+  EXPECT_NEAR(split.step_time, 2.1, 1e-6);
+  EXPECT_EQ(split.bounds.memory_path_whole_groups, 0);
+  const SimResult kept = *simulator.Simulate({1, 1, 2});
+  EXPECT_NEAR(kept.step_time, 2.2, 1e-6);
+  EXPECT_NEAR(kept.bounds.memory_path_whole_groups, 2.2, 1e-6);
+  EXPECT_TRUE(ProvenOptimal(kept.step_time, ProblemLowerBound(kept.bounds)));
+  EXPECT_EQ(ProblemLowerBound(kept.bounds).binding, kWholeGroupsBoundName);
+  EXPECT_EQ(ProblemLowerBound(split.bounds).binding, "forced-transfer path");
 }
 
 // A residual block w -> a -> b -> v with w -> v, on three GPUs of 1 GB,

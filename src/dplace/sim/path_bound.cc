@@ -84,7 +84,17 @@ class PathBound {
     }
     for (int c = 0; c < nc_; ++c) memory_binds_ |= capacity_[c] != kUnlimited;
     if (options_.whole_groups) group_ = ColocationHintGroups(g_).group;
-    const Cluster& cluster = cost.cluster();
+    if (options_.link_queues && memory_binds_) KeepLinks();
+  }
+
+  // What Behind reads. exit_link_ and single_exit_: each device's one
+  // outgoing link, a FIFO channel, and whether every device of a class has
+  // one. routes_: per class pair, the routes between two distinct devices
+  // of them, one per sequence of hop figures (eight GPUs behind one host
+  // have one), or none when a route has a hop its destination copies (not
+  // a FIFO channel).
+  void KeepLinks() {
+    const Cluster& cluster = cost_.cluster();
     exit_link_.assign(cluster.num_devices(), -1);
     std::vector<int> out_links(cluster.num_devices(), 0);
     for (LinkId l = 0; l < cluster.num_links(); ++l) {
@@ -100,15 +110,6 @@ class PathBound {
       for (DeviceId d : classes_.members[c]) single &= exit_link_[d] >= 0;
       single_exit_.push_back(single);
     }
-    if (options_.link_queues && memory_binds_) KeepRoutes();
-  }
-
-  // routes_: per class pair, the routes between two distinct devices of
-  // them, one per sequence of hop figures (eight GPUs behind one host
-  // have one), or none when a route has a hop its destination copies
-  // (not a FIFO channel).
-  void KeepRoutes() {
-    const Cluster& cluster = cost_.cluster();
     routes_.resize(static_cast<size_t>(nc_) * nc_);
     for (int a = 0; a < nc_; ++a) {
       for (int b = 0; b < nc_; ++b) {
@@ -597,11 +598,11 @@ class PathBound {
   std::vector<double> smallest_;  // G*(v, c).
   std::vector<char> seen_;
   std::vector<int32_t> position_;
-  // Per device: its one outgoing link, a FIFO channel (-1: none, or
-  // several); per class: whether every device of it has one.
+  // KeepLinks: per device, its one outgoing link (-1: none, or several);
+  // per class, whether every device of it has one.
   std::vector<LinkId> exit_link_;
   std::vector<char> single_exit_;
-  std::vector<std::vector<std::vector<LinkId>>> routes_;  // KeepRoutes.
+  std::vector<std::vector<std::vector<LinkId>>> routes_;  // KeepLinks.
 };
 
 Placement PathBound::Guide() const {

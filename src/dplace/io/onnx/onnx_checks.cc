@@ -56,34 +56,6 @@ Status CheckRawData(const std::string& source, const TensorProto& t,
 
 }  // namespace
 
-// libonnx 1.12's shape inference for the LSTM, GRU and RNN of opsets 1
-// to 6 reads X's dims without checking its rank (a SEGV found by
-// onnx_import_fuzzer); opset 7's checks it. No exporter in use writes
-// those opsets.
-Status CheckRecurrentOpset(const ModelProto& model, const std::string& source) {
-  int64_t version = 0;
-  for (const auto& opset : model.opset_import()) {
-    if (opset.domain().empty() || opset.domain() == "ai.onnx") {
-      version = std::max<int64_t>(version, opset.version());
-    }
-  }
-  // Below 1 libonnx has no schema for them, so it infers nothing.
-  if (version < 1 || version >= 7) return Status::Ok();
-  for (int i = 0; i < model.graph().node_size(); ++i) {
-    const NodeProto& node = model.graph().node(i);
-    const std::string& type = node.op_type();
-    if ((type == "LSTM" || type == "GRU" || type == "RNN") &&
-        (node.domain().empty() || node.domain() == "ai.onnx")) {
-      return Error(source,
-                   DescribeNode(node, i) + ": " + type + " of opset " +
-                       std::to_string(version) +
-                       " is not supported (opset 7 or newer is; re-export "
-                       "with a newer opset_version)");
-    }
-  }
-  return Status::Ok();
-}
-
 Status CheckNodeInputs(const GraphProto& graph, const std::string& source) {
   std::unordered_set<std::string> defined;
   for (const ValueInfoProto& v : graph.input()) defined.insert(v.name());

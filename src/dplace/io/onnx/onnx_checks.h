@@ -14,12 +14,6 @@
 
 namespace dplace::onnx_internal {
 
-// The LSTM, GRU and RNN of opsets 1 to 6, whose inference reads X's dims
-// without checking its rank (opset 7's checks it; no exporter in use writes
-// the older ones), are refused.
-Status CheckRecurrentOpset(const ::onnx::ModelProto& model,
-                           const std::string& source);
-
 // Every node input names a graph input, an initializer or an earlier
 // node's output (an undefined input of Shape gets a null type); each tensor
 // is assigned once; window attributes (strides, dilations, kernel_shape,

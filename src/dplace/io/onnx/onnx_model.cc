@@ -111,26 +111,46 @@ Status OnnxModel::Parse(const std::string& bytes) {
 Status OnnxModel::CheckOpsets() {
   const auto& known =
       ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
-  bool has_default = false;
+  std::unordered_map<std::string, int64_t> imported;
   for (const auto& opset : model_.opset_import()) {
     const std::string domain =
         opset.domain() == "ai.onnx" ? "" : opset.domain();
-    has_default = has_default || domain.empty();
+    const std::string shown = domain.empty() ? "ai.onnx" : domain;
+    // Two versions of one domain: libonnx's inference keeps the last, the
+    // checks here would read another.
+    auto [it_imported, added] = imported.try_emplace(domain, opset.version());
+    if (!added && it_imported->second != opset.version()) {
+      return Error("opset_import: domain " + shown +
+                   " is imported at two opsets (" +
+                   std::to_string(it_imported->second) + " and " +
+                   std::to_string(opset.version()) +
+                   "); a model imports each domain at one opset");
+    }
     auto it = known.find(domain);
     if (it != known.end() && opset.version() > it->second.second) {
       warnings_.push_back(
           source_ + ": opset " + std::to_string(opset.version()) +
-          " of domain '" + (domain.empty() ? "ai.onnx" : domain) +
+          " of domain '" + shown +
           "' is newer than this build's libonnx knows (" +
           std::to_string(it->second.second) +
           "): shapes are inferred with the newest operator definitions it "
           "has, which may differ");
     }
   }
-  if (!has_default) {
+  const auto it = imported.find("");
+  if (it == imported.end()) {
     return Error("opset_import: no version for the default domain ai.onnx");
   }
-  return CheckRecurrentOpset(model_, source_);
+  // libonnx 1.12's shape inference of operator versions before opset 7
+  // crashes on some models (found by onnx_import_fuzzer: the LSTM, GRU and
+  // RNN of opsets 1 to 6 read X's dims unchecked; a chain of opset-6
+  // operators read through a bad pointer). No exporter in use writes them.
+  if (it->second < 7) {
+    return Error("opset_import: ai.onnx opset " + std::to_string(it->second) +
+                 " is not supported (opset 7 or newer is; re-export with a "
+                 "newer opset_version)");
+  }
+  return Status::Ok();
 }
 
 void OnnxModel::WarnAboutFunctions() {

@@ -1,7 +1,11 @@
 #include "dplace/sim/path_bound.h"
 
+#include <glpk.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <unordered_map>
@@ -413,6 +417,8 @@ class PathBound {
     std::vector<StepFn> pinned(nc_);  // v's, min over w's class.
     const int last = static_cast<int>(region.size()) - 1;
     for (int cw = 0; cw < nc_; ++cw) {
+      pass.cut = CutFloors(w, region, pass.index, cw);
+      pass.next_hop = NextHops(w, region, cw);
       // Per step of w's function: w's run holds exactly least_w bytes and
       // w finishes at the step's value.
       for (const Step& pin : f_[Key(w, cw)]) {
@@ -459,8 +465,10 @@ class PathBound {
     Step pin{0, 0};
     int cv = -1;
     EdgeId skip = -1;
-    std::vector<StepFn> cond;  // Per op, class, flag.
-    std::vector<double> best;  // Their smallest values.
+    std::vector<double> cut;       // Per op, apart from w: CutFloors.
+    std::vector<double> next_hop;  // Per class: NextHops.
+    std::vector<StepFn> cond;      // Per op, class, flag.
+    std::vector<double> best;      // Their smallest values.
     static size_t Key(int i, int c, int flag, int nc) {
       return (static_cast<size_t>(i) * nc + c) * 3 + flag;
     }
@@ -539,6 +547,10 @@ class PathBound {
           }
           StepFn need = Combine(inputs, flag == 1 ? pin.m : 0, pass->w,
                                 pass->ancestors, pass->index);
+          if (flag != 1 && pass->cut[i] > 0) {
+            need = Max(need,
+                       StepFn{{0, pin.g + pass->cut[i] + pass->next_hop[c]}});
+          }
           need = Restricted(Shifted(need, s, Limit(u, c)), from, Limit(u, c));
           out = Finish(u, c, need);
           pass->best[key(i, c, flag)] = Smallest(out);
@@ -579,6 +591,110 @@ class PathBound {
       arrival = std::min(arrival, end);
     }
     return arrival;
+  }
+
+  // Per op u of the region: how long after w finishes u can start on
+  // another device than w's, where that device has one outgoing link (a
+  // FIFO channel): every path from w to u leaves w's device somewhere, by
+  // a tensor of an op there (w or an op after it) sent on that one link,
+  // so the tensors that first leave it form a cut between w and u, and the
+  // link carries them one after another from w's finish on; u reads each
+  // after it crossed. The least such cut is a maximum flow (GLPK's
+  // Ford-Fulkerson), each tensor weighing its first hop out of a device of
+  // class cw, rounded down to 0.1 us; control edges carry no tensor and
+  // are left out. Zeros where the class has several outgoing links.
+  std::vector<double> CutFloors(OpId w, const std::vector<OpId>& region,
+                                const std::unordered_map<OpId, int>& index,
+                                int cw) const {
+    std::vector<double> floors(region.size(), 0);
+    if (single_exit_.empty() || !single_exit_[cw]) return floors;
+    constexpr double kUnitsPerSecond = 1e7;
+    constexpr double kMostUnits = 1 << 24;  // A tensor's; sums fit an int.
+    constexpr double kThrough = 1 << 30;    // An op's arcs: never cut.
+    glp_graph* net = glp_create_graph(0, sizeof(double));
+    // Vertex 1: w; 2 + i: region[i]; then each tensor's in and out.
+    glp_add_vertices(net, static_cast<int>(region.size()) + 1);
+    auto arc = [&](int from, int to, double units) {
+      glp_arc* a = glp_add_arc(net, from, to);
+      std::memcpy(a->data, &units, sizeof(double));
+    };
+    auto vertex = [&](OpId op) { return op == w ? 1 : 2 + index.at(op); };
+    std::unordered_map<TensorId, int> tensor_in;
+    int outputs_of_w = 0;
+    for (size_t i = 0; i < region.size(); ++i) {
+      for (EdgeId e : g_.in_edges(region[i])) {
+        if (g_.is_control(e)) continue;
+        const TensorId t = g_.edge_tensor(e);
+        auto [it, added] = tensor_in.try_emplace(t, 0);
+        if (added) {
+          const OpId producer = g_.edge_src(e);
+          outputs_of_w += producer == w;
+          double first = kInfinity;
+          for (DeviceId d : classes_.members[cw]) {
+            first = std::min(first,
+                             cost_.LinkTime(g_.tensor_bytes(t), exit_link_[d]));
+          }
+          it->second = glp_add_vertices(net, 2);
+          arc(vertex(producer), it->second, kThrough);
+          arc(it->second, it->second + 1,
+              std::floor(std::min(first * kUnitsPerSecond, kMostUnits)));
+        }
+        arc(it->second + 1, 2 + static_cast<int>(i), kThrough);
+      }
+    }
+    // Every flow leaves through w's tensors: at most 64 keep it an int.
+    for (size_t i = 0; i < region.size() && outputs_of_w <= 64; ++i) {
+      double flow = 0;
+      if (glp_maxflow_ffalg(net, 1, 2 + static_cast<int>(i), 0, &flow, -1,
+                            -1) == 0) {
+        floors[i] = flow / kUnitsPerSecond;
+      }
+    }
+    glp_delete_graph(net);
+    return floors;
+  }
+
+  // Per class c: after the last tensor of such a cut leaves w's device,
+  // how long at least until an op on a device of class c can start, when
+  // no device of c is the far end of that link (else 0). The tensor's
+  // reader y is on u's device, and the tensor's last hop into it starts
+  // after its first ends; or y is elsewhere, and an op between y and u
+  // sends a tensor (or a control edge's latency) into u's device after y
+  // started. Either is an edge of the region entering a device of class c:
+  // at least the least such hop.
+  // A source op other than w (a weight) follows no op: its edges are left
+  // out.
+  std::vector<double> NextHops(OpId w, const std::vector<OpId>& region,
+                               int cw) const {
+    std::vector<double> hops(nc_, 0);
+    if (single_exit_.empty() || !single_exit_[cw]) return hops;
+    const Cluster& cluster = cost_.cluster();
+    std::vector<int> class_of(cluster.num_devices());
+    for (int c = 0; c < nc_; ++c) {
+      for (DeviceId d : classes_.members[c]) class_of[d] = c;
+    }
+    std::vector<char> far_end(nc_, 0);
+    for (DeviceId d : classes_.members[cw]) {
+      far_end[class_of[cluster.link(exit_link_[d]).to]] = 1;
+    }
+    for (int c = 0; c < nc_; ++c) {
+      if (far_end[c]) continue;
+      double least = kInfinity;
+      for (LinkId l = 0; l < cluster.num_links(); ++l) {
+        if (class_of[cluster.link(l).to] != c) continue;
+        for (OpId u : region) {
+          for (EdgeId e : g_.in_edges(u)) {
+            const OpId from = g_.edge_src(e);
+            if (from != w && g_.in_edges(from).empty()) continue;
+            const int64_t bytes =
+                g_.is_control(e) ? 0 : g_.tensor_bytes(g_.edge_tensor(e));
+            least = std::min(least, cost_.LinkTime(bytes, l));
+          }
+        }
+      }
+      hops[c] = least < kInfinity ? least : 0;
+    }
+    return hops;
   }
 
   // Regions of at most this many ops sum their branches' memory.

@@ -21,8 +21,8 @@
 // and temporary bytes. Each input chooses its own device: a relaxation of
 // a placement (one device per op), so the bound holds for every placement;
 // the simulator's queues and link contention only add. Where paths meet,
-// regions pin their dominator's device and count one queue the simulator
-// must form (PathBoundOptions). The bound is the largest min over c of
+// regions pin their dominator's device and count the queues the simulator
+// must form on links (PathBoundOptions). The bound is the largest min over c of
 // G*(v, c). Without memory limits it equals the critical path.
 // docs/simulator.md gives the argument in full.
 #ifndef DPLACE_SIM_PATH_BOUND_H_
@@ -51,7 +51,12 @@ struct PathBoundOptions {
   // link is a FIFO channel, so a tensor of the region that leaves w's
   // device later queues behind it (at every hop when it goes to v's
   // device, on the first when w's device has one outgoing link). A
-  // residual block cut inside pays for its skip tensor. Default: true.
+  // residual block cut inside pays for its skip tensor. And where each
+  // device of w's class has one outgoing link, an op of the region on
+  // another device starts at least the least cut of tensors between w and
+  // it (a maximum flow, each tensor weighing its first hop) after w
+  // finishes: the tensors that leave w's device cross that link one after
+  // another. Default: true.
   bool link_queues = true;
   // Only placements that keep every colocation group on one device (every
   // placer's do): a tensor between two ops of one group never moves, so a

@@ -355,6 +355,99 @@ TEST(MemoryPathBoundTest, WithLinkQueuesNeverAboveTheBruteForceOptimum) {
             << " equal to the optimum\n";
 }
 
+// w, then three branches a, b, c of one op each, joined by v, on two GPUs
+// of 2 GB behind a CPU at 1e8 bytes/s: w (1 s, 1.2 GB) and v (1 s, 1.0
+// GB) cannot share a GPU. w sends each branch 100 MB (1 s a hop), each
+// branch sends v 50 MB (0.5 s). Wherever the branches run, the tensors
+// that leave w's GPU on the way to v (w's three, or the branches' three,
+// or a mix) cross its one link to the CPU one after another, at least 1.5
+// s after w finishes, and then one more hop into v's GPU, at least 0.5 s:
+// v starts at 3 s, against 2.1 s for a path paying one branch's two hops.
+// The optimum, 4.1 s, also waits for the branch tensors queued on the
+// CPU's link into v's GPU.
+TEST(MemoryPathBoundTest, BranchesLeavingADeviceQueueOnItsOneLink) {
+  Dag dag;
+  const OpId w = dag.Op("w", 1, 12 * kGB / 10);
+  const OpId v = dag.Op("v", 1, kGB);
+  for (const char* name : {"a", "b", "c"}) {
+    const OpId branch = dag.Op(name, 0.1, kGB / 10);
+    dag.Edge(w, branch, 100'000'000);
+    dag.Edge(branch, v, 50'000'000);
+  }
+  const Graph graph = std::move(dag).Build();
+  PathBoundOptions no_queues;
+  no_queues.link_queues = false;
+  const Cluster cluster = Star(2, 2 * kGB, 1e8);
+  const CostModel cost(graph, cluster);
+  const double optimum = BruteForce(cost);
+  EXPECT_NEAR(optimum, 4.1, 1e-6);
+  EXPECT_NEAR(MemoryPathBound(cost, no_queues), 3.1, 1e-6);
+  EXPECT_NEAR(MemoryPathBound(cost), 4.0, 1e-6);
+}
+
+// Thousands of random blocks (w, two or three branches of one or two ops,
+// a join v, sometimes an op after v; some ops with a weight of their own)
+// on small clusters under tight memory: the bound, whose regions count the
+// tensors that leave w's device on its one link, never exceeds the
+// brute-force optimum.
+TEST(MemoryPathBoundTest, BranchyBlocksNeverAboveTheBruteForceOptimum) {
+  std::mt19937_64 rng(20261130);
+  std::uniform_real_distribution<double> unit(0, 1);
+  PathBoundOptions no_queues;
+  no_queues.link_queues = false;
+  int lifted = 0, tight = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    Dag dag;
+    auto seconds = [&] { return unit(rng) < 0.2 ? 0 : unit(rng); };
+    auto bytes = [&] { return static_cast<int64_t>(unit(rng) * 0.7 * kGB); };
+    auto tensor = [&] { return static_cast<int64_t>(unit(rng) * 1e8) + 1; };
+    // w and v often too large to share a GPU, the branches short.
+    const OpId w = dag.Op("w", seconds(), bytes() + kGB / 4);
+    const OpId v = dag.Op("v", seconds(), bytes() + kGB / 4);
+    const int branches = unit(rng) < 0.7 ? 3 : 2;
+    int ops = 2;
+    for (int b = 0; b < branches; ++b) {
+      OpId last = w;
+      const int length = ops < 5 && unit(rng) < 0.3 ? 2 : 1;
+      for (int k = 0; k < length; ++k, ++ops) {
+        const OpId op =
+            dag.Op("b" + std::to_string(ops), seconds() / 5, bytes() / 4);
+        dag.Edge(last, op, tensor());
+        last = op;
+      }
+      dag.Edge(last, v, tensor());
+    }
+    if (ops < 6 && unit(rng) < 0.4) {
+      const OpId after = dag.Op("after", seconds(), bytes());
+      dag.Edge(v, after, tensor());
+      ++ops;
+    }
+    if (ops < 6 && unit(rng) < 0.3) {
+      const OpId weight = dag.Op("weight", 0, bytes() / 2);
+      dag.Edge(weight, v, tensor());
+    }
+    const Graph graph = std::move(dag).Build();
+    const int64_t memory =
+        std::uniform_int_distribution<int64_t>(kGB / 2, 3 * kGB / 2)(rng);
+    const Cluster cluster = unit(rng) < 0.6
+                                ? Star(2, memory, 1e8 + unit(rng) * 1e9)
+                                : SmallCluster(rng, memory);
+    const CostModel cost(graph, cluster);
+    const double bound = MemoryPathBound(cost);
+    const double optimum = BruteForce(cost);
+    ASSERT_LE(bound, optimum * (1 + 1e-9))
+        << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
+    const double without = MemoryPathBound(cost, no_queues);
+    ASSERT_GE(bound, without * (1 - 1e-12)) << trial;
+    if (bound > without * (1 + 1e-9)) ++lifted;
+    if (optimum < kInfinity && bound >= optimum * (1 - 1e-9)) ++tight;
+  }
+  EXPECT_GT(lifted, 20) << lifted;
+  EXPECT_GT(tight, 100) << tight;
+  std::cout << lifted << " cases above the bound without link queues, " << tight
+            << " equal to the optimum\n";
+}
+
 // With memory to spare, the bound is the critical path: every op on its
 // fastest device, transfers free.
 TEST(MemoryPathBoundTest, IsTheCriticalPathWhenMemoryDoesNotBind) {

@@ -445,6 +445,49 @@ TEST(OnnxImportTest, NewerOpsetWarnsAndImports) {
   EXPECT_DOUBLE_EQ(FlopsOf(imported, "MatMul"), 2.0 * 2 * 4 * 3);
 }
 
+// libonnx 1.12 infers the operators of opsets 1 to 6 unsafely (two SEGVs
+// found by the fuzzer), so they are refused before inference; a domain
+// imported at two opsets too (libonnx reads the last, the checks another);
+// the same opset given twice is harmless.
+TEST(OnnxImportTest, OpsetsBeforeSevenAndTwoOpsetsOfADomainAreRefused) {
+  auto relu = [](Model& m) {
+    m.Input("x", {2, 3});
+    m.Node("Relu", {"x"}, {"y"});
+    m.Output("y");
+  };
+  Model old(/*opset=*/6);
+  relu(old);
+  StatusOr<OnnxImport> imported = old.Import();
+  ASSERT_FALSE(imported.ok());
+  EXPECT_THAT(imported.status().message(),
+              HasSubstr("opset_import: ai.onnx opset 6 is not supported "
+                        "(opset 7 or newer is"));
+
+  Model twice;
+  relu(twice);
+  auto* again = twice.proto().add_opset_import();
+  again->set_domain("ai.onnx");
+  again->set_version(13);
+  imported = twice.Import();
+  ASSERT_FALSE(imported.ok());
+  EXPECT_THAT(imported.status().message(),
+              HasSubstr("opset_import: domain ai.onnx is imported at two "
+                        "opsets (17 and 13)"));
+
+  Model same;
+  relu(same);
+  auto* repeated = same.proto().add_opset_import();
+  repeated->set_domain("");
+  repeated->set_version(17);
+  imported = same.Import();
+  EXPECT_TRUE(imported.ok()) << imported.status().message();
+
+  Model seven(/*opset=*/7);
+  relu(seven);
+  imported = seven.Import();
+  EXPECT_TRUE(imported.ok()) << imported.status().message();
+}
+
 TEST(OnnxImportTest, ModelLocalFunctionWarnsAndImports) {
   Model m;
   m.Input("x", {2, 3}).Initializer("w", {2, 3});

@@ -96,6 +96,11 @@ TEST(OnnxFuzzFindingsTest, CrashInputsAreRefusedWithAMessage) {
       // merge of an inferred dim); found with ai.onnx imported at 17 and
       // again at 6, which the checks and libonnx read differently.
       {"opset-6-chain.onnx", "opset_import: ai.onnx opset 6 is not supported"},
+      // A Gather whose output holds 6e18 bytes: the bytes it reads and
+      // writes, summed, overflowed int64 (UBSan). Now the sum saturates and
+      // the graph is refused for its size.
+      {"gather-of-6e18-bytes.onnx",
+       "summed over its ops, pass 2^60 (1 EiB) here"},
       {"opset-6-chain-domain-imported-twice.onnx",
        "opset_import: domain ai.onnx is imported at two opsets (17 and 6)"},
   };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <limits>
 #include <unordered_set>
 
 namespace dplace::onnx_internal {
@@ -281,18 +283,34 @@ const std::unordered_map<std::string, FlopsFormula>& FlopsFormulas() {
   return *formulas;
 }
 
+namespace {
+
+// Tensors of up to 2^63-1 bytes each: their sum saturates there (a fuzzed
+// Gather of 6e18 bytes overflowed it).
+int64_t AddBytes(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum)
+             ? std::numeric_limits<int64_t>::max()
+             : sum;
+}
+
+}  // namespace
+
 int64_t BytesAccessed(const NodeProto& node, const NodeTensors& t) {
   if (IsView(node.op_type())) return 0;
   int64_t bytes = 0;
-  for (const TensorInfo& out : t.outputs) bytes += out.bytes;
+  for (const TensorInfo& out : t.outputs) bytes = AddBytes(bytes, out.bytes);
   if (node.op_type() == "Gather" || node.op_type() == "GatherElements" ||
       node.op_type() == "GatherND") {
     // Reads the indices and only the gathered part of the data.
     const bool read_indices = t.input(1) && !t.constant[1];
-    return 2 * bytes + (read_indices ? t.input(1)->bytes : 0);
+    return AddBytes(AddBytes(bytes, bytes),
+                    read_indices ? t.input(1)->bytes : 0);
   }
   for (size_t i = 0; i < t.inputs.size(); ++i) {
-    if (t.inputs[i] && !t.constant[i]) bytes += t.inputs[i]->bytes;
+    if (t.inputs[i] && !t.constant[i]) {
+      bytes = AddBytes(bytes, t.inputs[i]->bytes);
+    }
   }
   return bytes;
 }

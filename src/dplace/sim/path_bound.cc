@@ -114,6 +114,24 @@ class PathBound {
       for (DeviceId d : classes_.members[c]) single &= exit_link_[d] >= 0;
       single_exit_.push_back(single);
     }
+    // NextHops: per class, the classes of its exit links' far ends and the
+    // links into each class.
+    std::vector<int> class_of(cluster.num_devices());
+    for (int c = 0; c < nc_; ++c) {
+      for (DeviceId d : classes_.members[c]) class_of[d] = c;
+    }
+    far_end_.assign(static_cast<size_t>(nc_) * nc_, 0);
+    for (int c = 0; c < nc_; ++c) {
+      for (DeviceId d : classes_.members[c]) {
+        if (exit_link_[d] >= 0) {
+          far_end_[c * nc_ + class_of[cluster.link(exit_link_[d]).to]] = 1;
+        }
+      }
+    }
+    links_into_.resize(nc_);
+    for (LinkId l = 0; l < cluster.num_links(); ++l) {
+      links_into_[class_of[cluster.link(l).to]].push_back(l);
+    }
     routes_.resize(static_cast<size_t>(nc_) * nc_);
     for (int a = 0; a < nc_; ++a) {
       for (int b = 0; b < nc_; ++b) {
@@ -417,6 +435,7 @@ class PathBound {
     std::vector<StepFn> pinned(nc_);  // v's, min over w's class.
     const int last = static_cast<int>(region.size()) - 1;
     for (int cw = 0; cw < nc_; ++cw) {
+      if (f_[Key(w, cw)].empty()) continue;
       pass.cut = CutFloors(w, region, pass.index, cw);
       pass.next_hop = NextHops(w, region, cw);
       // Per step of w's function: w's run holds exactly least_w bytes and
@@ -668,31 +687,26 @@ class PathBound {
                                int cw) const {
     std::vector<double> hops(nc_, 0);
     if (single_exit_.empty() || !single_exit_[cw]) return hops;
-    const Cluster& cluster = cost_.cluster();
-    std::vector<int> class_of(cluster.num_devices());
-    for (int c = 0; c < nc_; ++c) {
-      for (DeviceId d : classes_.members[c]) class_of[d] = c;
-    }
-    std::vector<char> far_end(nc_, 0);
-    for (DeviceId d : classes_.members[cw]) {
-      far_end[class_of[cluster.link(exit_link_[d]).to]] = 1;
-    }
-    for (int c = 0; c < nc_; ++c) {
-      if (far_end[c]) continue;
-      double least = kInfinity;
-      for (LinkId l = 0; l < cluster.num_links(); ++l) {
-        if (class_of[cluster.link(l).to] != c) continue;
-        for (OpId u : region) {
-          for (EdgeId e : g_.in_edges(u)) {
-            const OpId from = g_.edge_src(e);
-            if (from != w && g_.in_edges(from).empty()) continue;
-            const int64_t bytes =
-                g_.is_control(e) ? 0 : g_.tensor_bytes(g_.edge_tensor(e));
-            least = std::min(least, cost_.LinkTime(bytes, l));
-          }
-        }
+    // A hop's time grows with its bytes: the region's smallest tensor (a
+    // control edge: none) gives each link's least hop.
+    int64_t least_bytes = std::numeric_limits<int64_t>::max();
+    for (OpId u : region) {
+      for (EdgeId e : g_.in_edges(u)) {
+        const OpId from = g_.edge_src(e);
+        if (from != w && g_.in_edges(from).empty()) continue;
+        least_bytes =
+            std::min(least_bytes,
+                     g_.is_control(e) ? 0 : g_.tensor_bytes(g_.edge_tensor(e)));
       }
-      hops[c] = least < kInfinity ? least : 0;
+    }
+    if (least_bytes == std::numeric_limits<int64_t>::max()) return hops;
+    for (int c = 0; c < nc_; ++c) {
+      if (far_end_[cw * nc_ + c] || links_into_[c].empty()) continue;
+      double least = kInfinity;
+      for (LinkId l : links_into_[c]) {
+        least = std::min(least, cost_.LinkTime(least_bytes, l));
+      }
+      hops[c] = least;
     }
     return hops;
   }
@@ -718,6 +732,8 @@ class PathBound {
   // per class, whether every device of it has one.
   std::vector<LinkId> exit_link_;
   std::vector<char> single_exit_;
+  std::vector<char> far_end_;                             // Per class pair.
+  std::vector<std::vector<LinkId>> links_into_;           // Per class.
   std::vector<std::vector<std::vector<LinkId>>> routes_;  // KeepLinks.
 };
 

@@ -298,6 +298,29 @@ TEST(MemoryPathBoundTest, ACutInsideABlockWaitsForTheSkipTensor) {
   EXPECT_NEAR(MemoryPathBound(on_two), 3.8, 1e-6);
 }
 
+// The bound with link queues against the brute-force optimum (never
+// above it) and the bound without them (never below it): counts the cases
+// the queues lift and those where the bound is the optimum.
+struct QueueTally {
+  int lifted = 0, tight = 0;
+  void Check(const CostModel& cost) {
+    PathBoundOptions no_queues;
+    no_queues.link_queues = false;
+    const double bound = MemoryPathBound(cost);
+    const double optimum = BruteForce(cost);
+    ASSERT_LE(bound, optimum * (1 + 1e-9))
+        << "bound " << bound << " > optimum " << optimum;
+    const double without = MemoryPathBound(cost, no_queues);
+    ASSERT_GE(bound, without * (1 - 1e-12));
+    if (bound > without * (1 + 1e-9)) ++lifted;
+    if (optimum < kInfinity && bound >= optimum * (1 - 1e-9)) ++tight;
+  }
+  void Print() const {
+    std::cout << lifted << " cases above the bound without link queues, "
+              << tight << " equal to the optimum\n";
+  }
+};
+
 // Thousands of random chains of residual blocks (an op reading the one
 // before it and, often, one two or three back), some ops with a weight of
 // their own (a source read by that op only), on small clusters under
@@ -307,9 +330,7 @@ TEST(MemoryPathBoundTest, ACutInsideABlockWaitsForTheSkipTensor) {
 TEST(MemoryPathBoundTest, WithLinkQueuesNeverAboveTheBruteForceOptimum) {
   std::mt19937_64 rng(20261129);
   std::uniform_real_distribution<double> unit(0, 1);
-  PathBoundOptions no_queues;
-  no_queues.link_queues = false;
-  int lifted = 0, tight = 0;
+  QueueTally tally;
   for (int trial = 0; trial < 2000; ++trial) {
     Dag dag;
     const int chain = std::uniform_int_distribution<int>(3, 5)(rng);
@@ -340,19 +361,12 @@ TEST(MemoryPathBoundTest, WithLinkQueuesNeverAboveTheBruteForceOptimum) {
                                memory, 1e8 + unit(rng) * 1e9)
                         : SmallCluster(rng, memory);
     const CostModel cost(graph, cluster);
-    const double bound = MemoryPathBound(cost);
-    const double optimum = BruteForce(cost);
-    ASSERT_LE(bound, optimum * (1 + 1e-9))
-        << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
-    const double without = MemoryPathBound(cost, no_queues);
-    ASSERT_GE(bound, without * (1 - 1e-12)) << trial;
-    if (bound > without * (1 + 1e-9)) ++lifted;
-    if (optimum < kInfinity && bound >= optimum * (1 - 1e-9)) ++tight;
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
   }
-  EXPECT_GT(lifted, 20) << lifted;
-  EXPECT_GT(tight, 300) << tight;
-  std::cout << lifted << " cases above the bound without link queues, " << tight
-            << " equal to the optimum\n";
+  EXPECT_GT(tally.lifted, 20) << tally.lifted;
+  EXPECT_GT(tally.tight, 300) << tally.tight;
+  tally.Print();
 }
 
 // w, then three branches a, b, c of one op each, joined by v, on two GPUs
@@ -393,9 +407,7 @@ TEST(MemoryPathBoundTest, BranchesLeavingADeviceQueueOnItsOneLink) {
 TEST(MemoryPathBoundTest, BranchyBlocksNeverAboveTheBruteForceOptimum) {
   std::mt19937_64 rng(20261130);
   std::uniform_real_distribution<double> unit(0, 1);
-  PathBoundOptions no_queues;
-  no_queues.link_queues = false;
-  int lifted = 0, tight = 0;
+  QueueTally tally;
   for (int trial = 0; trial < 2000; ++trial) {
     Dag dag;
     auto seconds = [&] { return unit(rng) < 0.2 ? 0 : unit(rng); };
@@ -433,19 +445,12 @@ TEST(MemoryPathBoundTest, BranchyBlocksNeverAboveTheBruteForceOptimum) {
                                 ? Star(2, memory, 1e8 + unit(rng) * 1e9)
                                 : SmallCluster(rng, memory);
     const CostModel cost(graph, cluster);
-    const double bound = MemoryPathBound(cost);
-    const double optimum = BruteForce(cost);
-    ASSERT_LE(bound, optimum * (1 + 1e-9))
-        << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
-    const double without = MemoryPathBound(cost, no_queues);
-    ASSERT_GE(bound, without * (1 - 1e-12)) << trial;
-    if (bound > without * (1 + 1e-9)) ++lifted;
-    if (optimum < kInfinity && bound >= optimum * (1 - 1e-9)) ++tight;
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
   }
-  EXPECT_GT(lifted, 20) << lifted;
-  EXPECT_GT(tight, 100) << tight;
-  std::cout << lifted << " cases above the bound without link queues, " << tight
-            << " equal to the optimum\n";
+  EXPECT_GT(tally.lifted, 20) << tally.lifted;
+  EXPECT_GT(tally.tight, 100) << tally.tight;
+  tally.Print();
 }
 
 // With memory to spare, the bound is the critical path: every op on its

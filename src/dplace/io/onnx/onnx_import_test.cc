@@ -450,41 +450,35 @@ TEST(OnnxImportTest, NewerOpsetWarnsAndImports) {
 // imported at two opsets too (libonnx reads the last, the checks another);
 // the same opset given twice is harmless.
 TEST(OnnxImportTest, OpsetsBeforeSevenAndTwoOpsetsOfADomainAreRefused) {
-  auto relu = [](Model& m) {
+  // A Relu at `opset`, and, with `domain`, a second import of it.
+  auto relu = [](int64_t opset, const char* domain = nullptr,
+                 int64_t version = 0) {
+    Model m(opset);
     m.Input("x", {2, 3});
     m.Node("Relu", {"x"}, {"y"});
     m.Output("y");
+    if (domain != nullptr) {
+      auto* again = m.proto().add_opset_import();
+      again->set_domain(domain);
+      again->set_version(version);
+    }
+    return m.Import();
   };
-  Model old(/*opset=*/6);
-  relu(old);
-  StatusOr<OnnxImport> imported = old.Import();
+  StatusOr<OnnxImport> imported = relu(6);
   ASSERT_FALSE(imported.ok());
   EXPECT_THAT(imported.status().message(),
               HasSubstr("opset_import: ai.onnx opset 6 is not supported "
                         "(opset 7 or newer is"));
 
-  Model twice;
-  relu(twice);
-  auto* again = twice.proto().add_opset_import();
-  again->set_domain("ai.onnx");
-  again->set_version(13);
-  imported = twice.Import();
+  imported = relu(17, "ai.onnx", 13);
   ASSERT_FALSE(imported.ok());
   EXPECT_THAT(imported.status().message(),
               HasSubstr("opset_import: domain ai.onnx is imported at two "
                         "opsets (17 and 13)"));
 
-  Model same;
-  relu(same);
-  auto* repeated = same.proto().add_opset_import();
-  repeated->set_domain("");
-  repeated->set_version(17);
-  imported = same.Import();
+  imported = relu(17, "", 17);
   EXPECT_TRUE(imported.ok()) << imported.status().message();
-
-  Model seven(/*opset=*/7);
-  relu(seven);
-  imported = seven.Import();
+  imported = relu(7);
   EXPECT_TRUE(imported.ok()) << imported.status().message();
 }
 

@@ -130,6 +130,7 @@ inline void ExpectKilledSearchResumesToTheSameEnd(
     const Problem& problem, const std::string& agent,
     const std::vector<std::string>& options, int64_t samples, int64_t kill_at,
     const std::string& checkpoint_path, int checkpoint_every) {
+  SCOPED_TRACE(agent + " " + ::testing::PrintToString(options));
   SearchOptions full;
   full.budget.samples = samples;
   StatusOr<PlaceResult> a = RunSearch(problem, agent, options, full);

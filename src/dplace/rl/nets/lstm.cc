@@ -569,10 +569,10 @@ LstmSequence RunLstm(torch::nn::LSTM& lstm, const torch::Tensor& input,
 torch::Tensor RowLinear(const torch::Tensor& x, const torch::Tensor& w,
                         const torch::Tensor& bias, const PackedWeight* packed) {
   torch::NoGradGuard no_grad;
-  torch::Tensor out =
-      bias.defined()
-          ? bias.unsqueeze(0).expand({x.size(0), w.size(0)}).contiguous()
-          : torch::empty({x.size(0), w.size(0)});
+  // A new tensor: for one row, bias.unsqueeze(0).expand(...).contiguous()
+  // would be the bias itself, and the products would accumulate into it.
+  torch::Tensor out = torch::empty({x.size(0), w.size(0)});
+  if (bias.defined()) out.copy_(bias.unsqueeze(0).expand_as(out));
   AddProducts(x, w, /*transposed_w=*/false, /*accumulate=*/bias.defined(), out,
               packed);
   return out;

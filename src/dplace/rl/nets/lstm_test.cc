@@ -129,8 +129,12 @@ TEST(RowProductsTest, MatchTorchLinearAndMmOnEveryPath) {
                    std::to_string(w.size(1)) + ", rows " +
                    std::to_string(rows));
       const torch::Tensor x = torch::randn({rows, w.size(1)});
-      EXPECT_TRUE(torch::allclose(RowLinear(x, w, bias),
-                                  torch::linear(x, w, bias), 1e-5, 1e-4));
+      const torch::Tensor expected = torch::linear(x, w, bias);
+      const torch::Tensor bias_before = bias.clone();
+      EXPECT_TRUE(torch::allclose(RowLinear(x, w, bias), expected, 1e-5, 1e-4));
+      // The bias is read, never written (for one row, an expanded bias is
+      // contiguous: a product into it would change the parameter).
+      EXPECT_TRUE(torch::equal(bias, bias_before));
       EXPECT_TRUE(
           torch::allclose(RowLinear(x, w), torch::linear(x, w), 1e-5, 1e-4));
       const torch::Tensor y = torch::randn({rows, w.size(0)});
@@ -182,8 +186,11 @@ TEST(RowProductsTest, PackedWeightGivesTheSameProducts) {
   const PackedWeight packed = PackWeight(w.t());
   for (int64_t rows : {1, 5, 12}) {
     const torch::Tensor x = torch::randn({rows, 256});
-    EXPECT_TRUE(torch::allclose(RowLinear(x, w, bias, &packed),
-                                torch::linear(x, w, bias), 1e-5, 1e-4));
+    const torch::Tensor expected = torch::linear(x, w, bias);
+    const torch::Tensor bias_before = bias.clone();
+    EXPECT_TRUE(
+        torch::allclose(RowLinear(x, w, bias, &packed), expected, 1e-5, 1e-4));
+    EXPECT_TRUE(torch::equal(bias, bias_before));
   }
 }
 

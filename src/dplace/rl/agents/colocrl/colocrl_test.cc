@@ -103,17 +103,30 @@ std::vector<torch::Tensor> RowGradients(Seq2SeqPolicy& policy, int workers,
   return grads;
 }
 
+// Every split of the rows, a block of one row included (k = 1, 3): the
+// same draws, and sampling leaves the weights as they were.
 TEST(Seq2SeqWorkersTest, TwoWorkersDrawTheSamePlacements) {
   Seq2SeqPolicy policy = SmallSeq2Seq(12, 3);
-  torch::Tensor drawn[2];
-  for (int workers : {1, 2}) {
-    policy->set_workers(workers);
-    std::mt19937_64 rng(9);
-    torch::NoGradGuard no_grad;
-    drawn[workers - 1] = policy->Sample(5, &rng);
+  std::vector<torch::Tensor> before;
+  for (const torch::Tensor& p : policy->parameters()) {
+    before.push_back(p.detach().clone());
   }
-  EXPECT_TRUE(torch::equal(drawn[0], drawn[1]));
-  EXPECT_EQ(drawn[0][0][0].item<int64_t>() == 1, false);  // Disallowed.
+  for (int k : {1, 3, 5}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    torch::Tensor drawn[2];
+    for (int workers : {1, 2}) {
+      policy->set_workers(workers);
+      std::mt19937_64 rng(9);
+      torch::NoGradGuard no_grad;
+      drawn[workers - 1] = policy->Sample(k, &rng);
+    }
+    EXPECT_TRUE(torch::equal(drawn[0], drawn[1]));
+    EXPECT_EQ(drawn[0][0][0].item<int64_t>() == 1, false);  // Disallowed.
+    const std::vector<torch::Tensor> after = policy->parameters();
+    for (size_t i = 0; i < before.size(); ++i) {
+      EXPECT_TRUE(torch::equal(after[i], before[i])) << "parameter " << i;
+    }
+  }
 }
 
 TEST(Seq2SeqWorkersTest, TwoWorkersGiveTheGradientsOfOne) {

@@ -56,6 +56,24 @@ TEST(Seq2SeqWorkersTest, PlacerTwoWorkersDrawTheSamePlacements) {
     shaping.tanh_constant = 5;
     shaping.temperature = 10;
     shaping.noise = 0.5;
+    std::vector<torch::Tensor> weights;
+    for (const torch::Tensor& p : placer->parameters()) {
+      weights.push_back(p.detach().clone());
+    }
+    // A block of one row (k = 3 split 1 + 2) reads the weights as the
+    // others do, and no draw changes them.
+    for (int k : {1, 3}) {
+      torch::Tensor one, two;
+      std::mt19937_64 rng_one(11), rng_two(11);
+      one = placer->Sample(input, k, shaping, 1, &rng_one);
+      two = placer->Sample(input, k, shaping, 2, &rng_two);
+      EXPECT_TRUE(torch::equal(one, two)) << "k " << k;
+    }
+    const std::vector<torch::Tensor> after = placer->parameters();
+    for (size_t i = 0; i < weights.size(); ++i) {
+      EXPECT_TRUE(torch::equal(after[i], weights[i]))
+          << "parameter " << i << ", attention " << before;
+    }
     torch::Tensor drawn[2], kept[2];
     for (int workers : {1, 2}) {
       std::mt19937_64 rng(9);

@@ -1,6 +1,9 @@
 #include "dplace/search/search_log.h"
 
+#include <array>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "dplace/io/file.h"
 #include "dplace/io/json_parse.h"
@@ -49,6 +52,19 @@ Status TruncateLog(const std::string& path, int64_t samples) {
   return WriteTextFile(path, kept);
 }
 
+// `value` as json::dump() writes it: the shortest text that reads back
+// to it (nlohmann's Grisu2), null when it is not finite.
+void AppendNumber(double value, std::string* out) {
+  if (!std::isfinite(value)) {
+    *out += "null";
+    return;
+  }
+  std::array<char, 64> buffer;
+  char* end = nlohmann::detail::to_chars(buffer.data(),
+                                         buffer.data() + buffer.size(), value);
+  out->append(buffer.data(), end);
+}
+
 }  // namespace
 
 std::string TornLastLogLine(const std::string& path) {
@@ -59,6 +75,29 @@ std::string TornLastLogLine(const std::string& path) {
 std::string SampleRecordLine(
     const SampleRecord& r,
     const std::vector<std::pair<std::string, double>>& extra) {
+  if (extra.empty()) {
+    // A search of millions of samples writes one line each (mcmc, auto):
+    // written directly, the line costs a tenth of building the JSON object
+    // and dumping it, with the same text (keys in the object's order).
+    std::string line = "{\"best_step_time\":";
+    line.reserve(160);
+    if (r.best_step_time > 0) {
+      AppendNumber(r.best_step_time, &line);
+    } else {
+      line += "null";
+    }
+    line += r.feasible ? ",\"feasible\":true" : ",\"feasible\":false";
+    line += ",\"reward\":";
+    AppendNumber(r.reward, &line);
+    line += ",\"sample\":";
+    line += std::to_string(r.index);
+    line += ",\"step_time\":";
+    AppendNumber(r.step_time, &line);
+    line += ",\"wall_s\":";
+    AppendNumber(r.wall_seconds, &line);
+    line += '}';
+    return line;
+  }
   json line{{"sample", r.index},
             {"wall_s", r.wall_seconds},
             {"step_time", r.step_time},

@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 
 #include "dplace/io/file.h"
@@ -23,6 +27,50 @@ std::string Line(int64_t sample) {
   r.feasible = true;
   r.reward = -0.7;
   return SampleRecordLine(r) + "\n";
+}
+
+// A line without extra fields is written directly, not through a JSON
+// object: the same text as the object's dump, for numbers of every
+// magnitude, whole numbers, zero, negatives, a missing best (null) and
+// values that are not finite (null, as the object writes them).
+TEST(SampleRecordLineTest, IsTheTextOfTheJsonObject) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> mantissa(-1, 1);
+  std::uniform_int_distribution<int> exponent(-320, 308);
+  std::vector<double> values = {0.0,
+                                -0.0,
+                                1.0,
+                                100000.0,
+                                1e15,
+                                1e16,
+                                1e-5,
+                                0.1,
+                                1.0390811061940397,
+                                std::numeric_limits<double>::denorm_min(),
+                                std::numeric_limits<double>::max(),
+                                std::numeric_limits<double>::infinity(),
+                                std::nan("")};
+  for (int i = 0; i < 2000; ++i) {
+    values.push_back(mantissa(rng) * std::pow(10.0, exponent(rng)));
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    SampleRecord r;
+    r.index = static_cast<int64_t>(i) * 1000003;
+    r.wall_seconds = values[i];
+    r.step_time = values[(i + 1) % values.size()];
+    r.reward = values[(i + 2) % values.size()];
+    r.feasible = i % 2 == 0;
+    r.best_step_time = values[(i + 3) % values.size()];
+    nlohmann::json object{{"sample", r.index},
+                          {"wall_s", r.wall_seconds},
+                          {"step_time", r.step_time},
+                          {"feasible", r.feasible},
+                          {"reward", r.reward}};
+    object["best_step_time"] = r.best_step_time > 0
+                                   ? nlohmann::json(r.best_step_time)
+                                   : nlohmann::json(nullptr);
+    ASSERT_EQ(SampleRecordLine(r), object.dump()) << "values " << i;
+  }
 }
 
 class SearchLogTest : public ::testing::Test {

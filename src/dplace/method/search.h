@@ -61,6 +61,12 @@ struct SearchOptions {
   // Default: none.
   std::string checkpoint_path;
   int checkpoint_every = 10;  // Updates. Default: 10.
+  // A checkpoint that is due waits until this many wall seconds have passed
+  // since the previous one (or the start), then goes with the next batch;
+  // the end's is always written. mcmc makes an update every batch of 16
+  // samples, thousands a second: a checkpoint (write, fsync, rename) that
+  // often took a third of its time. Default: 0, every `checkpoint_every`.
+  double checkpoint_min_seconds = 0;
   // A checkpoint of the same method, problem and settings to continue from.
   // Default: none (a fresh search).
   std::string resume_path;

@@ -218,6 +218,46 @@ TEST(McmcTest, OutOfMemoryProposalsAreLoggedInfeasibleAndNotChosen) {
   }
 }
 
+// checkpoint_min_seconds: a due checkpoint waits until that many seconds
+// passed since the last one. The clock moves one second a batch; with a
+// checkpoint due every batch and 2.5 s between them, the ones written are
+// those of batches 4 and 7 (at 3 s and 6 s), so a search killed after its
+// eighth resumes from the seventh; with no least time, from the eighth.
+TEST(McmcTest, CheckpointsWaitTheirLeastSeconds) {
+  ZooProblem z(kSmallRnnlm, "k40x2");
+  const std::vector<std::string> options = {"batch=4", "restart_after=12"};
+  const int64_t starts = StartCandidates(z.p.problem, "auto")->size();
+  for (const auto& [least, batches] :
+       std::vector<std::pair<double, int64_t>>{{2.5, 7}, {0, 8}}) {
+    SCOPED_TRACE("least seconds " + std::to_string(least));
+    double now = 0;
+    SearchOptions killed = Samples(60);
+    killed.clock = [&now] { return now; };
+    killed.checkpoint_path = TempPath("least.ckpt");
+    killed.checkpoint_every = 1;
+    killed.checkpoint_min_seconds = least;
+    std::remove(killed.checkpoint_path.c_str());
+    killed.progress = [&now](const SearchProgress& p) {
+      now += 1;
+      if (p.updates == 8) throw std::runtime_error("killed");
+    };
+    EXPECT_THROW((void)Search(z.p.problem, options, killed),
+                 std::runtime_error);
+    SearchOptions resumed = Samples(60);
+    resumed.resume_path = killed.checkpoint_path;
+    StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_GE(r->search.first_sample_of_this_run, starts + batches * 4);
+    EXPECT_LE(r->search.first_sample_of_this_run, starts + 1 + batches * 4);
+  }
+  SearchOptions negative = Samples(8);
+  negative.checkpoint_min_seconds = -1;
+  StatusOr<PlaceResult> refused = Search(z.p.problem, options, negative);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("checkpoint_min_seconds must be >= 0"));
+}
+
 // A search killed after its fifth batch (its checkpoint is of the fourth;
 // the log has the fifth batch's lines too) and resumed ends where an
 // uninterrupted one ends, with the same log.

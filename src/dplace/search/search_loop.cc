@@ -32,6 +32,9 @@ Status CheckSearchRequest(const PlacementProblem& problem,
   if (options.checkpoint_every < 1) {
     return InvalidArgumentError("checkpoint_every must be >= 1");
   }
+  if (!(options.checkpoint_min_seconds >= 0)) {
+    return InvalidArgumentError("checkpoint_min_seconds must be >= 0");
+  }
   return CheckPlaceable(problem);
 }
 
@@ -71,6 +74,7 @@ Status SearchLoop::Start() {
   trace_.first_sample_of_this_run = state_.samples;
   updates_at_checkpoint_ = state_.updates;
   start_ = clock_();
+  wall_at_checkpoint_ = Wall();
   DPLACE_RETURN_IF_ERROR(DoBegin(resuming()));
   return log_.Flush();
 }
@@ -154,10 +158,15 @@ Status SearchLoop::CheckpointWhenDue() {
   if (state_.updates - updates_at_checkpoint_ < options_.checkpoint_every) {
     return Status::Ok();
   }
+  const double wall = Wall();
+  if (wall - wall_at_checkpoint_ < options_.checkpoint_min_seconds) {
+    return Status::Ok();
+  }
   updates_at_checkpoint_ = state_.updates;
+  wall_at_checkpoint_ = wall;
   // The checkpoint holds the wall time so far; the run's own goes on.
   const double saved_wall = state_.wall_seconds;
-  state_.wall_seconds = Wall();
+  state_.wall_seconds = wall;
   Status saved = Save();
   state_.wall_seconds = saved_wall;
   return saved;

@@ -145,6 +145,7 @@ class SearchLoop {
   SearchTrace trace_;
   double start_ = 0;  // clock_() when this run began.
   int64_t updates_at_checkpoint_ = 0;
+  double wall_at_checkpoint_ = 0;  // Wall() of the last checkpoint.
   // The feasible samples of the batch in flight, for its mean step time.
   double batch_feasible_sum_ = 0;
   int batch_feasible_ = 0;

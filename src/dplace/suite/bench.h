@@ -157,7 +157,8 @@ struct BenchRunOptions {
   // from the searching thread. Default: none.
   std::function<void(const SearchProgress&)> search_progress;
   // Path prefix of the search in flight's state: its checkpoint
-  // (PREFIX.ckpt, every `search_checkpoint_every` updates), its log
+  // (PREFIX.ckpt, every `search_checkpoint_every` updates; mcmc's at most
+  // once a second), its log
   // (PREFIX.jsonl) and which run they belong to (PREFIX.run). A bench
   // killed mid-search continues that search from its last checkpoint when
   // the same run starts again (the search resumes exactly: same samples,

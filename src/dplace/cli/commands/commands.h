@@ -98,6 +98,9 @@ struct PlaceFlags {
   double budget_seconds = -1;
   std::string log;
   std::string checkpoint;
+  // Least seconds between two checkpoints. Negative: the method's default
+  // (1 for mcmc and auto, 0 for the learned agents).
+  double checkpoint_seconds = -1;
   std::string resume;
   std::string env = "simulated";
   // --env mpi: controller ranks, per-evaluation timeout, and the test hooks

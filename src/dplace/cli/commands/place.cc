@@ -62,7 +62,7 @@ int PlaceList(std::ostream& out) {
 bool HasSearchFlags(const PlaceFlags& place) {
   return place.budget_samples >= 0 || place.budget_seconds >= 0 ||
          !place.log.empty() || !place.checkpoint.empty() ||
-         !place.resume.empty();
+         place.checkpoint_seconds >= 0 || !place.resume.empty();
 }
 
 // Where the search checkpoints: --checkpoint, else beside --log
@@ -214,6 +214,16 @@ StatusOr<MethodRunOptions> PlaceRunOptions(const PlaceFlags& place,
     if (place.budget_seconds > 0) search.budget.seconds = place.budget_seconds;
     search.log_path = place.log;
     search.checkpoint_path = CheckpointPath(place);
+    // mcmc (alone or in auto) makes an update every batch of 16 samples,
+    // thousands a second: by default its checkpoints go at most once a
+    // second. A learned agent's updates take longer; its checkpoints keep
+    // their count.
+    const MethodEntry* entry = FindMethod(place.method);
+    const bool learns = entry != nullptr && TraitsOf(*entry).learns;
+    search.checkpoint_min_seconds = place.checkpoint_seconds >= 0
+                                        ? place.checkpoint_seconds
+                                    : learns ? 0
+                                             : 1;
     search.resume_path = place.resume;
   }
   const bool terminal =
@@ -692,7 +702,14 @@ CLI::App* AddPlaceCommand(CLI::App* parent, PlaceFlags* flags) {
                     "best_step_time)");
   place->add_option("--checkpoint", flags->checkpoint,
                     "searches: checkpoint file, written every 10 updates "
-                    "and at the end (default: beside --log as .ckpt)");
+                    "(at most every --checkpoint-seconds) and at the end "
+                    "(default: beside --log as .ckpt)");
+  place
+      ->add_option("--checkpoint-seconds", flags->checkpoint_seconds,
+                   "searches: least wall seconds between two checkpoints "
+                   "(default: 1 for mcmc and auto, whose updates come "
+                   "thousands a second; 0 for the learned placers)")
+      ->check(CLI::NonNegativeNumber);
   place->add_option("--resume", flags->resume,
                     "searches: continue the search saved in this checkpoint "
                     "(same method, model, cluster, options)");
@@ -791,7 +808,8 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
   if (!searches && HasSearchFlags(place)) {
     return Fail(err, InvalidArgumentError(
                          "--budget-samples, --budget-seconds, --log, "
-                         "--checkpoint and --resume are for searches, the "
+                         "--checkpoint(-seconds) and --resume are for "
+                         "searches, the "
                          "learned placers and mcmc (see --list); " +
                          (place.method == "all"
                               ? std::string("--method all runs the classical "

@@ -103,4 +103,8 @@ bool IsLearnedMethod(std::string_view name) {
   return entry != nullptr && TraitsOf(*entry).learns;
 }
 
+double DefaultCheckpointSeconds(std::string_view name) {
+  return IsLearnedMethod(name) ? 0 : 1;
+}
+
 }  // namespace dplace

@@ -146,6 +146,11 @@ MethodTraits TraitsOf(const MethodEntry& entry);
 // false for unknown names.
 bool IsSearchMethod(std::string_view name);
 bool IsLearnedMethod(std::string_view name);
+// The least wall seconds between two checkpoints that place and bench give
+// `name`'s search (SearchOptions::checkpoint_min_seconds): 0 for a learned
+// agent, whose updates take tens of milliseconds or more; 1 for the others
+// (mcmc, auto: an update every batch of 16 samples, thousands a second).
+double DefaultCheckpointSeconds(std::string_view name);
 
 // Registration at static-initialisation time; use REGISTER_METHOD. Returns
 // true so it can initialise a namespace-scope bool.

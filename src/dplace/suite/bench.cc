@@ -352,11 +352,7 @@ class SuiteRunner {
               resumed,
               UseInFlightFiles(in_flight, id.dump(),
                                options_.search_checkpoint_every, &search));
-          // As place's: mcmc's updates come thousands a second.
-          const MethodEntry* entry = FindMethod(m.method);
-          if (entry == nullptr || !TraitsOf(*entry).learns) {
-            search.checkpoint_min_seconds = 1;
-          }
+          search.checkpoint_min_seconds = DefaultCheckpointSeconds(m.method);
         }
         StartRun(what + (resumed ? " (continues its search from the last "
                                    "checkpoint)"

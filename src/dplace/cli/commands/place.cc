@@ -214,16 +214,9 @@ StatusOr<MethodRunOptions> PlaceRunOptions(const PlaceFlags& place,
     if (place.budget_seconds > 0) search.budget.seconds = place.budget_seconds;
     search.log_path = place.log;
     search.checkpoint_path = CheckpointPath(place);
-    // mcmc (alone or in auto) makes an update every batch of 16 samples,
-    // thousands a second: by default its checkpoints go at most once a
-    // second. A learned agent's updates take longer; its checkpoints keep
-    // their count.
-    const MethodEntry* entry = FindMethod(place.method);
-    const bool learns = entry != nullptr && TraitsOf(*entry).learns;
-    search.checkpoint_min_seconds = place.checkpoint_seconds >= 0
-                                        ? place.checkpoint_seconds
-                                    : learns ? 0
-                                             : 1;
+    search.checkpoint_min_seconds =
+        place.checkpoint_seconds >= 0 ? place.checkpoint_seconds
+                                      : DefaultCheckpointSeconds(place.method);
     search.resume_path = place.resume;
   }
   const bool terminal =
@@ -809,8 +802,8 @@ int RunPlace(const PlaceFlags& place, std::ostream& out, std::ostream& err) {
     return Fail(err, InvalidArgumentError(
                          "--budget-samples, --budget-seconds, --log, "
                          "--checkpoint(-seconds) and --resume are for "
-                         "searches, the "
-                         "learned placers and mcmc (see --list); " +
+                         "searches, the learned placers and mcmc (see "
+                         "--list); " +
                          (place.method == "all"
                               ? std::string("--method all runs the classical "
                                             "placers")

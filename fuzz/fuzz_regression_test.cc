@@ -103,6 +103,11 @@ TEST(OnnxFuzzFindingsTest, CrashInputsAreRefusedWithAMessage) {
        "summed over its ops, pass 2^60 (1 EiB) here"},
       {"opset-6-chain-domain-imported-twice.onnx",
        "opset_import: domain ai.onnx is imported at two opsets (17 and 6)"},
+      // A Shape of "" (a missing input) that a Reshape reads: the check
+      // that a Shape's input has a type counted the empty name as typed,
+      // and libonnx's data propagation read it (SEGV in libonnx).
+      {"shape-of-an-empty-input-name.onnx",
+       "node '/shape/Shape' (Shape): its input is empty"},
   };
   for (const auto& [file, message] : cases) {
     SCOPED_TRACE(file);

@@ -551,6 +551,10 @@ Status OnnxModel::CheckShapeInputsHaveTypes() const {
   for (const ValueInfoProto& v : model_.graph().input()) {
     if (!v.has_type()) typed.erase(v.name());
   }
+  // An empty name is a missing input, whatever value carries that name
+  // (a Shape of "" crashed libonnx's data propagation, found by
+  // onnx_import_fuzzer).
+  typed.erase("");
   for (int i = 0; i < graph().node_size(); ++i) {
     const NodeProto& node = graph().node(i);
     if (node.op_type() != "Shape" || node.input_size() == 0 ||
@@ -566,6 +570,10 @@ Status OnnxModel::CheckShapeInputsHaveTypes() const {
         return Error(DescribeNode(producer, p) + ": " +
                      UnknownOperator(producer));
       }
+    }
+    if (node.input(0).empty()) {
+      return Error(DescribeNode(node, i) +
+                   ": its input is empty (a Shape needs the tensor it reads)");
     }
     return Error(DescribeNode(node, i) + ": input '" + node.input(0) +
                  "' has no type (shape inference could not infer it)");

@@ -72,6 +72,16 @@ std::string TempPath(const std::string& name) {
   return ::testing::TempDir() + "/mcmc_test_" + name;
 }
 
+// A search resumed from the checkpoint after `batches` batches of four
+// began after the start candidates (every one-shot placer that places the
+// problem, `starts`; one more sample when snapping the best to the groups
+// changed it) and those batches.
+void ExpectResumedAfter(const SearchTrace& resumed, int64_t starts,
+                        int64_t batches) {
+  EXPECT_GE(resumed.first_sample_of_this_run, starts + batches * 4);
+  EXPECT_LE(resumed.first_sample_of_this_run, starts + 1 + batches * 4);
+}
+
 // The zoo's small RNN language model on two K40s, with its expert.
 struct ZooProblem {
   explicit ZooProblem(const std::string& model, const std::string& preset)
@@ -247,8 +257,7 @@ TEST(McmcTest, CheckpointsWaitTheirLeastSeconds) {
     resumed.resume_path = killed.checkpoint_path;
     StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
     ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_GE(r->search.first_sample_of_this_run, starts + batches * 4);
-    EXPECT_LE(r->search.first_sample_of_this_run, starts + 1 + batches * 4);
+    ExpectResumedAfter(r->search, starts, batches);
   }
   SearchOptions negative = Samples(8);
   negative.checkpoint_min_seconds = -1;
@@ -285,12 +294,8 @@ TEST(McmcTest, ResumedAfterAKillEndsWhereAnUninterruptedSearchEnds) {
   resumed.resume_path = killed.checkpoint_path;
   StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  // The start candidates (every one-shot placer that places it; one more
-  // sample when snapping the best to the groups changed it) and four
-  // batches of four before the checkpoint.
-  const int64_t starts = StartCandidates(z.p.problem, "auto")->size();
-  EXPECT_GE(r->search.first_sample_of_this_run, starts + 4 * 4);
-  EXPECT_LE(r->search.first_sample_of_this_run, starts + 1 + 4 * 4);
+  ExpectResumedAfter(r->search, StartCandidates(z.p.problem, "auto")->size(),
+                     4);
   EXPECT_EQ(r->placement, uninterrupted->placement);
   EXPECT_EQ(r->search.best_step_time, uninterrupted->search.best_step_time);
   EXPECT_EQ(r->search.samples, 60);

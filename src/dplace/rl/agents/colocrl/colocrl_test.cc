@@ -104,7 +104,9 @@ std::vector<torch::Tensor> RowGradients(Seq2SeqPolicy& policy, int workers,
 }
 
 // Every split of the rows, a block of one row included (k = 1, 3): the
-// same draws, and sampling leaves the weights as they were.
+// same draws (the contract: the same placements and log at any worker
+// count), and sampling leaves the weights bitwise as they were (it writes
+// none; nothing is computed).
 TEST(Seq2SeqWorkersTest, TwoWorkersDrawTheSamePlacements) {
   Seq2SeqPolicy policy = SmallSeq2Seq(12, 3);
   std::vector<torch::Tensor> before;

@@ -327,7 +327,8 @@ class Walk : public SearchLoop {
       s_.current_cost = chosen_cost;
     }
     s_.since_improvement = improved ? 0 : s_.since_improvement + k;
-    if (s_.since_improvement >= settings_.restart_after) {
+    if (settings_.restart_after > 0 &&
+        s_.since_improvement >= settings_.restart_after) {
       s_.current = s_.anchor;
       s_.current_cost = s_.anchor_cost;
       s_.since_improvement = 0;
@@ -571,7 +572,9 @@ StatusOr<McmcSettings> ReadMcmcSettings(const MethodOptions& options) {
   };
   if (!(s.beta >= 0 && std::isfinite(s.beta))) return bad("beta must be >= 0");
   if (s.batch < 1) return bad("batch must be >= 1");
-  if (s.restart_after < 1) return bad("restart_after must be >= 1");
+  if (s.restart_after < 0) {
+    return bad("restart_after must be >= 0 (0: never restart)");
+  }
   if (!(s.failing_step_time >= 0 && std::isfinite(s.failing_step_time))) {
     return bad("failing_step_time must be >= 0 (0: twice the serial bound)");
   }

@@ -25,9 +25,10 @@ struct McmcSettings {
   double beta = 50;
   // Proposals evaluated together, in one Environment::Evaluate. Default: 16.
   int batch = 16;
-  // Proposals without a new best before the walk restarts from the best.
-  // Default: 400.
-  int64_t restart_after = 400;
+  // Proposals without a new best before the walk restarts from the best;
+  // 0: never. Default: 0 (on long searches, restarts every 400 proposals
+  // kept the walk next to its best: docs/placers.md).
+  int64_t restart_after = 0;
   // The step time an infeasible (out-of-memory) placement costs, in
   // seconds; 0: twice the problem's serial bound (SerialStepBound: no
   // placement is slower), so that a placement that does not fit never

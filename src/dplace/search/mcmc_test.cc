@@ -191,6 +191,28 @@ TEST(McmcTest, SameSeedSamePlacementAndLog) {
   EXPECT_NE(LogWithoutWallTimes(search.log_path), logs[0]);
 }
 
+// The walk goes back to its best only when restart_after asks it to: by
+// default it never does (on long searches, restarts every 400 proposals
+// kept it next to its best: docs/placers.md).
+TEST(McmcTest, RestartsOnlyWhenAsked) {
+  ZooProblem z(kSmallRnnlm, "k40x2");
+  auto restarts = [&](const std::vector<std::string>& options) {
+    SearchOptions search = Samples(3000);
+    double last = -1;
+    search.progress = [&last](const SearchProgress& p) {
+      for (const auto& [key, value] : p.agent_stats) {
+        if (key == "restarts") last = value;
+      }
+    };
+    StatusOr<PlaceResult> r = Search(z.p.problem, options, search);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return last;
+  };
+  EXPECT_EQ(restarts({"batch=4"}), 0);
+  EXPECT_EQ(restarts({"batch=4", "restart_after=0"}), 0);
+  EXPECT_GE(restarts({"batch=4", "restart_after=400"}), 1);
+}
+
 // Two 6 GB parameters on GPUs of 10 GB: only the placements that split them
 // fit, and every move of one proposes an out-of-memory placement. It costs
 // twice the serial bound (every op and tensor one after another: 2.5 s),
@@ -391,8 +413,9 @@ TEST(McmcTest, BadOptionsAreErrorsNamingTheMethodAndKey) {
   EXPECT_THAT(error({"beta=hot"}), HasSubstr("beta"));
   EXPECT_THAT(error({"batch=0"}),
               HasSubstr("method mcmc: option batch must be >= 1"));
-  EXPECT_THAT(error({"restart_after=0"}),
-              HasSubstr("method mcmc: option restart_after"));
+  EXPECT_THAT(error({"restart_after=-1"}),
+              HasSubstr("method mcmc: option restart_after must be >= 0"));
+  EXPECT_EQ(error({"restart_after=0"}), "ok");
   EXPECT_THAT(error({"failing_step_time=-1"}),
               HasSubstr("method mcmc: option failing_step_time"));
   EXPECT_THAT(error({"move_probability=0.8", "swap_probability=0.4"}),

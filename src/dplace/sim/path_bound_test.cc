@@ -22,41 +22,12 @@
 namespace dplace {
 namespace {
 
+using testing_dags::BruteForceOptimum;
 using testing_dags::Dag;
 using testing_dags::Gpus;
 using testing_dags::kGB;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
-// The fastest feasible simulated step over every placement (with
-// `whole_groups`, every one that keeps each colocation group on one
-// device); infinity when none fits.
-double BruteForce(const CostModel& cost, bool whole_groups = false) {
-  const Graph& g = cost.graph();
-  const int n = g.num_ops();
-  const int d = cost.cluster().num_devices();
-  Simulator simulator(cost);
-  Placement placement(n, 0);
-  double best = kInfinity;
-  for (;;) {
-    bool allowed = true;
-    for (OpId a = 0; a < n && allowed; ++a) {
-      allowed = cost.OpTime(a, placement[a]) < kInfinity;
-      for (OpId b = 0; b < a && allowed && whole_groups; ++b) {
-        allowed = g.colocation_group(a).empty() ||
-                  g.colocation_group(a) != g.colocation_group(b) ||
-                  placement[a] == placement[b];
-      }
-    }
-    if (allowed) {
-      const SimResult r = *simulator.Simulate(placement);
-      if (r.feasible) best = std::min(best, r.step_time);
-    }
-    int i = 0;
-    while (i < n && ++placement[i] == d) placement[i++] = 0;
-    if (i == n) return best;
-  }
-}
 
 // A CPU (one or two slots, slower) and one to three GPUs of `gpu_memory`
 // bytes, linked through the CPU or all to all, copied by the links or by
@@ -116,7 +87,7 @@ TEST(MemoryPathBoundTest, NeverAboveTheBruteForceOptimum) {
     const Cluster cluster = SmallCluster(rng, memory);
     const CostModel cost(graph, cluster);
     const double bound = MemoryPathBound(cost);
-    const double optimum = BruteForce(cost);
+    const double optimum = BruteForceOptimum(cost);
     ASSERT_LE(bound, optimum * (1 + 1e-9))
         << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
     if (bound == kInfinity) {
@@ -183,7 +154,7 @@ TEST(MemoryPathBoundTest, WholeGroupsNeverAboveTheirBruteForceOptimum) {
     const CostModel cost(graph, cluster);
     const double op_level = MemoryPathBound(cost);
     const double bound = MemoryPathBound(cost, whole);
-    const double optimum = BruteForce(cost, /*whole_groups=*/true);
+    const double optimum = BruteForceOptimum(cost, /*whole_groups=*/true);
     ASSERT_LE(bound, optimum * (1 + 1e-9))
         << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
     ASSERT_GE(bound, op_level * (1 - 1e-12)) << trial;
@@ -245,8 +216,8 @@ TEST(MemoryPathBoundTest, WholeGroupsPayTheHopsAGroupForces) {
   whole.whole_groups = true;
   EXPECT_NEAR(MemoryPathBound(cost), 2.1, 1e-6);
   EXPECT_NEAR(MemoryPathBound(cost, whole), 2.2, 1e-6);
-  EXPECT_NEAR(BruteForce(cost), 2.1, 1e-6);
-  EXPECT_NEAR(BruteForce(cost, /*whole_groups=*/true), 2.2, 1e-6);
+  EXPECT_NEAR(BruteForceOptimum(cost), 2.1, 1e-6);
+  EXPECT_NEAR(BruteForceOptimum(cost, /*whole_groups=*/true), 2.2, 1e-6);
 
   Simulator simulator(cost);
   const SimResult split = *simulator.Simulate({1, 0, 2});
@@ -286,7 +257,7 @@ TEST(MemoryPathBoundTest, ACutInsideABlockWaitsForTheSkipTensor) {
   no_queues.link_queues = false;
   const Cluster three = Star(3, kGB, 1e8);
   const CostModel cost(graph, three);
-  EXPECT_NEAR(BruteForce(cost), 3.8, 1e-6);
+  EXPECT_NEAR(BruteForceOptimum(cost), 3.8, 1e-6);
   EXPECT_NEAR(MemoryPathBound(cost), 3.8, 1e-6);
   EXPECT_NEAR(MemoryPathBound(cost, no_queues), 3.3, 1e-6);
   Simulator simulator(cost);
@@ -294,7 +265,7 @@ TEST(MemoryPathBoundTest, ACutInsideABlockWaitsForTheSkipTensor) {
 
   const Cluster two = Star(2, kGB, 1e8);
   const CostModel on_two(graph, two);
-  EXPECT_NEAR(BruteForce(on_two), 3.9, 1e-6);
+  EXPECT_NEAR(BruteForceOptimum(on_two), 3.9, 1e-6);
   EXPECT_NEAR(MemoryPathBound(on_two), 3.8, 1e-6);
 }
 
@@ -307,7 +278,7 @@ struct QueueTally {
     PathBoundOptions no_queues;
     no_queues.link_queues = false;
     const double bound = MemoryPathBound(cost);
-    const double optimum = BruteForce(cost);
+    const double optimum = BruteForceOptimum(cost);
     ASSERT_LE(bound, optimum * (1 + 1e-9))
         << "bound " << bound << " > optimum " << optimum;
     const double without = MemoryPathBound(cost, no_queues);
@@ -393,7 +364,7 @@ TEST(MemoryPathBoundTest, BranchesLeavingADeviceQueueOnItsOneLink) {
   no_queues.link_queues = false;
   const Cluster cluster = Star(2, 2 * kGB, 1e8);
   const CostModel cost(graph, cluster);
-  const double optimum = BruteForce(cost);
+  const double optimum = BruteForceOptimum(cost);
   EXPECT_NEAR(optimum, 4.1, 1e-6);
   EXPECT_NEAR(MemoryPathBound(cost, no_queues), 3.1, 1e-6);
   EXPECT_NEAR(MemoryPathBound(cost), 4.0, 1e-6);
@@ -480,7 +451,7 @@ TEST(MemoryPathBoundTest, PaysTheTransfersMemoryForces) {
   const Cluster cluster = Gpus(3, /*bandwidth=*/1e9, /*memory=*/kGB);
   const CostModel cost(graph, cluster);
   EXPECT_NEAR(MemoryPathBound(cost), 3.2, 1e-6);
-  EXPECT_NEAR(BruteForce(cost), 3.2, 1e-6);
+  EXPECT_NEAR(BruteForceOptimum(cost), 3.2, 1e-6);
   Simulator simulator(cost);
   EXPECT_NEAR(simulator.critical_path_bound(), 3.0, 1e-9);
 }
@@ -496,7 +467,7 @@ TEST(MemoryPathBoundTest, InfiniteOnlyWhenAnOpFitsNowhere) {
   const Cluster cluster = Gpus(2, 1e9, kGB);
   const CostModel cost(graph, cluster);
   EXPECT_EQ(MemoryPathBound(cost), kInfinity);
-  EXPECT_EQ(BruteForce(cost), kInfinity);
+  EXPECT_EQ(BruteForceOptimum(cost), kInfinity);
 }
 
 // Rounding the step functions down to few steps keeps a bound, never

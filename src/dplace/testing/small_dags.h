@@ -77,20 +77,40 @@ class Dag {
   std::vector<std::tuple<OpId, int, OpId>> edges_;
 };
 
-// The best feasible step time over every placement, by the simulator.
-inline double BruteForceOptimum(const PlacerTestProblem& p) {
-  const int n = p.graph.num_ops();
-  const int d = p.cluster.num_devices();
-  Simulator simulator(p.cost);
+// The fastest feasible simulated step over every placement that puts each
+// op on a device that can run it (with `whole_groups`, every one that also
+// keeps each colocation group on one device); infinity when none fits.
+inline double BruteForceOptimum(const CostModel& cost,
+                                bool whole_groups = false) {
+  const Graph& g = cost.graph();
+  const int n = g.num_ops();
+  const int d = cost.cluster().num_devices();
+  const double infinity = std::numeric_limits<double>::infinity();
+  Simulator simulator(cost);
   Placement placement(n, 0);
-  double best = std::numeric_limits<double>::infinity();
+  double best = infinity;
   for (;;) {
-    const SimResult r = *simulator.Simulate(placement);
-    if (r.feasible) best = std::min(best, r.step_time);
+    bool allowed = true;
+    for (OpId a = 0; a < n && allowed; ++a) {
+      allowed = cost.OpTime(a, placement[a]) < infinity;
+      for (OpId b = 0; b < a && allowed && whole_groups; ++b) {
+        allowed = g.colocation_group(a).empty() ||
+                  g.colocation_group(a) != g.colocation_group(b) ||
+                  placement[a] == placement[b];
+      }
+    }
+    if (allowed) {
+      const SimResult r = *simulator.Simulate(placement);
+      if (r.feasible) best = std::min(best, r.step_time);
+    }
     int i = 0;
     while (i < n && ++placement[i] == d) placement[i++] = 0;
     if (i == n) return best;
   }
+}
+
+inline double BruteForceOptimum(const PlacerTestProblem& p) {
+  return BruteForceOptimum(p.cost);
 }
 
 // src -> four 1 s branches -> sink, tensors of 0.1 s: two per GPU.

@@ -1,7 +1,7 @@
 // mcmc: finds known optima of small DAGs, never ends worse than its start,
-// is deterministic for a seed, steps over out-of-memory placements without
-// choosing them, resumes where an uninterrupted search ends, and rejects
-// bad options by name.
+// is deterministic for a seed, restarts only when asked, steps over
+// out-of-memory placements without choosing them, resumes where an
+// uninterrupted search ends, and rejects bad options by name.
 #include "dplace/search/mcmc.h"
 
 #include <gmock/gmock.h>

@@ -469,6 +469,7 @@ class Planner {
         }
         break;
       }
+      if (node.input_size() == 0) break;
       if (type == "ConstantOfShape") {
         const ConstTensor* shape = view_.value(node.input(0));
         if (!shape || axis >= static_cast<int>(shape->values.size())) break;
@@ -538,6 +539,8 @@ class Planner {
   // hidden].
   Status VisitRecurrent(int index) {
     const NodeProto& node = g_.node(index);
+    // An operator of another domain by the same name may have no input.
+    if (node.input_size() == 0) return Status::Ok();
     const bool batch_major = IntAttribute(node, "layout", 0) != 0;
     const BatchDim x = DimOf(node.input(0));
     if (x.axis < 0) return Status::Ok();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <set>
 
 #include "dplace/io/onnx/batch_change.h"
@@ -41,6 +42,7 @@ Status OnnxModel::Prepare(const std::string& bytes) {
   DropWeightData();
   DPLACE_RETURN_IF_ERROR(CheckNodeInputs(graph(), source_));
   SpellOutKernelShapes();
+  DPLACE_RETURN_IF_ERROR(CheckRequiredInputs());
   DPLACE_RETURN_IF_ERROR(SetBatch());
   DPLACE_RETURN_IF_ERROR(InferShapesAndFold());
   DPLACE_RETURN_IF_ERROR(CheckBatchChange());
@@ -149,6 +151,47 @@ Status OnnxModel::CheckOpsets() {
     return Error("opset_import: ai.onnx opset " + std::to_string(it->second) +
                  " is not supported (opset 7 or newer is; re-export with a "
                  "newer opset_version)");
+  }
+  return Status::Ok();
+}
+
+// Every node of an operator libonnx knows has what its schema at the
+// model's opset requires: at least its least number of inputs, and none of
+// the required ones (neither optional nor variadic) empty. The batch
+// change and libonnx's inference read them unchecked (an LSTM without
+// inputs, found by onnx_import_fuzzer).
+Status OnnxModel::CheckRequiredInputs() const {
+  std::unordered_map<std::string, int> versions;
+  for (const auto& opset : model_.opset_import()) {
+    versions[opset.domain() == "ai.onnx" ? "" : opset.domain()] =
+        static_cast<int>(std::clamp<int64_t>(opset.version(), 0,
+                                             std::numeric_limits<int>::max()));
+  }
+  for (int i = 0; i < graph().node_size(); ++i) {
+    const NodeProto& node = graph().node(i);
+    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const auto version = versions.find(domain);
+    if (version == versions.end()) continue;
+    const ::onnx::OpSchema* schema = ::onnx::OpSchemaRegistry::Schema(
+        node.op_type(), version->second, domain);
+    if (schema == nullptr) continue;
+    const std::string op = node.op_type() + " (opset " +
+                           std::to_string(schema->since_version()) + ")";
+    if (node.input_size() < schema->min_input()) {
+      return Error(DescribeNode(node, i) + ": " +
+                   std::to_string(node.input_size()) + " inputs; " + op +
+                   " needs at least " + std::to_string(schema->min_input()));
+    }
+    const auto& formal = schema->inputs();
+    for (int k = 0;
+         k < node.input_size() && k < static_cast<int>(formal.size()); ++k) {
+      if (formal[k].GetOption() == ::onnx::OpSchema::Single &&
+          node.input(k).empty()) {
+        return Error(DescribeNode(node, i) + ": its input " +
+                     std::to_string(k) + " (" + formal[k].GetName() +
+                     ") is empty; " + op + " needs it");
+      }
+    }
   }
   return Status::Ok();
 }
@@ -553,7 +596,7 @@ Status OnnxModel::CheckShapeInputsHaveTypes() const {
   }
   // An empty name is a missing input, whatever value carries that name
   // (a Shape of "" crashed libonnx's data propagation, found by
-  // onnx_import_fuzzer).
+  // onnx_import_fuzzer; CheckRequiredInputs refuses it first).
   typed.erase("");
   for (int i = 0; i < graph().node_size(); ++i) {
     const NodeProto& node = graph().node(i);
@@ -570,10 +613,6 @@ Status OnnxModel::CheckShapeInputsHaveTypes() const {
         return Error(DescribeNode(producer, p) + ": " +
                      UnknownOperator(producer));
       }
-    }
-    if (node.input(0).empty()) {
-      return Error(DescribeNode(node, i) +
-                   ": its input is empty (a Shape needs the tensor it reads)");
     }
     return Error(DescribeNode(node, i) + ": input '" + node.input(0) +
                  "' has no type (shape inference could not infer it)");

@@ -113,6 +113,7 @@ class OnnxModel {
   std::optional<std::vector<int64_t>> DeclaredDims(
       const std::string& name) const;
   ::onnx::TensorShapeProto* DataInputShape(const std::string& name);
+  Status CheckRequiredInputs() const;
   Status SetBatch();
   Status FindExportBatch();
   Status PlanFixedBatchChange();

@@ -179,7 +179,8 @@ Status OnnxModel::CheckRequiredInputs() const {
                            std::to_string(schema->since_version()) + ")";
     if (node.input_size() < schema->min_input()) {
       return Error(DescribeNode(node, i) + ": " +
-                   std::to_string(node.input_size()) + " inputs; " + op +
+                   std::to_string(node.input_size()) +
+                   (node.input_size() == 1 ? " input; " : " inputs; ") + op +
                    " needs at least " + std::to_string(schema->min_input()));
     }
     const auto& formal = schema->inputs();

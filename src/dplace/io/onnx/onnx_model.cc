@@ -107,14 +107,6 @@ Status OnnxModel::Parse(const std::string& bytes) {
         "not an ONNX model: no IR version, graph or opset_import (not an "
         "ONNX file, or a truncated one)");
   }
-  // libonnx 1.12's data propagation crashes on some models of IR versions
-  // before 4 (a Size read by a Shape, found by onnx_import_fuzzer); ONNX
-  // 1.3 and every later exporter write 4 or newer.
-  if (model_.ir_version() < 4) {
-    return Error("ir_version " + std::to_string(model_.ir_version()) +
-                 " is not supported (4 or newer is: ONNX 1.3 and later "
-                 "write it; re-export with a newer exporter)");
-  }
   return Status::Ok();
 }
 
@@ -631,6 +623,11 @@ Status OnnxModel::CheckShapeInputsHaveTypes() const {
 
 Status OnnxModel::InferShapes(bool data_propagation) {
   inferred_ = model_;
+  // libonnx 1.12's data propagation crashes on some models of IR versions
+  // before 4 (a Size read by a Shape, found by onnx_import_fuzzer). IR 4
+  // only relaxed a rule (initializers need not be graph inputs), so an
+  // older model is inferred as one of IR 4.
+  if (inferred_.ir_version() < 4) inferred_.set_ir_version(4);
   ::onnx::GraphProto* g = inferred_.mutable_graph();
   google::protobuf::RepeatedPtrField<NodeProto> kept;
   for (int i = 0; i < g->node_size(); ++i) {

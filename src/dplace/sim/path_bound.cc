@@ -21,18 +21,23 @@ namespace dplace {
 namespace {
 
 using sim_detail::At;
+using sim_detail::Front;
 using sim_detail::ImmediateDominators;
 using sim_detail::kInfinity;
 using sim_detail::Max;
 using sim_detail::Min;
 using sim_detail::MinWith;
 using sim_detail::OwnSource;
+using sim_detail::Point;
+using sim_detail::Projected;
+using sim_detail::Prune;
 using sim_detail::Restricted;
 using sim_detail::RoundDown;
 using sim_detail::Shifted;
 using sim_detail::Smallest;
 using sim_detail::Step;
 using sim_detail::StepFn;
+using sim_detail::Thin;
 // Memory of a class that never binds (more than the graph's persistent
 // bytes): far from int64's end, so shifts cannot overflow.
 constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
@@ -317,6 +322,7 @@ class PathBound {
     OpId op;
     const StepFn* same;
     double moved;
+    const Front* front = nullptr;  // On w's device: with busy times.
   };
 
   // Per op of the region: the region's ops it reaches backwards (itself
@@ -345,16 +351,11 @@ class PathBound {
     return Ancestors(region, index, g_);
   }
 
-  // What an op needs of its inputs as a function of the memory of its
-  // device before it: each input on that device (its function) or not (its
-  // arrival), the largest over inputs. Where the inputs' ops in the region
-  // share no op (disjoint branches from w), the device holds all their
-  // runs at once: their memories beyond `base` (w's run, for ops on w's
-  // device) add up; otherwise only the largest counts.
-  static StepFn Combine(const std::vector<Input>& inputs, int64_t base, OpId w,
-                        const std::vector<std::vector<uint64_t>>& ancestors,
-                        const std::unordered_map<OpId, int>& index,
-                        int max_steps) {
+  // Whether the inputs' ops in the region (w aside) share no op: disjoint
+  // branches from w, whose runs on one device add up.
+  static bool Disjoint(const std::vector<Input>& inputs, OpId w,
+                       const std::vector<std::vector<uint64_t>>& ancestors,
+                       const std::unordered_map<OpId, int>& index) {
     bool disjoint = !ancestors.empty() && inputs.size() > 1;
     for (size_t a = 0; a < inputs.size() && disjoint; ++a) {
       if (inputs[a].op == w) continue;
@@ -365,6 +366,20 @@ class PathBound {
         for (size_t k = 0; k < x.size(); ++k) disjoint &= (x[k] & y[k]) == 0;
       }
     }
+    return disjoint;
+  }
+
+  // What an op needs of its inputs as a function of the memory of its
+  // device before it: each input on that device (its function) or not (its
+  // arrival), the largest over inputs. Where the inputs' ops in the region
+  // share no op (disjoint branches from w), the device holds all their
+  // runs at once: their memories beyond `base` (w's run, for ops on w's
+  // device) add up; otherwise only the largest counts.
+  static StepFn Combine(const std::vector<Input>& inputs, int64_t base, OpId w,
+                        const std::vector<std::vector<uint64_t>>& ancestors,
+                        const std::unordered_map<OpId, int>& index,
+                        int max_steps) {
+    const bool disjoint = Disjoint(inputs, w, ancestors, index);
     if (!disjoint) {
       StepFn need{{0, 0}};
       for (const Input& in : inputs) {
@@ -411,6 +426,41 @@ class PathBound {
     return Combine(inputs, base, w, ancestors, index, options_.max_steps);
   }
 
+  // Combine for an op on w's device, with each input's front: the busy
+  // times of the inputs' ops on that device add up where their branches
+  // are disjoint (as their memories do), else the largest counts; an input
+  // elsewhere brings none.
+  static Front CombineOnW(const std::vector<Input>& inputs, int64_t base,
+                          OpId w,
+                          const std::vector<std::vector<uint64_t>>& ancestors,
+                          const std::unordered_map<OpId, int>& index,
+                          int max_points, double weight) {
+    const bool disjoint = Disjoint(inputs, w, ancestors, index);
+    Front need{{disjoint ? base : 0, 0, 0}};
+    for (const Input& in : inputs) {
+      Front next;
+      for (const Point& h : need) {
+        for (const Point& f : *in.front) {
+          if (disjoint) {
+            if (f.m < base) continue;
+            next.push_back({h.m + f.m - base, std::max(h.g, f.g), h.b + f.b});
+          } else {
+            next.push_back(
+                {std::max(h.m, f.m), std::max(h.g, f.g), std::max(h.b, f.b)});
+          }
+        }
+        if (in.moved < kInfinity) {
+          next.push_back({h.m, std::max(h.g, in.moved), h.b});
+        }
+      }
+      Prune(&next);
+      Thin(&next, max_points, weight);
+      need.swap(next);
+      if (need.empty()) break;
+    }
+    return need;
+  }
+
   // v's functions again, with the ops of `region` (v last) each knowing
   // whether it is on w's device (flag 1) for every class of w; the larger
   // of these and FromInputs' is kept, both being bounds. Where v reads a
@@ -424,6 +474,7 @@ class PathBound {
     const size_t slots = region.size() * nc_ * 3;
     pass.cond.resize(slots);
     pass.best.resize(slots);
+    pass.front.resize(region.size());
     EdgeId skip = -1;
     for (EdgeId e : g_.in_edges(v)) {
       if (options_.link_queues && g_.edge_src(e) == w && !g_.is_control(e) &&
@@ -488,6 +539,7 @@ class PathBound {
     std::vector<double> next_hop;  // Per class: NextHops.
     std::vector<StepFn> cond;      // Per op, class, flag.
     std::vector<double> best;      // Their smallest values.
+    std::vector<Front> front;      // Per op on w's device: with busy.
     static size_t Key(int i, int c, int flag, int nc) {
       return (static_cast<size_t>(i) * nc + c) * 3 + flag;
     }
@@ -497,6 +549,10 @@ class PathBound {
     const int cw = pass->cw, cv = pass->cv;
     const Step pin = pass->pin;
     const StepFn at_w{pin};
+    const Front at_w_front{{pin.m, pin.g, 0}};
+    // The ops on w's device run one at a time per compute slot.
+    const double slots =
+        cost_.cluster().device(classes_.representative(cw)).compute_slots;
     auto key = [&](int i, int c, int flag) {
       return Pass::Key(i, c, flag, nc_);
     };
@@ -513,6 +569,7 @@ class PathBound {
           StepFn& out = pass->cond[key(i, c, flag)];
           out.clear();
           pass->best[key(i, c, flag)] = kInfinity;
+          if (flag == 1 && c == cw) pass->front[i].clear();
           if ((class_of(flag) >= 0 && c != class_of(flag)) ||
               !Placeable(u, c)) {
             continue;
@@ -529,15 +586,21 @@ class PathBound {
             const OpId a = g_.edge_src(e);
             static const StepFn kNowhere;
             const StepFn* same = &kNowhere;
+            static const Front kNowhereFront;
+            const Front* front = &kNowhereFront;
             double moved = kInfinity;
             if (a == pass->w) {
-              if (flag == 1) same = &at_w;
+              if (flag == 1) {
+                same = &at_w;
+                front = &at_w_front;
+              }
               if (flag != 1 && !Together(a, u)) {
                 moved = pin.g + Transfer(e, cw, c);
               }
             } else {
               const int j = pass->index.at(a);
               same = &pass->cond[key(j, c, flag)];
+              if (flag == 1) front = &pass->front[j];
               for (int c2 = 0; c2 < nc_ && !Together(a, u); ++c2) {
                 for (int f2 = 0; f2 < flags; ++f2) {
                   // a on u's device (w's or v's): not another device.
@@ -562,7 +625,35 @@ class PathBound {
               in.moved = std::max(in.moved, moved);
               merged = true;
             }
-            if (!merged) inputs.push_back({a, same, moved});
+            if (!merged) inputs.push_back({a, same, moved, front});
+          }
+          if (flag == 1 && options_.serial_devices) {
+            // On w's device: u starts after its inputs and after the ops
+            // of the region before it on that device, which all start
+            // after w (but a source of the region, a weight, may run
+            // before w: it adds no busy time).
+            const double t = Time(u, c);
+            const bool after_w = !g_.in_edges(u).empty();
+            Front f = CombineOnW(inputs, pin.m, pass->w, pass->ancestors,
+                                 pass->index, options_.max_steps, 1 / slots);
+            Front kept;
+            for (Point p : f) {
+              p.m = std::max(p.m + s, from);
+              if (p.m > Limit(u, c)) continue;
+              if (after_w) {
+                p.g = std::max(p.g + t, pin.g + (p.b + t) / slots);
+                p.b += t;
+              } else {
+                p.g += t;
+              }
+              kept.push_back(p);
+            }
+            Prune(&kept);
+            Thin(&kept, options_.max_steps, 1 / slots);
+            out = Projected(kept);
+            pass->front[i].swap(kept);
+            pass->best[key(i, c, flag)] = Smallest(out);
+            continue;
           }
           StepFn need = Combine(inputs, flag == 1 ? pin.m : 0, pass->w,
                                 pass->ancestors, pass->index);

@@ -58,6 +58,12 @@ struct PathBoundOptions {
   // finishes: the tensors that leave w's device cross that link one after
   // another. Default: true.
   bool link_queues = true;
+  // In such a region, the ops on w's device run after w, one at a time
+  // per compute slot of that device: v there finishes no earlier than w
+  // plus the times of those ops among its ancestors, over the slots
+  // (branches kept on one GPU add their times, not the longest). Their
+  // busy times are kept beside memory and finish. Default: true.
+  bool serial_devices = true;
   // Only placements that keep every colocation group on one device (every
   // placer's do): a tensor between two ops of one group never moves, so a
   // path cannot leave a group's device between them (e.g. through a

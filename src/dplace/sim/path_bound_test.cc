@@ -424,6 +424,88 @@ TEST(MemoryPathBoundTest, BranchyBlocksNeverAboveTheBruteForceOptimum) {
   tally.Print();
 }
 
+// w, then three branches a, b, c of 1 s each, joined by v, then a
+// zero-time op `after`, on one GPU of 1.5 GB beside a CPU 100 times
+// slower: w (1 GB), the branches (0.11 GB each) and v (0.05 GB) fit the
+// GPU, `after` (1.4 GB) only the CPU. The branches share w's GPU and run
+// one after another: the optimum is 5 s and a tensor of 1 MB (1 ms a hop)
+// from v to `after`. A bound that lets them run at once says 3 s.
+TEST(MemoryPathBoundTest, BranchesOnOneGpuRunOneAfterAnother) {
+  Dag dag;
+  const OpId w = dag.Op("w", 1, kGB);
+  const OpId v = dag.Op("v", 1, 5 * kGB / 100);
+  for (const char* name : {"a", "b", "c"}) {
+    const OpId branch = dag.Op(name, 1, 11 * kGB / 100);
+    dag.Edge(w, branch, 1'000'000);
+    dag.Edge(branch, v, 1'000'000);
+  }
+  const OpId after = dag.Op("after", 0, 14 * kGB / 10);
+  dag.Edge(v, after, 1'000'000);
+  const Graph graph = std::move(dag).Build();
+  const Cluster cluster = Star(1, 15 * kGB / 10, 1e9);
+  const CostModel cost(graph, cluster);
+  PathBoundOptions parallel;
+  parallel.serial_devices = false;
+  EXPECT_NEAR(BruteForceOptimum(cost), 5.001, 1e-6);
+  EXPECT_NEAR(MemoryPathBound(cost, parallel), 3.001, 1e-6);
+  EXPECT_NEAR(MemoryPathBound(cost), 5.001, 1e-6);
+}
+
+// Thousands of random blocks as above, their branches as long as w and v,
+// their tensors cheap, and an op after v that often needs a GPU of its
+// own, so that branches kept on w's device often wait for each other: the bound
+// that adds their times never exceeds the brute-force optimum, never falls
+// below the one that does not, and lifts it in many cases.
+TEST(MemoryPathBoundTest, SerialDevicesNeverAboveTheBruteForceOptimum) {
+  std::mt19937_64 rng(20261201);
+  std::uniform_real_distribution<double> unit(0, 1);
+  PathBoundOptions parallel;
+  parallel.serial_devices = false;
+  int lifted = 0, tight = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    Dag dag;
+    auto bytes = [&] { return static_cast<int64_t>(unit(rng) * 0.7 * kGB); };
+    auto tensor = [&] { return static_cast<int64_t>(unit(rng) * 2e7) + 1; };
+    // w and v often share a GPU, `after` rarely does.
+    const OpId w = dag.Op("w", unit(rng), bytes() + kGB / 4);
+    const OpId v = dag.Op("v", unit(rng), bytes() / 4);
+    const int branches = unit(rng) < 0.6 ? 3 : 2;
+    int ops = 2;
+    for (int b = 0; b < branches; ++b) {
+      OpId last = w;
+      const int length = ops < 5 && unit(rng) < 0.3 ? 2 : 1;
+      for (int k = 0; k < length; ++k, ++ops) {
+        const OpId op =
+            dag.Op("b" + std::to_string(ops), unit(rng), bytes() / 4);
+        dag.Edge(last, op, tensor());
+        last = op;
+      }
+      dag.Edge(last, v, tensor());
+    }
+    const OpId after = dag.Op("after", unit(rng), bytes() + kGB / 4);
+    dag.Edge(v, after, tensor());
+    const Graph graph = std::move(dag).Build();
+    const int64_t memory =
+        std::uniform_int_distribution<int64_t>(kGB / 2, 3 * kGB / 2)(rng);
+    const Cluster cluster = unit(rng) < 0.6
+                                ? Star(2, memory, 1e8 + unit(rng) * 1e9)
+                                : SmallCluster(rng, memory);
+    const CostModel cost(graph, cluster);
+    const double bound = MemoryPathBound(cost);
+    const double optimum = BruteForceOptimum(cost);
+    ASSERT_LE(bound, optimum * (1 + 1e-9))
+        << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
+    const double without = MemoryPathBound(cost, parallel);
+    ASSERT_GE(bound, without * (1 - 1e-12)) << trial;
+    if (bound > without * (1 + 1e-9)) ++lifted;
+    if (optimum < kInfinity && bound >= optimum * (1 - 1e-9)) ++tight;
+  }
+  EXPECT_GT(lifted, 40) << lifted;
+  EXPECT_GT(tight, 300) << tight;
+  std::cout << lifted << " cases above the bound of parallel branches, "
+            << tight << " equal to the optimum\n";
+}
+
 // With memory to spare, the bound is the critical path: every op on its
 // fastest device, transfers free.
 TEST(MemoryPathBoundTest, IsTheCriticalPathWhenMemoryDoesNotBind) {

@@ -6,6 +6,7 @@
 #define DPLACE_SIM_STEP_FUNCTION_H_
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -129,6 +130,71 @@ inline StepFn Min(const StepFn& a, const StepFn& b) {
   if (a.empty()) return b;
   if (b.empty()) return a;
   return Merge(a, b, [](double x, double y) { return std::min(x, y); });
+}
+
+// Where ops share one device after a common start (the ops of a region on
+// its dominator's device, path_bound.cc), their times add up as their
+// memories do: a Front keeps, per way of placing them, the run's memory m,
+// the finish g and the busy time b of those ops, each point not dominated
+// in all three by another. Unordered until Prune.
+struct Point {
+  int64_t m;
+  double g;
+  double b;
+};
+using Front = std::vector<Point>;
+
+// Drops every point another is at most in m, g and b; sorts by m.
+inline void Prune(Front* f) {
+  std::sort(f->begin(), f->end(), [](const Point& x, const Point& y) {
+    if (x.m != y.m) return x.m < y.m;
+    return x.g != y.g ? x.g < y.g : x.b < y.b;
+  });
+  Front kept;
+  for (const Point& p : *f) {
+    const bool dominated =
+        std::any_of(kept.begin(), kept.end(),
+                    [&](const Point& q) { return q.g <= p.g && q.b <= p.b; });
+    if (!dominated) kept.push_back(p);
+  }
+  f->swap(kept);
+}
+
+// At most `max_points` points (after Prune): the two neighbours in m whose
+// merge loses least become one at the least of each coordinate, so every
+// point is at most one it replaces and the front stays a bound. `weight`
+// scales b against g in the loss.
+inline void Thin(Front* f, int max_points, double weight) {
+  const auto loss = [&](const Point& x, const Point& y) {
+    return std::abs(x.g - y.g) + weight * std::abs(x.b - y.b);
+  };
+  while (static_cast<int>(f->size()) > std::max(1, max_points)) {
+    size_t best = 0;
+    for (size_t i = 1; i + 1 < f->size(); ++i) {
+      if (loss((*f)[i], (*f)[i + 1]) < loss((*f)[best], (*f)[best + 1])) {
+        best = i;
+      }
+    }
+    Point& into = (*f)[best];
+    const Point& next = (*f)[best + 1];
+    into.g = std::min(into.g, next.g);
+    into.b = std::min(into.b, next.b);
+    f->erase(f->begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+}
+
+// The least g at each m: the front seen as a step function.
+inline StepFn Projected(const Front& f) {
+  StepFn out;
+  for (const Point& p : f) {  // Sorted by m.
+    if (!out.empty() && p.g >= out.back().g) continue;
+    if (!out.empty() && out.back().m == p.m) {
+      out.back().g = p.g;
+    } else {
+      out.push_back({p.m, p.g});
+    }
+  }
+  return out;
 }
 
 }  // namespace dplace::sim_detail

@@ -16,6 +16,7 @@
 
 #include "dplace/env/environment.h"
 #include "dplace/io/file.h"
+#include "dplace/io/placement_json.h"
 #include "dplace/search/start_placements.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/sim/work_bound.h"
@@ -146,6 +147,41 @@ TEST(McmcTest, NeverEndsWorseThanItsStart) {
       EXPECT_EQ(result.step_time, r->search.best_step_time);
     }
   }
+}
+
+// start=FILE.json refines a placement a user brings: the walk's first
+// sample is that placement, and it never ends worse. A file that cannot be
+// read, or is for another cluster, is an error naming it.
+TEST(McmcTest, StartsFromAPlacementFile) {
+  ZooProblem z(kSmallRnnlm, "k40x2");
+  const Placement start = Place("round-robin", z.p.problem);
+  const double start_time = Simulate(z.p.problem, start).step_time;
+  const std::string path = TempPath("start.json");
+  {
+    std::ofstream out(path);
+    out << PlacementToJson(*z.p.problem.graph, *z.p.problem.cluster, start);
+  }
+  SearchOptions search = Samples(40);
+  search.log_path = TempPath("start.jsonl");
+  StatusOr<PlaceResult> r =
+      Search(z.p.problem, {"start=" + path, "batch=4"}, search);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_LE(r->search.best_step_time, start_time);
+  std::ifstream log(search.log_path);
+  std::string first;
+  ASSERT_TRUE(std::getline(log, first));
+  EXPECT_NEAR(nlohmann::json::parse(first).at("step_time").get<double>(),
+              start_time, 1e-9 * start_time);
+
+  const std::string missing = TempPath("no-such-start.json");
+  r = Search(z.p.problem, {"start=" + missing}, Samples(8));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("start"));
+  EXPECT_THAT(r.status().message(), HasSubstr(missing));
+  ZooProblem other(kSmallRnnlm, "k40x4");
+  r = Search(other.p.problem, {"start=" + path}, Samples(8));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("k40x2"));
 }
 
 TEST(McmcTest, AutoStartsFromTheBestClassicalPlacement) {

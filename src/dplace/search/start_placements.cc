@@ -1,7 +1,10 @@
 #include "dplace/search/start_placements.h"
 
 #include <memory>
+#include <string_view>
 #include <utility>
+
+#include "dplace/io/placement_json.h"
 
 namespace dplace {
 
@@ -18,12 +21,20 @@ std::vector<std::string> AutoStartMethods(const PlacementProblem& problem) {
   return names;
 }
 
+bool IsPlacementFile(const std::string& start) {
+  constexpr std::string_view kSuffix = ".json";
+  return start.size() > kSuffix.size() &&
+         std::string_view(start).substr(start.size() - kSuffix.size()) ==
+             kSuffix;
+}
+
 Status CheckStartMethod(const std::string& start) {
-  if (start == "auto") return Status::Ok();
+  if (start == "auto" || IsPlacementFile(start)) return Status::Ok();
   const MethodEntry* entry = FindMethod(start);
   if (entry == nullptr) {
     return InvalidArgumentError(
-        "unknown method (auto or one of: " + MethodNames() + ")");
+        "unknown method (auto, a placement FILE.json, or one of: " +
+        MethodNames() + ")");
   }
   if (TraitsOf(*entry).searches) {
     return InvalidArgumentError(
@@ -36,6 +47,13 @@ Status CheckStartMethod(const std::string& start) {
 StatusOr<std::vector<Placement>> StartCandidates(
     const PlacementProblem& problem, const std::string& start) {
   std::vector<Placement> candidates;
+  if (IsPlacementFile(start)) {
+    StatusOr<Placement> read =
+        ReadPlacementJson(start, *problem.graph, *problem.cluster);
+    if (!read.ok()) return read.status().WithPrefix("start");
+    candidates.push_back(*std::move(read));
+    return candidates;
+  }
   if (start != "auto") {
     DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Method> method, MakeMethod(start));
     StatusOr<PlaceResult> placed = method->Place(problem);

@@ -1,6 +1,7 @@
 // The classical placements a search starts from: mcmc's walk (option
 // start) and a learned agent's warm start (option warm_start) both take a
-// method that places once, or "auto" for the best of the fast ones.
+// method that places once, "auto" for the best of the fast ones, or a
+// placement file (a name ending in .json, docs/formats.md) to refine.
 //
 //   DPLACE_RETURN_IF_ERROR(CheckStartMethod("auto"));
 //   StatusOr<std::vector<Placement>> starts = StartCandidates(problem, "auto");
@@ -20,14 +21,20 @@ namespace dplace {
 // expert only where the problem has one.
 std::vector<std::string> AutoStartMethods(const PlacementProblem& problem);
 
-// OK when `start` is "auto" or a registered method that places once;
-// otherwise the reason, to follow "start=START: " in an option's error.
+// Whether `start` names a placement file: it ends in ".json".
+bool IsPlacementFile(const std::string& start);
+
+// OK when `start` is "auto", a placement file (read when the search
+// starts) or a registered method that places once; otherwise the reason,
+// to follow "start=START: " in an option's error.
 Status CheckStartMethod(const std::string& start);
 
-// The placements of `start`: the method's, or for "auto" those of the
-// AutoStartMethods that can place `problem` (a placer that refuses, e.g.
-// because nothing fits, is skipped). Errors: the method's, prefixed
-// "start"; for "auto", that none could place, with each one's reason.
+// The placements of `start`: the file's, the method's, or for "auto" those of
+// the AutoStartMethods that can place `problem` (a placer that refuses, e.g.
+// because nothing fits, is skipped). Errors: the file's (unreadable, for
+// another graph or cluster, an op on a device it cannot run on) or the
+// method's, prefixed "start"; for "auto", that none could place, with each
+// one's reason.
 StatusOr<std::vector<Placement>> StartCandidates(
     const PlacementProblem& problem, const std::string& start);
 

@@ -466,7 +466,7 @@ TEST_F(SearchLoopTest, WarmStartErrorsNameTheOption) {
   };
   EXPECT_THAT(error("colocrl", {"warm_start=m-etff"}),
               HasSubstr("method colocrl: option warm_start=m-etff: unknown "
-                        "method (auto or one of:"));
+                        "method (auto, a placement FILE.json, or one of:"));
   EXPECT_THAT(error("post", {"warm_start=mcmc"}),
               HasSubstr("method post: option warm_start=mcmc: a search "
                         "cannot be a start"));

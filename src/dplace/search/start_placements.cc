@@ -1,7 +1,6 @@
 #include "dplace/search/start_placements.h"
 
 #include <memory>
-#include <string_view>
 #include <utility>
 
 #include "dplace/io/placement_json.h"
@@ -22,10 +21,7 @@ std::vector<std::string> AutoStartMethods(const PlacementProblem& problem) {
 }
 
 bool IsPlacementFile(const std::string& start) {
-  constexpr std::string_view kSuffix = ".json";
-  return start.size() > kSuffix.size() &&
-         std::string_view(start).substr(start.size() - kSuffix.size()) ==
-             kSuffix;
+  return start.size() > 5 && start.compare(start.size() - 5, 5, ".json") == 0;
 }
 
 Status CheckStartMethod(const std::string& start) {

@@ -269,28 +269,97 @@ TEST(MemoryPathBoundTest, ACutInsideABlockWaitsForTheSkipTensor) {
   EXPECT_NEAR(MemoryPathBound(on_two), 3.8, 1e-6);
 }
 
-// The bound with link queues against the brute-force optimum (never
-// above it) and the bound without them (never below it): counts the cases
-// the queues lift and those where the bound is the optimum.
-struct QueueTally {
+// The bound against the brute-force optimum (never above it) and the
+// bound with one of its rules off, `without` (never below it): counts the
+// cases the rule lifts and those where the bound is the optimum.
+struct Tally {
+  PathBoundOptions without_rule;
+  const char* rule;  // For Print: "without link queues".
   int lifted = 0, tight = 0;
   void Check(const CostModel& cost) {
-    PathBoundOptions no_queues;
-    no_queues.link_queues = false;
     const double bound = MemoryPathBound(cost);
     const double optimum = BruteForceOptimum(cost);
     ASSERT_LE(bound, optimum * (1 + 1e-9))
         << "bound " << bound << " > optimum " << optimum;
-    const double without = MemoryPathBound(cost, no_queues);
+    const double without = MemoryPathBound(cost, without_rule);
     ASSERT_GE(bound, without * (1 - 1e-12));
     if (bound > without * (1 + 1e-9)) ++lifted;
     if (optimum < kInfinity && bound >= optimum * (1 - 1e-9)) ++tight;
   }
   void Print() const {
-    std::cout << lifted << " cases above the bound without link queues, "
-              << tight << " equal to the optimum\n";
+    std::cout << lifted << " cases above the bound " << rule << ", " << tight
+              << " equal to the optimum\n";
   }
 };
+
+Tally WithoutLinkQueues() {
+  Tally tally{{}, "without link queues"};
+  tally.without_rule.link_queues = false;
+  return tally;
+}
+
+// A random block: w, two or three branches of one or two ops joined by v,
+// perhaps an op after v and a weight read by v, on a star of two GPUs or
+// a small cluster whose GPUs hold kGB / 2 to 3 kGB / 2.
+struct BlockShape {
+  double zero_time = 0;    // Chance that w, v or `after` takes no time.
+  double branch_time = 1;  // A branch op's time against theirs.
+  double largest_tensor = 1e8;
+  double three_branches = 0.7;
+  bool small_v = false;  // v a quarter of a random size (else + kGB/4).
+  double after = 1;      // Chance of `after`; 1: always, kGB/4 larger.
+  double weight = 0;     // Chance of a weight read by v.
+};
+struct Problem {
+  Graph graph;
+  Cluster cluster;
+};
+Problem RandomBlock(std::mt19937_64& rng, const BlockShape& shape) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  Dag dag;
+  auto seconds = [&] {
+    if (shape.zero_time == 0) return unit(rng);
+    return unit(rng) < shape.zero_time ? 0 : unit(rng);
+  };
+  auto bytes = [&] { return static_cast<int64_t>(unit(rng) * 0.7 * kGB); };
+  auto tensor = [&] {
+    return static_cast<int64_t>(unit(rng) * shape.largest_tensor) + 1;
+  };
+  const OpId w = dag.Op("w", seconds(), bytes() + kGB / 4);
+  const OpId v =
+      dag.Op("v", seconds(), shape.small_v ? bytes() / 4 : bytes() + kGB / 4);
+  const int branches = unit(rng) < shape.three_branches ? 3 : 2;
+  int ops = 2;
+  for (int b = 0; b < branches; ++b) {
+    OpId last = w;
+    const int length = ops < 5 && unit(rng) < 0.3 ? 2 : 1;
+    for (int k = 0; k < length; ++k, ++ops) {
+      const OpId op = dag.Op("b" + std::to_string(ops),
+                             seconds() * shape.branch_time, bytes() / 4);
+      dag.Edge(last, op, tensor());
+      last = op;
+    }
+    dag.Edge(last, v, tensor());
+  }
+  if (shape.after == 1) {
+    const OpId after = dag.Op("after", seconds(), bytes() + kGB / 4);
+    dag.Edge(v, after, tensor());
+  } else if (ops < 6 && unit(rng) < shape.after) {
+    const OpId after = dag.Op("after", seconds(), bytes());
+    dag.Edge(v, after, tensor());
+    ++ops;
+  }
+  if (shape.weight > 0 && ops < 6 && unit(rng) < shape.weight) {
+    const OpId weight = dag.Op("weight", 0, bytes() / 2);
+    dag.Edge(weight, v, tensor());
+  }
+  Graph graph = std::move(dag).Build();
+  const int64_t memory =
+      std::uniform_int_distribution<int64_t>(kGB / 2, 3 * kGB / 2)(rng);
+  Cluster cluster = unit(rng) < 0.6 ? Star(2, memory, 1e8 + unit(rng) * 1e9)
+                                    : SmallCluster(rng, memory);
+  return {std::move(graph), std::move(cluster)};
+}
 
 // Thousands of random chains of residual blocks (an op reading the one
 // before it and, often, one two or three back), some ops with a weight of
@@ -301,7 +370,7 @@ struct QueueTally {
 TEST(MemoryPathBoundTest, WithLinkQueuesNeverAboveTheBruteForceOptimum) {
   std::mt19937_64 rng(20261129);
   std::uniform_real_distribution<double> unit(0, 1);
-  QueueTally tally;
+  Tally tally = WithoutLinkQueues();
   for (int trial = 0; trial < 2000; ++trial) {
     Dag dag;
     const int chain = std::uniform_int_distribution<int>(3, 5)(rng);
@@ -377,45 +446,16 @@ TEST(MemoryPathBoundTest, BranchesLeavingADeviceQueueOnItsOneLink) {
 // brute-force optimum.
 TEST(MemoryPathBoundTest, BranchyBlocksNeverAboveTheBruteForceOptimum) {
   std::mt19937_64 rng(20261130);
-  std::uniform_real_distribution<double> unit(0, 1);
-  QueueTally tally;
+  // w and v often too large to share a GPU, the branches short.
+  BlockShape shape;
+  shape.zero_time = 0.2;
+  shape.branch_time = 0.2;
+  shape.after = 0.4;
+  shape.weight = 0.3;
+  Tally tally = WithoutLinkQueues();
   for (int trial = 0; trial < 2000; ++trial) {
-    Dag dag;
-    auto seconds = [&] { return unit(rng) < 0.2 ? 0 : unit(rng); };
-    auto bytes = [&] { return static_cast<int64_t>(unit(rng) * 0.7 * kGB); };
-    auto tensor = [&] { return static_cast<int64_t>(unit(rng) * 1e8) + 1; };
-    // w and v often too large to share a GPU, the branches short.
-    const OpId w = dag.Op("w", seconds(), bytes() + kGB / 4);
-    const OpId v = dag.Op("v", seconds(), bytes() + kGB / 4);
-    const int branches = unit(rng) < 0.7 ? 3 : 2;
-    int ops = 2;
-    for (int b = 0; b < branches; ++b) {
-      OpId last = w;
-      const int length = ops < 5 && unit(rng) < 0.3 ? 2 : 1;
-      for (int k = 0; k < length; ++k, ++ops) {
-        const OpId op =
-            dag.Op("b" + std::to_string(ops), seconds() / 5, bytes() / 4);
-        dag.Edge(last, op, tensor());
-        last = op;
-      }
-      dag.Edge(last, v, tensor());
-    }
-    if (ops < 6 && unit(rng) < 0.4) {
-      const OpId after = dag.Op("after", seconds(), bytes());
-      dag.Edge(v, after, tensor());
-      ++ops;
-    }
-    if (ops < 6 && unit(rng) < 0.3) {
-      const OpId weight = dag.Op("weight", 0, bytes() / 2);
-      dag.Edge(weight, v, tensor());
-    }
-    const Graph graph = std::move(dag).Build();
-    const int64_t memory =
-        std::uniform_int_distribution<int64_t>(kGB / 2, 3 * kGB / 2)(rng);
-    const Cluster cluster = unit(rng) < 0.6
-                                ? Star(2, memory, 1e8 + unit(rng) * 1e9)
-                                : SmallCluster(rng, memory);
-    const CostModel cost(graph, cluster);
+    const Problem p = RandomBlock(rng, shape);
+    const CostModel cost(p.graph, p.cluster);
     SCOPED_TRACE("trial " + std::to_string(trial));
     ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
   }
@@ -458,52 +498,22 @@ TEST(MemoryPathBoundTest, BranchesOnOneGpuRunOneAfterAnother) {
 // below the one that does not, and lifts it in many cases.
 TEST(MemoryPathBoundTest, SerialDevicesNeverAboveTheBruteForceOptimum) {
   std::mt19937_64 rng(20261201);
-  std::uniform_real_distribution<double> unit(0, 1);
-  PathBoundOptions parallel;
-  parallel.serial_devices = false;
-  int lifted = 0, tight = 0;
+  // w and v often share a GPU, `after` rarely does.
+  BlockShape shape;
+  shape.largest_tensor = 2e7;
+  shape.three_branches = 0.6;
+  shape.small_v = true;
+  Tally tally{{}, "of parallel branches"};
+  tally.without_rule.serial_devices = false;
   for (int trial = 0; trial < 2000; ++trial) {
-    Dag dag;
-    auto bytes = [&] { return static_cast<int64_t>(unit(rng) * 0.7 * kGB); };
-    auto tensor = [&] { return static_cast<int64_t>(unit(rng) * 2e7) + 1; };
-    // w and v often share a GPU, `after` rarely does.
-    const OpId w = dag.Op("w", unit(rng), bytes() + kGB / 4);
-    const OpId v = dag.Op("v", unit(rng), bytes() / 4);
-    const int branches = unit(rng) < 0.6 ? 3 : 2;
-    int ops = 2;
-    for (int b = 0; b < branches; ++b) {
-      OpId last = w;
-      const int length = ops < 5 && unit(rng) < 0.3 ? 2 : 1;
-      for (int k = 0; k < length; ++k, ++ops) {
-        const OpId op =
-            dag.Op("b" + std::to_string(ops), unit(rng), bytes() / 4);
-        dag.Edge(last, op, tensor());
-        last = op;
-      }
-      dag.Edge(last, v, tensor());
-    }
-    const OpId after = dag.Op("after", unit(rng), bytes() + kGB / 4);
-    dag.Edge(v, after, tensor());
-    const Graph graph = std::move(dag).Build();
-    const int64_t memory =
-        std::uniform_int_distribution<int64_t>(kGB / 2, 3 * kGB / 2)(rng);
-    const Cluster cluster = unit(rng) < 0.6
-                                ? Star(2, memory, 1e8 + unit(rng) * 1e9)
-                                : SmallCluster(rng, memory);
-    const CostModel cost(graph, cluster);
-    const double bound = MemoryPathBound(cost);
-    const double optimum = BruteForceOptimum(cost);
-    ASSERT_LE(bound, optimum * (1 + 1e-9))
-        << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
-    const double without = MemoryPathBound(cost, parallel);
-    ASSERT_GE(bound, without * (1 - 1e-12)) << trial;
-    if (bound > without * (1 + 1e-9)) ++lifted;
-    if (optimum < kInfinity && bound >= optimum * (1 - 1e-9)) ++tight;
+    const Problem p = RandomBlock(rng, shape);
+    const CostModel cost(p.graph, p.cluster);
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
   }
-  EXPECT_GT(lifted, 40) << lifted;
-  EXPECT_GT(tight, 300) << tight;
-  std::cout << lifted << " cases above the bound of parallel branches, "
-            << tight << " equal to the optimum\n";
+  EXPECT_GT(tally.lifted, 40) << tally.lifted;
+  EXPECT_GT(tally.tight, 300) << tally.tight;
+  tally.Print();
 }
 
 // With memory to spare, the bound is the critical path: every op on its

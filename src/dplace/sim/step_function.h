@@ -183,16 +183,13 @@ inline void Thin(Front* f, int max_points, double weight) {
   }
 }
 
-// The least g at each m: the front seen as a step function.
+// The least g at each m: the front seen as a step function. Pruned, it
+// is sorted by m and, at one m, by g, so a point that does not fall below
+// the last kept adds nothing.
 inline StepFn Projected(const Front& f) {
   StepFn out;
-  for (const Point& p : f) {  // Sorted by m.
-    if (!out.empty() && p.g >= out.back().g) continue;
-    if (!out.empty() && out.back().m == p.m) {
-      out.back().g = p.g;
-    } else {
-      out.push_back({p.m, p.g});
-    }
+  for (const Point& p : f) {
+    if (out.empty() || p.g < out.back().g) out.push_back({p.m, p.g});
   }
   return out;
 }

@@ -96,12 +96,13 @@ class PathBound {
     if (options_.link_queues && memory_binds_) KeepLinks();
   }
 
-  // What Behind reads. exit_link_ and single_exit_: each device's one
-  // outgoing link, a FIFO channel, and whether every device of a class has
-  // one. routes_: per class pair, the routes between two distinct devices
-  // of them, one per sequence of hop figures (eight GPUs behind one host
-  // have one), or none when a route has a hop its destination copies (not
-  // a FIFO channel).
+  // What Behind and the cut floors read. exit_link_ and single_exit_:
+  // each device's one outgoing link, a FIFO channel, and whether every
+  // device of a class has one; entry_link_ and single_entry_ likewise for
+  // the one incoming link. routes_: per class pair, the routes between two
+  // distinct devices of them, one per sequence of hop figures (eight GPUs
+  // behind one host have one), or none when a route has a hop its destination
+  // copies (not a FIFO channel).
   void KeepLinks() {
     const Cluster& cluster = cost_.cluster();
     exit_link_.assign(cluster.num_devices(), -1);
@@ -111,13 +112,25 @@ class PathBound {
       ++out_links[link.from];
       if (link.copier == Copier::kLink) exit_link_[link.from] = l;
     }
+    entry_link_.assign(cluster.num_devices(), -1);
+    std::vector<int> in_links(cluster.num_devices(), 0);
+    for (LinkId l = 0; l < cluster.num_links(); ++l) {
+      const Link& link = cluster.link(l);
+      ++in_links[link.to];
+      if (link.copier == Copier::kLink) entry_link_[link.to] = l;
+    }
     for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
       if (out_links[d] != 1) exit_link_[d] = -1;
+      if (in_links[d] != 1) entry_link_[d] = -1;
     }
     for (int c = 0; c < nc_; ++c) {
-      bool single = true;
-      for (DeviceId d : classes_.members[c]) single &= exit_link_[d] >= 0;
+      bool single = true, single_in = true;
+      for (DeviceId d : classes_.members[c]) {
+        single &= exit_link_[d] >= 0;
+        single_in &= entry_link_[d] >= 0;
+      }
       single_exit_.push_back(single);
+      single_entry_.push_back(single_in);
     }
     // NextHops: per class, the classes of its exit links' far ends and the
     // links into each class.
@@ -484,6 +497,10 @@ class PathBound {
       }
     }
     std::vector<StepFn> pinned(nc_);  // v's, min over w's class.
+    pass.entry.clear();
+    for (int c = 0; c < nc_ && options_.link_queues; ++c) {
+      pass.entry.push_back(EntryFloors(w, region, pass.index, c));
+    }
     const int last = static_cast<int>(region.size()) - 1;
     for (int cw = 0; cw < nc_; ++cw) {
       if (f_[Key(w, cw)].empty()) continue;
@@ -540,6 +557,8 @@ class PathBound {
     std::vector<StepFn> cond;      // Per op, class, flag.
     std::vector<double> best;      // Their smallest values.
     std::vector<Front> front;      // Per op on w's device: with busy.
+    // Per class, then op, apart from w: EntryFloors.
+    std::vector<std::vector<double>> entry;
     static size_t Key(int i, int c, int flag, int nc) {
       return (static_cast<size_t>(i) * nc + c) * 3 + flag;
     }
@@ -661,6 +680,9 @@ class PathBound {
             need = Max(need,
                        StepFn{{0, pin.g + pass->cut[i] + pass->next_hop[c]}});
           }
+          if (flag != 1 && !pass->entry.empty() && pass->entry[c][i] > 0) {
+            need = Max(need, StepFn{{0, pin.g + pass->entry[c][i]}});
+          }
           need = Restricted(Shifted(need, s, Limit(u, c)), from, Limit(u, c));
           out = Finish(u, c, need);
           pass->best[key(i, c, flag)] = Smallest(out);
@@ -716,8 +738,36 @@ class PathBound {
   std::vector<double> CutFloors(OpId w, const std::vector<OpId>& region,
                                 const std::unordered_map<OpId, int>& index,
                                 int cw) const {
+    if (single_exit_.empty() || !single_exit_[cw]) {
+      return std::vector<double>(region.size(), 0);
+    }
+    return LeastCuts(w, region, index, exit_link_, classes_.members[cw]);
+  }
+
+  // Per op u of the region, on a device of class c that is not w's and has
+  // one incoming link: how long after w finishes u can start. The mirror
+  // of CutFloors: every path from w to u enters u's device for the last
+  // time by a tensor of an op after w (or w's), so those tensors form a
+  // cut between w and u, and the one link into u's device carries them one
+  // after another from w's finish on, before u can start. Each tensor
+  // weighs its hop into a device of class c. Zeros where the class has
+  // several incoming links.
+  std::vector<double> EntryFloors(OpId w, const std::vector<OpId>& region,
+                                  const std::unordered_map<OpId, int>& index,
+                                  int c) const {
+    if (single_entry_.empty() || !single_entry_[c]) {
+      return std::vector<double>(region.size(), 0);
+    }
+    return LeastCuts(w, region, index, entry_link_, classes_.members[c]);
+  }
+
+  // Per op of the region: the least cut between w and it, each tensor
+  // weighing its time on the least of `link` over `devices`.
+  std::vector<double> LeastCuts(OpId w, const std::vector<OpId>& region,
+                                const std::unordered_map<OpId, int>& index,
+                                const std::vector<LinkId>& link,
+                                const std::vector<DeviceId>& devices) const {
     std::vector<double> floors(region.size(), 0);
-    if (single_exit_.empty() || !single_exit_[cw]) return floors;
     constexpr double kUnitsPerSecond = 1e7;
     constexpr double kMostUnits = 1 << 24;  // A tensor's; sums fit an int.
     constexpr double kThrough = 1 << 30;    // An op's arcs: never cut.
@@ -739,15 +789,14 @@ class PathBound {
         if (added) {
           const OpId producer = g_.edge_src(e);
           outputs_of_w += producer == w;
-          double first = kInfinity;
-          for (DeviceId d : classes_.members[cw]) {
-            first = std::min(first,
-                             cost_.LinkTime(g_.tensor_bytes(t), exit_link_[d]));
+          double hop = kInfinity;
+          for (DeviceId d : devices) {
+            hop = std::min(hop, cost_.LinkTime(g_.tensor_bytes(t), link[d]));
           }
           it->second = glp_add_vertices(net, 2);
           arc(vertex(producer), it->second, kThrough);
           arc(it->second, it->second + 1,
-              std::floor(std::min(first * kUnitsPerSecond, kMostUnits)));
+              std::floor(std::min(hop * kUnitsPerSecond, kMostUnits)));
         }
         arc(it->second + 1, 2 + static_cast<int>(i), kThrough);
       }
@@ -819,10 +868,12 @@ class PathBound {
   std::vector<double> smallest_;  // G*(v, c).
   std::vector<char> seen_;
   std::vector<int32_t> position_;
-  // KeepLinks: per device, its one outgoing link (-1: none, or several);
-  // per class, whether every device of it has one.
+  // KeepLinks: per device, its one outgoing (incoming) link (-1: none, or
+  // several); per class, whether every device of it has one.
   std::vector<LinkId> exit_link_;
   std::vector<char> single_exit_;
+  std::vector<LinkId> entry_link_;
+  std::vector<char> single_entry_;
   std::vector<char> far_end_;                             // Per class pair.
   std::vector<std::vector<LinkId>> links_into_;           // Per class.
   std::vector<std::vector<std::vector<LinkId>>> routes_;  // KeepLinks.

@@ -439,6 +439,37 @@ TEST(MemoryPathBoundTest, BranchesLeavingADeviceQueueOnItsOneLink) {
   EXPECT_NEAR(MemoryPathBound(cost), 4.0, 1e-6);
 }
 
+// The mirror: w must run on the CPU (3 GB, more than a GPU holds; 1.4 s
+// there) and v wants a GPU (50 ms there, 7 s on the CPU). Each branch
+// (1 ms on a GPU, 0.14 s on the CPU) reads a tensor of its own from w (1 s
+// a hop) and sends v one of 0.5 s. Every way into v's GPU crosses its one
+// link from the CPU, one tensor after another from w's finish on: the
+// three branch tensors (1.5 s) or w's (1 s each). The optimum, 3.09 s,
+// runs the branches on the CPU (one slot: they end at 1.54, 1.68 and
+// 1.82 s) and queues their tensors on that link (v starts at 3.04 s). The
+// bound sees the queue, 2.95 s (it does not count that the first tensor
+// leaves only after its branch ran); without it, 2.09 s (each tensor
+// arrives 0.5 s after its branch).
+TEST(MemoryPathBoundTest, BranchesEnteringADeviceQueueOnItsOneLink) {
+  Dag dag;
+  const OpId w = dag.Op("w", 0.01, 3 * kGB);
+  const OpId v = dag.Op("v", 0.05, kGB / 2);
+  for (const char* name : {"a", "b", "c"}) {
+    const OpId branch = dag.Op(name, 0.001, kGB / 10);
+    dag.Edge(w, branch, 100'000'000);
+    dag.Edge(branch, v, 50'000'000);
+  }
+  const Graph graph = std::move(dag).Build();
+  PathBoundOptions no_queues;
+  no_queues.link_queues = false;
+  const Cluster cluster = Star(2, 2 * kGB, 1e8);
+  const CostModel cost(graph, cluster);
+  EXPECT_NEAR(BruteForceOptimum(cost), 3.09, 1e-6);
+  EXPECT_NEAR(Simulator(cost).Simulate({0, 1, 0, 0, 0})->step_time, 3.09, 1e-6);
+  EXPECT_NEAR(MemoryPathBound(cost, no_queues), 2.09, 1e-6);
+  EXPECT_NEAR(MemoryPathBound(cost), 2.95, 1e-6);
+}
+
 // Thousands of random blocks (w, two or three branches of one or two ops,
 // a join v, sometimes an op after v; some ops with a weight of their own)
 // on small clusters under tight memory: the bound, whose regions count the

@@ -106,18 +106,17 @@ class PathBound {
   void KeepLinks() {
     const Cluster& cluster = cost_.cluster();
     exit_link_.assign(cluster.num_devices(), -1);
-    std::vector<int> out_links(cluster.num_devices(), 0);
-    for (LinkId l = 0; l < cluster.num_links(); ++l) {
-      const Link& link = cluster.link(l);
-      ++out_links[link.from];
-      if (link.copier == Copier::kLink) exit_link_[link.from] = l;
-    }
     entry_link_.assign(cluster.num_devices(), -1);
+    std::vector<int> out_links(cluster.num_devices(), 0);
     std::vector<int> in_links(cluster.num_devices(), 0);
     for (LinkId l = 0; l < cluster.num_links(); ++l) {
       const Link& link = cluster.link(l);
+      ++out_links[link.from];
       ++in_links[link.to];
-      if (link.copier == Copier::kLink) entry_link_[link.to] = l;
+      if (link.copier == Copier::kLink) {
+        exit_link_[link.from] = l;
+        entry_link_[link.to] = l;
+      }
     }
     for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
       if (out_links[d] != 1) exit_link_[d] = -1;
@@ -738,10 +737,7 @@ class PathBound {
   std::vector<double> CutFloors(OpId w, const std::vector<OpId>& region,
                                 const std::unordered_map<OpId, int>& index,
                                 int cw) const {
-    if (single_exit_.empty() || !single_exit_[cw]) {
-      return std::vector<double>(region.size(), 0);
-    }
-    return LeastCuts(w, region, index, exit_link_, classes_.members[cw]);
+    return LeastCuts(w, region, index, single_exit_, exit_link_, cw);
   }
 
   // Per op u of the region, on a device of class c that is not w's and has
@@ -755,19 +751,18 @@ class PathBound {
   std::vector<double> EntryFloors(OpId w, const std::vector<OpId>& region,
                                   const std::unordered_map<OpId, int>& index,
                                   int c) const {
-    if (single_entry_.empty() || !single_entry_[c]) {
-      return std::vector<double>(region.size(), 0);
-    }
-    return LeastCuts(w, region, index, entry_link_, classes_.members[c]);
+    return LeastCuts(w, region, index, single_entry_, entry_link_, c);
   }
 
   // Per op of the region: the least cut between w and it, each tensor
-  // weighing its time on the least of `link` over `devices`.
+  // weighing its time on the least of `link` over the devices of class c;
+  // zeros unless every such device has one (`single`).
   std::vector<double> LeastCuts(OpId w, const std::vector<OpId>& region,
                                 const std::unordered_map<OpId, int>& index,
-                                const std::vector<LinkId>& link,
-                                const std::vector<DeviceId>& devices) const {
+                                const std::vector<char>& single,
+                                const std::vector<LinkId>& link, int c) const {
     std::vector<double> floors(region.size(), 0);
+    if (single.empty() || !single[c]) return floors;
     constexpr double kUnitsPerSecond = 1e7;
     constexpr double kMostUnits = 1 << 24;  // A tensor's; sums fit an int.
     constexpr double kThrough = 1 << 30;    // An op's arcs: never cut.
@@ -790,7 +785,7 @@ class PathBound {
           const OpId producer = g_.edge_src(e);
           outputs_of_w += producer == w;
           double hop = kInfinity;
-          for (DeviceId d : devices) {
+          for (DeviceId d : classes_.members[c]) {
             hop = std::min(hop, cost_.LinkTime(g_.tensor_bytes(t), link[d]));
           }
           it->second = glp_add_vertices(net, 2);

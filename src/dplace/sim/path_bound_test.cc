@@ -409,6 +409,26 @@ TEST(MemoryPathBoundTest, WithLinkQueuesNeverAboveTheBruteForceOptimum) {
   tally.Print();
 }
 
+// The block of the two one-link tests: w, then branches a, b and c (0.1
+// GB each), each reading a tensor of its own from w (100 MB) and sending
+// v one of 50 MB. Ops in that order (w is op 0, v op 1), seconds on a
+// GPU.
+struct OpFigures {
+  double seconds;
+  int64_t bytes;
+};
+Graph ThreeBranches(OpFigures w_op, OpFigures v_op, double branch_seconds) {
+  Dag dag;
+  const OpId w = dag.Op("w", w_op.seconds, w_op.bytes);
+  const OpId v = dag.Op("v", v_op.seconds, v_op.bytes);
+  for (const char* name : {"a", "b", "c"}) {
+    const OpId branch = dag.Op(name, branch_seconds, kGB / 10);
+    dag.Edge(w, branch, 100'000'000);
+    dag.Edge(branch, v, 50'000'000);
+  }
+  return std::move(dag).Build();
+}
+
 // w, then three branches a, b, c of one op each, joined by v, on two GPUs
 // of 2 GB behind a CPU at 1e8 bytes/s: w (1 s, 1.2 GB) and v (1 s, 1.0
 // GB) cannot share a GPU. w sends each branch 100 MB (1 s a hop), each
@@ -420,15 +440,7 @@ TEST(MemoryPathBoundTest, WithLinkQueuesNeverAboveTheBruteForceOptimum) {
 // The optimum, 4.1 s, also waits for the branch tensors queued on the
 // CPU's link into v's GPU.
 TEST(MemoryPathBoundTest, BranchesLeavingADeviceQueueOnItsOneLink) {
-  Dag dag;
-  const OpId w = dag.Op("w", 1, 12 * kGB / 10);
-  const OpId v = dag.Op("v", 1, kGB);
-  for (const char* name : {"a", "b", "c"}) {
-    const OpId branch = dag.Op(name, 0.1, kGB / 10);
-    dag.Edge(w, branch, 100'000'000);
-    dag.Edge(branch, v, 50'000'000);
-  }
-  const Graph graph = std::move(dag).Build();
+  const Graph graph = ThreeBranches({1, 12 * kGB / 10}, {1, kGB}, 0.1);
   PathBoundOptions no_queues;
   no_queues.link_queues = false;
   const Cluster cluster = Star(2, 2 * kGB, 1e8);
@@ -451,15 +463,7 @@ TEST(MemoryPathBoundTest, BranchesLeavingADeviceQueueOnItsOneLink) {
 // leaves only after its branch ran); without it, 2.09 s (each tensor
 // arrives 0.5 s after its branch).
 TEST(MemoryPathBoundTest, BranchesEnteringADeviceQueueOnItsOneLink) {
-  Dag dag;
-  const OpId w = dag.Op("w", 0.01, 3 * kGB);
-  const OpId v = dag.Op("v", 0.05, kGB / 2);
-  for (const char* name : {"a", "b", "c"}) {
-    const OpId branch = dag.Op(name, 0.001, kGB / 10);
-    dag.Edge(w, branch, 100'000'000);
-    dag.Edge(branch, v, 50'000'000);
-  }
-  const Graph graph = std::move(dag).Build();
+  const Graph graph = ThreeBranches({0.01, 3 * kGB}, {0.05, kGB / 2}, 0.001);
   PathBoundOptions no_queues;
   no_queues.link_queues = false;
   const Cluster cluster = Star(2, 2 * kGB, 1e8);

@@ -335,6 +335,7 @@ class PathBound {
     const StepFn* same;
     double moved;
     const Front* front = nullptr;  // On w's device: with busy times.
+    double own = 0;  // Elsewhere, for an op on w's device: Pass::own.
   };
 
   // Per op of the region: the region's ops it reaches backwards (itself
@@ -440,29 +441,60 @@ class PathBound {
 
   // Combine for an op on w's device, with each input's front: the busy
   // times of the inputs' ops on that device add up where their branches
-  // are disjoint (as their memories do), else the largest counts; an input
-  // elsewhere brings none.
+  // are disjoint (as their memories do); where they share ops, they add up
+  // less the shared ops' (`busy` and `bytes` per op of the region: at most
+  // all of those are on w's device, counted on both sides), and never fall
+  // below the largest; an input elsewhere brings none.
   static Front CombineOnW(const std::vector<Input>& inputs, int64_t base,
                           OpId w,
                           const std::vector<std::vector<uint64_t>>& ancestors,
                           const std::unordered_map<OpId, int>& index,
-                          int max_points, double weight) {
+                          const std::vector<double>& busy,
+                          const std::vector<int64_t>& bytes, int max_points,
+                          double weight) {
     const bool disjoint = Disjoint(inputs, w, ancestors, index);
     Front need{{disjoint ? base : 0, 0, 0}};
+    // The previous inputs' ops in the region (with `ancestors`).
+    std::vector<uint64_t> before;
+    if (!ancestors.empty()) before.assign(ancestors[0].size(), 0);
     for (const Input& in : inputs) {
+      // What this input shares with the previous ones; everything where
+      // the region is too large to know.
+      double shared_busy = kInfinity;
+      int64_t shared_bytes = kUnlimited;
+      if (!before.empty()) {
+        shared_busy = 0;
+        shared_bytes = 0;
+        const auto it = index.find(in.op);  // w: none.
+        for (size_t k = 0; k < before.size() && it != index.end(); ++k) {
+          const uint64_t mine = ancestors[it->second][k];
+          for (uint64_t both = mine & before[k]; both != 0; both &= both - 1) {
+            const size_t i =
+                k * 64 + static_cast<size_t>(__builtin_ctzll(both));
+            shared_busy += busy[i];
+            shared_bytes += bytes[i];
+          }
+          before[k] |= mine;
+        }
+      }
       Front next;
       for (const Point& h : need) {
         for (const Point& f : *in.front) {
           if (disjoint) {
             if (f.m < base) continue;
-            next.push_back({h.m + f.m - base, std::max(h.g, f.g), h.b + f.b});
+            next.push_back(
+                {h.m + f.m - base, std::max(h.g, f.g), h.b + f.b, h.x + f.x});
           } else {
             next.push_back(
-                {std::max(h.m, f.m), std::max(h.g, f.g), std::max(h.b, f.b)});
+                {std::max({h.m, f.m, h.m + f.m - base - shared_bytes}),
+                 std::max(h.g, f.g),
+                 std::max({h.b, f.b, h.b + f.b - shared_busy}),
+                 std::max(h.x, f.x)});
           }
         }
         if (in.moved < kInfinity) {
-          next.push_back({h.m, std::max(h.g, in.moved), h.b});
+          next.push_back({h.m, std::max(h.g, in.moved), h.b,
+                          disjoint ? h.x + in.own : std::max(h.x, in.own)});
         }
       }
       Prune(&next);
@@ -505,6 +537,13 @@ class PathBound {
       if (f_[Key(w, cw)].empty()) continue;
       pass.cut = CutFloors(w, region, pass.index, cw);
       pass.next_hop = NextHops(w, region, cw);
+      pass.own = ExcursionFloors(w, region, pass.index, cw, &pass.w_hop);
+      pass.busy.assign(region.size(), 0);
+      pass.bytes.assign(region.size(), 0);
+      for (size_t i = 0; i < region.size(); ++i) {
+        if (!g_.in_edges(region[i]).empty()) pass.busy[i] = Time(region[i], cw);
+        pass.bytes[i] = g_.persistent_bytes(region[i]);
+      }
       // Per step of w's function: w's run holds exactly least_w bytes and
       // w finishes at the step's value.
       for (const Step& pin : f_[Key(w, cw)]) {
@@ -558,6 +597,12 @@ class PathBound {
     std::vector<Front> front;      // Per op on w's device: with busy.
     // Per class, then op, apart from w: EntryFloors.
     std::vector<std::vector<double>> entry;
+    // Per op: ExcursionFloors; and the least first hop of w's tensors.
+    std::vector<double> own;
+    double w_hop = 0;
+    // Per op, on w's class: its time (none for a weight), its bytes.
+    std::vector<double> busy;
+    std::vector<int64_t> bytes;
     static size_t Key(int i, int c, int flag, int nc) {
       return (static_cast<size_t>(i) * nc + c) * 3 + flag;
     }
@@ -607,6 +652,7 @@ class PathBound {
             static const Front kNowhereFront;
             const Front* front = &kNowhereFront;
             double moved = kInfinity;
+            double own = 0;
             if (a == pass->w) {
               if (flag == 1) {
                 same = &at_w;
@@ -618,7 +664,10 @@ class PathBound {
             } else {
               const int j = pass->index.at(a);
               same = &pass->cond[key(j, c, flag)];
-              if (flag == 1) front = &pass->front[j];
+              if (flag == 1) {
+                front = &pass->front[j];
+                own = pass->own[j];
+              }
               for (int c2 = 0; c2 < nc_ && !Together(a, u); ++c2) {
                 for (int f2 = 0; f2 < flags; ++f2) {
                   // a on u's device (w's or v's): not another device.
@@ -643,7 +692,7 @@ class PathBound {
               in.moved = std::max(in.moved, moved);
               merged = true;
             }
-            if (!merged) inputs.push_back({a, same, moved, front});
+            if (!merged) inputs.push_back({a, same, moved, front, own});
           }
           if (flag == 1 && options_.serial_devices) {
             // On w's device: u starts after its inputs and after the ops
@@ -653,13 +702,18 @@ class PathBound {
             const double t = Time(u, c);
             const bool after_w = !g_.in_edges(u).empty();
             Front f = CombineOnW(inputs, pin.m, pass->w, pass->ancestors,
-                                 pass->index, options_.max_steps, 1 / slots);
+                                 pass->index, pass->busy, pass->bytes,
+                                 options_.max_steps, 1 / slots);
             Front kept;
             for (Point p : f) {
               p.m = std::max(p.m + s, from);
               if (p.m > Limit(u, c)) continue;
               if (after_w) {
                 p.g = std::max(p.g + t, pin.g + (p.b + t) / slots);
+                if (p.x > 0) {  // Out on w's one link, then back.
+                  p.g = std::max(p.g, pin.g + std::min(p.x, pass->w_hop) +
+                                          pass->next_hop[cw] + t);
+                }
                 p.b += t;
               } else {
                 p.g += t;
@@ -754,13 +808,38 @@ class PathBound {
     return LeastCuts(w, region, index, single_entry_, entry_link_, c);
   }
 
+  // Per op u of the region, on w's device (of class cw, with one outgoing
+  // link) and reading an op a elsewhere: how long w's link is busy with
+  // the tensors that leave it on the way to a (they cross it after w
+  // finishes, one after another, and one of a's results comes back before
+  // u starts). At least the least cut between w and a; where two inputs'
+  // branches share no op, their cuts share no tensor but w's, so each
+  // cut's w tensors count at the least hop of one (`w_hop`, set here) and
+  // each floor is capped at w_hop: then the floors of disjoint branches
+  // add up and the least of their sum and w_hop still holds (either some
+  // cut leaves by a tensor of w, or they are all disjoint).
+  std::vector<double> ExcursionFloors(
+      OpId w, const std::vector<OpId>& region,
+      const std::unordered_map<OpId, int>& index, int cw, double* w_hop) const {
+    *w_hop = 0;
+    if (!options_.link_queues || !options_.excursions) {
+      return std::vector<double>(region.size(), 0);
+    }
+    std::vector<double> floors =
+        LeastCuts(w, region, index, single_exit_, exit_link_, cw, w_hop);
+    for (double& floor : floors) floor = std::min(floor, *w_hop);
+    return floors;
+  }
+
   // Per op of the region: the least cut between w and it, each tensor
   // weighing its time on the least of `link` over the devices of class c;
-  // zeros unless every such device has one (`single`).
+  // zeros unless every such device has one (`single`). With w_hop, each of
+  // w's tensors weighs the least of theirs, which is set there.
   std::vector<double> LeastCuts(OpId w, const std::vector<OpId>& region,
                                 const std::unordered_map<OpId, int>& index,
                                 const std::vector<char>& single,
-                                const std::vector<LinkId>& link, int c) const {
+                                const std::vector<LinkId>& link, int c,
+                                double* w_hop = nullptr) const {
     std::vector<double> floors(region.size(), 0);
     if (single.empty() || !single[c]) return floors;
     constexpr double kUnitsPerSecond = 1e7;
@@ -772,10 +851,13 @@ class PathBound {
     auto arc = [&](int from, int to, double units) {
       glp_arc* a = glp_add_arc(net, from, to);
       std::memcpy(a->data, &units, sizeof(double));
+      return a;
     };
     auto vertex = [&](OpId op) { return op == w ? 1 : 2 + index.at(op); };
     std::unordered_map<TensorId, int> tensor_in;
     int outputs_of_w = 0;
+    std::vector<glp_arc*> w_arcs;
+    double least_w = kMostUnits;
     for (size_t i = 0; i < region.size(); ++i) {
       for (EdgeId e : g_.in_edges(region[i])) {
         if (g_.is_control(e)) continue;
@@ -790,11 +872,20 @@ class PathBound {
           }
           it->second = glp_add_vertices(net, 2);
           arc(vertex(producer), it->second, kThrough);
-          arc(it->second, it->second + 1,
-              std::floor(std::min(hop * kUnitsPerSecond, kMostUnits)));
+          const double units =
+              std::floor(std::min(hop * kUnitsPerSecond, kMostUnits));
+          glp_arc* own = arc(it->second, it->second + 1, units);
+          if (producer == w) {
+            w_arcs.push_back(own);
+            least_w = std::min(least_w, units);
+          }
         }
         arc(it->second + 1, 2 + static_cast<int>(i), kThrough);
       }
+    }
+    if (w_hop != nullptr) {
+      for (glp_arc* a : w_arcs) std::memcpy(a->data, &least_w, sizeof(double));
+      *w_hop = w_arcs.empty() ? 0 : least_w / kUnitsPerSecond;
     }
     // Every flow leaves through w's tensors: at most 64 keep it an int.
     for (size_t i = 0; i < region.size() && outputs_of_w <= 64; ++i) {

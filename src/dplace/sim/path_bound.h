@@ -61,9 +61,16 @@ struct PathBoundOptions {
   // In such a region, the ops on w's device run after w, one at a time
   // per compute slot of that device: v there finishes no earlier than w
   // plus the times of those ops among its ancestors, over the slots
-  // (branches kept on one GPU add their times, not the longest). Their
-  // busy times are kept beside memory and finish. Default: true.
+  // (branches kept on one GPU add their times, not the longest; branches
+  // that share ops add them less the shared ops'). Their busy times are
+  // kept beside memory and finish. Default: true.
   bool serial_devices = true;
+  // With both of the above, where w's device has one outgoing link: an op
+  // there that reads an op elsewhere waits for the tensors that left w's
+  // device on the way to it (at least the least cut between w and that
+  // op) and for one hop back into w's device; the cuts of branches that
+  // share no op add up, for they share no tensor but w's. Default: true.
+  bool excursions = true;
   // Only placements that keep every colocation group on one device (every
   // placer's do): a tensor between two ops of one group never moves, so a
   // path cannot leave a group's device between them (e.g. through a

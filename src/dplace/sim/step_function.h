@@ -135,26 +135,30 @@ inline StepFn Min(const StepFn& a, const StepFn& b) {
 // Where ops share one device after a common start (the ops of a region on
 // its dominator's device, path_bound.cc), their times add up as their
 // memories do: a Front keeps, per way of placing them, the run's memory m,
-// the finish g and the busy time b of those ops, each point not dominated
-// in all three by another. Unordered until Prune.
+// the finish g, the busy time b of those ops and the time x the device's
+// one outgoing link is busy with tensors that leave it for ops elsewhere
+// whose results come back, each point not dominated in all four by
+// another. Unordered until Prune.
 struct Point {
   int64_t m;
   double g;
   double b;
+  double x = 0;
 };
 using Front = std::vector<Point>;
 
-// Drops every point another is at most in m, g and b; sorts by m.
+// Drops every point another is at most in m, g, b and x; sorts by m.
 inline void Prune(Front* f) {
-  std::sort(f->begin(), f->end(), [](const Point& x, const Point& y) {
-    if (x.m != y.m) return x.m < y.m;
-    return x.g != y.g ? x.g < y.g : x.b < y.b;
+  std::sort(f->begin(), f->end(), [](const Point& p, const Point& q) {
+    if (p.m != q.m) return p.m < q.m;
+    if (p.g != q.g) return p.g < q.g;
+    return p.b != q.b ? p.b < q.b : p.x < q.x;
   });
   Front kept;
   for (const Point& p : *f) {
-    const bool dominated =
-        std::any_of(kept.begin(), kept.end(),
-                    [&](const Point& q) { return q.g <= p.g && q.b <= p.b; });
+    const bool dominated = std::any_of(
+        kept.begin(), kept.end(),
+        [&](const Point& q) { return q.g <= p.g && q.b <= p.b && q.x <= p.x; });
     if (!dominated) kept.push_back(p);
   }
   f->swap(kept);
@@ -163,10 +167,11 @@ inline void Prune(Front* f) {
 // At most `max_points` points (after Prune): the two neighbours in m whose
 // merge loses least become one at the least of each coordinate, so every
 // point is at most one it replaces and the front stays a bound. `weight`
-// scales b against g in the loss.
+// scales b against g and x in the loss.
 inline void Thin(Front* f, int max_points, double weight) {
-  const auto loss = [&](const Point& x, const Point& y) {
-    return std::abs(x.g - y.g) + weight * std::abs(x.b - y.b);
+  const auto loss = [&](const Point& p, const Point& q) {
+    return std::abs(p.g - q.g) + weight * std::abs(p.b - q.b) +
+           std::abs(p.x - q.x);
   };
   while (static_cast<int>(f->size()) > std::max(1, max_points)) {
     size_t best = 0;
@@ -179,6 +184,7 @@ inline void Thin(Front* f, int max_points, double weight) {
     const Point& next = (*f)[best + 1];
     into.g = std::min(into.g, next.g);
     into.b = std::min(into.b, next.b);
+    into.x = std::min(into.x, next.x);
     f->erase(f->begin() + static_cast<std::ptrdiff_t>(best) + 1);
   }
 }

@@ -290,6 +290,12 @@ struct Tally {
     std::cout << lifted << " cases above the bound " << rule << ", " << tight
               << " equal to the optimum\n";
   }
+  // Expects more than these many cases lifted and tight; prints the counts.
+  void ExpectMoreThan(int some_lifted, int some_tight) const {
+    EXPECT_GT(lifted, some_lifted) << lifted;
+    EXPECT_GT(tight, some_tight) << tight;
+    Print();
+  }
 };
 
 Tally WithoutLinkQueues() {
@@ -405,9 +411,7 @@ TEST(MemoryPathBoundTest, WithLinkQueuesNeverAboveTheBruteForceOptimum) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
   }
-  EXPECT_GT(tally.lifted, 20) << tally.lifted;
-  EXPECT_GT(tally.tight, 300) << tally.tight;
-  tally.Print();
+  tally.ExpectMoreThan(20, 300);
 }
 
 // The block of the two one-link tests: w, then branches a, b and c (0.1
@@ -495,9 +499,7 @@ TEST(MemoryPathBoundTest, BranchyBlocksNeverAboveTheBruteForceOptimum) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
   }
-  EXPECT_GT(tally.lifted, 20) << tally.lifted;
-  EXPECT_GT(tally.tight, 100) << tally.tight;
-  tally.Print();
+  tally.ExpectMoreThan(20, 100);
 }
 
 // w and v, which want a GPU (the CPU is 140 times slower), and two or
@@ -536,7 +538,7 @@ TEST(MemoryPathBoundTest, ExcursionsNeverAboveTheBruteForceOptimum) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
   }
-  tally.Print();
+  tally.ExpectMoreThan(40, 20);
 }
 
 // w, then three branches a, b, c of 1 s each, joined by v, then a
@@ -652,9 +654,7 @@ TEST(MemoryPathBoundTest, ForksInsideBranchesNeverAboveTheBruteForceOptimum) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
   }
-  EXPECT_GT(tally.lifted, 40) << tally.lifted;
-  EXPECT_GT(tally.tight, 100) << tally.tight;
-  tally.Print();
+  tally.ExpectMoreThan(40, 100);
 }
 
 // Thousands of random blocks as above, their branches as long as w and v,
@@ -677,9 +677,7 @@ TEST(MemoryPathBoundTest, SerialDevicesNeverAboveTheBruteForceOptimum) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
   }
-  EXPECT_GT(tally.lifted, 40) << tally.lifted;
-  EXPECT_GT(tally.tight, 300) << tally.tight;
-  tally.Print();
+  tally.ExpectMoreThan(40, 300);
 }
 
 // With memory to spare, the bound is the critical path: every op on its

@@ -703,9 +703,9 @@ class PathBound {
           arc(vertex(producer), it->second, kThrough);
           const double units =
               std::floor(std::min(hop * kUnitsPerSecond, kMostUnits));
-          glp_arc* own = arc(it->second, it->second + 1, units);
+          glp_arc* carried = arc(it->second, it->second + 1, units);
           if (producer == w) {
-            w_arcs.push_back(own);
+            w_arcs.push_back(carried);
             least_w = std::min(least_w, units);
           }
         }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <random>
@@ -272,6 +273,11 @@ TEST(MemoryPathBoundTest, ACutInsideABlockWaitsForTheSkipTensor) {
 // The bound against the brute-force optimum (never above it) and the
 // bound with one of its rules off, `without` (never below it): counts the
 // cases the rule lifts and those where the bound is the optimum.
+struct Problem {
+  Graph graph;
+  Cluster cluster;
+};
+
 struct Tally {
   PathBoundOptions without_rule;
   const char* rule;  // For Print: "without link queues".
@@ -290,8 +296,16 @@ struct Tally {
     std::cout << lifted << " cases above the bound " << rule << ", " << tight
               << " equal to the optimum\n";
   }
-  // Expects more than these many cases lifted and tight; prints the counts.
-  void ExpectMoreThan(int some_lifted, int some_tight) const {
+  // Checks `trials` problems from `draw`, then expects more than these
+  // many cases lifted and tight and prints the counts.
+  void CheckDrawn(int trials, const std::function<Problem()>& draw,
+                  int some_lifted, int some_tight) {
+    for (int trial = 0; trial < trials; ++trial) {
+      const Problem p = draw();
+      const CostModel cost(p.graph, p.cluster);
+      SCOPED_TRACE("trial " + std::to_string(trial));
+      ASSERT_NO_FATAL_FAILURE(Check(cost));
+    }
     EXPECT_GT(lifted, some_lifted) << lifted;
     EXPECT_GT(tight, some_tight) << tight;
     Print();
@@ -316,10 +330,6 @@ struct BlockShape {
   double after = 1;      // Chance of `after`; 1: always, kGB/4 larger.
   double weight = 0;     // Chance of a weight read by v.
   double two_ops = 0.3;  // Chance that a branch has two ops (up to 5 ops).
-};
-struct Problem {
-  Graph graph;
-  Cluster cluster;
 };
 Problem RandomBlock(std::mt19937_64& rng, const BlockShape& shape) {
   std::uniform_real_distribution<double> unit(0, 1);
@@ -378,7 +388,7 @@ TEST(MemoryPathBoundTest, WithLinkQueuesNeverAboveTheBruteForceOptimum) {
   std::mt19937_64 rng(20261129);
   std::uniform_real_distribution<double> unit(0, 1);
   Tally tally = WithoutLinkQueues();
-  for (int trial = 0; trial < 2000; ++trial) {
+  auto draw = [&] {
     Dag dag;
     const int chain = std::uniform_int_distribution<int>(3, 5)(rng);
     std::vector<OpId> ops;
@@ -400,18 +410,16 @@ TEST(MemoryPathBoundTest, WithLinkQueuesNeverAboveTheBruteForceOptimum) {
         ++weights;
       }
     }
-    const Graph graph = std::move(dag).Build();
+    Graph graph = std::move(dag).Build();
     const int64_t memory =
         std::uniform_int_distribution<int64_t>(kGB / 2, 2 * kGB)(rng);
     const Cluster cluster =
         unit(rng) < 0.5 ? Star(std::uniform_int_distribution<int>(2, 3)(rng),
                                memory, 1e8 + unit(rng) * 1e9)
                         : SmallCluster(rng, memory);
-    const CostModel cost(graph, cluster);
-    SCOPED_TRACE("trial " + std::to_string(trial));
-    ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
-  }
-  tally.ExpectMoreThan(20, 300);
+    return Problem{std::move(graph), cluster};
+  };
+  tally.CheckDrawn(2000, draw, 20, 300);
 }
 
 // The block of the two one-link tests: w, then branches a, b and c (0.1
@@ -493,13 +501,8 @@ TEST(MemoryPathBoundTest, BranchyBlocksNeverAboveTheBruteForceOptimum) {
   shape.after = 0.4;
   shape.weight = 0.3;
   Tally tally = WithoutLinkQueues();
-  for (int trial = 0; trial < 2000; ++trial) {
-    const Problem p = RandomBlock(rng, shape);
-    const CostModel cost(p.graph, p.cluster);
-    SCOPED_TRACE("trial " + std::to_string(trial));
-    ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
-  }
-  tally.ExpectMoreThan(20, 100);
+  tally.CheckDrawn(
+      2000, [&] { return RandomBlock(rng, shape); }, 20, 100);
 }
 
 // w and v, which want a GPU (the CPU is 140 times slower), and two or
@@ -514,7 +517,7 @@ TEST(MemoryPathBoundTest, ExcursionsNeverAboveTheBruteForceOptimum) {
   std::uniform_real_distribution<double> unit(0, 1);
   Tally tally{{}, "without excursions"};
   tally.without_rule.excursions = false;
-  for (int trial = 0; trial < 2000; ++trial) {
+  auto draw = [&] {
     const int gpus = unit(rng) < 0.5 ? 1 : 2;
     const int branches = gpus == 1 && unit(rng) < 0.5 ? 3 : 2;
     const int64_t memory = kGB;
@@ -532,13 +535,11 @@ TEST(MemoryPathBoundTest, ExcursionsNeverAboveTheBruteForceOptimum) {
       dag.Edge(first, second, static_cast<int64_t>(unit(rng) * 1e8) + 1);
       dag.Edge(second, v, static_cast<int64_t>(unit(rng) * 2e7) + 1);
     }
-    const Graph graph = std::move(dag).Build();
+    Graph graph = std::move(dag).Build();
     const Cluster cluster = Star(gpus, memory, 1e8);
-    const CostModel cost(graph, cluster);
-    SCOPED_TRACE("trial " + std::to_string(trial));
-    ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
-  }
-  tally.ExpectMoreThan(40, 20);
+    return Problem{std::move(graph), cluster};
+  };
+  tally.CheckDrawn(2000, draw, 40, 20);
 }
 
 // w, then three branches a, b, c of 1 s each, joined by v, then a
@@ -614,7 +615,7 @@ TEST(MemoryPathBoundTest, ForksInsideBranchesNeverAboveTheBruteForceOptimum) {
   std::uniform_real_distribution<double> unit(0, 1);
   Tally tally{{}, "of parallel branches"};
   tally.without_rule.serial_devices = false;
-  for (int trial = 0; trial < 2000; ++trial) {
+  auto draw = [&] {
     auto bytes = [&] { return static_cast<int64_t>(unit(rng) * 0.5 * kGB); };
     auto tensor = [&] {
       return static_cast<int64_t>(unit(rng) * unit(rng) * 1e8) + 1;
@@ -645,16 +646,14 @@ TEST(MemoryPathBoundTest, ForksInsideBranchesNeverAboveTheBruteForceOptimum) {
       const OpId after = dag.Op("after", unit(rng), bytes() + kGB / 4);
       dag.Edge(v, after, tensor());
     }
-    const Graph graph = std::move(dag).Build();
+    Graph graph = std::move(dag).Build();
     const int64_t memory =
         std::uniform_int_distribution<int64_t>(kGB / 2, 3 * kGB / 2)(rng);
     const int gpus = graph.num_ops() <= 7 && unit(rng) < 0.3 ? 2 : 1;
     const Cluster cluster = Star(gpus, memory, 1e8 + unit(rng) * 1e9);
-    const CostModel cost(graph, cluster);
-    SCOPED_TRACE("trial " + std::to_string(trial));
-    ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
-  }
-  tally.ExpectMoreThan(40, 100);
+    return Problem{std::move(graph), cluster};
+  };
+  tally.CheckDrawn(2000, draw, 40, 100);
 }
 
 // Thousands of random blocks as above, their branches as long as w and v,
@@ -671,13 +670,8 @@ TEST(MemoryPathBoundTest, SerialDevicesNeverAboveTheBruteForceOptimum) {
   shape.small_v = true;
   Tally tally{{}, "of parallel branches"};
   tally.without_rule.serial_devices = false;
-  for (int trial = 0; trial < 2000; ++trial) {
-    const Problem p = RandomBlock(rng, shape);
-    const CostModel cost(p.graph, p.cluster);
-    SCOPED_TRACE("trial " + std::to_string(trial));
-    ASSERT_NO_FATAL_FAILURE(tally.Check(cost));
-  }
-  tally.ExpectMoreThan(40, 300);
+  tally.CheckDrawn(
+      2000, [&] { return RandomBlock(rng, shape); }, 40, 300);
 }
 
 // With memory to spare, the bound is the critical path: every op on its

@@ -363,9 +363,8 @@ class PathBound {
     const int last = static_cast<int>(region.size()) - 1;
     for (int cw = 0; cw < nc_; ++cw) {
       if (f_[Key(w, cw)].empty()) continue;
-      pass.cut = CutFloors(w, region, pass.index, cw);
+      ExitFloors(w, region, cw, &pass);
       pass.next_hop = NextHops(w, region, cw);
-      pass.own = ExcursionFloors(w, region, pass.index, cw, &pass.w_hop);
       pass.busy.assign(region.size(), 0);
       pass.bytes.assign(region.size(), 0);
       for (size_t i = 0; i < region.size(); ++i) {
@@ -418,14 +417,15 @@ class PathBound {
     Step pin{0, 0};
     int cv = -1;
     EdgeId skip = -1;
-    std::vector<double> cut;       // Per op, apart from w: CutFloors.
+    std::vector<double> cut;       // Per op, apart from w: ExitFloors.
     std::vector<double> next_hop;  // Per class: NextHops.
     std::vector<StepFn> cond;      // Per op, class, flag.
     std::vector<double> best;      // Their smallest values.
     std::vector<Front> front;      // Per op on w's device: with busy.
     // Per class, then op, apart from w: EntryFloors.
     std::vector<std::vector<double>> entry;
-    // Per op: ExcursionFloors; and the least first hop of w's tensors.
+    // Per op: ExitFloors' excursions; and the least first hop of w's
+    // tensors.
     std::vector<double> own;
     double w_hop = 0;
     // Per op, on w's class: its time (none for a weight), its bytes.
@@ -607,25 +607,9 @@ class PathBound {
     return arrival;
   }
 
-  // Per op u of the region: how long after w finishes u can start on
-  // another device than w's, where that device has one outgoing link (a
-  // FIFO channel): every path from w to u leaves w's device somewhere, by
-  // a tensor of an op there (w or an op after it) sent on that one link,
-  // so the tensors that first leave it form a cut between w and u, and the
-  // link carries them one after another from w's finish on; u reads each
-  // after it crossed. The least such cut is a maximum flow (GLPK's
-  // Ford-Fulkerson), each tensor weighing its first hop out of a device of
-  // class cw, rounded down to 0.1 us; control edges carry no tensor and
-  // are left out. Zeros where the class has several outgoing links.
-  std::vector<double> CutFloors(OpId w, const std::vector<OpId>& region,
-                                const std::unordered_map<OpId, int>& index,
-                                int cw) const {
-    return LeastCuts(w, region, index, single_exit_, exit_link_, cw);
-  }
-
   // Per op u of the region, on a device of class c that is not w's and has
   // one incoming link: how long after w finishes u can start. The mirror
-  // of CutFloors: every path from w to u enters u's device for the last
+  // of ExitFloors' cut: every path from w to u enters u's device for the last
   // time by a tensor of an op after w (or w's), so those tensors form a
   // cut between w and u, and the one link into u's device carries them one
   // after another from w's finish on, before u can start. Each tensor
@@ -637,37 +621,48 @@ class PathBound {
     return LeastCuts(w, region, index, single_entry_, entry_link_, c);
   }
 
-  // Per op u of the region, on w's device (of class cw, with one outgoing
-  // link) and reading an op a elsewhere: how long w's link is busy with
-  // the tensors that leave it on the way to a (they cross it after w
-  // finishes, one after another, and one of a's results comes back before
-  // u starts). At least the least cut between w and a; where two inputs'
+  // Per op u of the region: how long after w finishes u can start on
+  // another device than w's, where that device has one outgoing link (a
+  // FIFO channel): every path from w to u leaves w's device somewhere, by
+  // a tensor of an op there (w or an op after it) sent on that one link,
+  // so the tensors that first leave it form a cut between w and u, and the
+  // link carries them one after another from w's finish on; u reads each
+  // after it crossed. The least such cut is a maximum flow (GLPK's
+  // Ford-Fulkerson), each tensor weighing its first hop out of a device of
+  // class cw, rounded down to 0.1 us; control edges carry no tensor and
+  // are left out; zeros where the class has several outgoing links. That
+  // is pass->cut. With options_.excursions, the same network also gives
+  // pass->own and pass->w_hop: per op u of the region on w's device (of class
+  // cw, with one outgoing link) and reading an op a elsewhere: how long w's
+  // link is busy with the tensors that leave it on the way to a (they cross it
+  // after w finishes, one after another, and one of a's results comes back
+  // before u starts). At least the least cut between w and a; where two inputs'
   // branches share no op, their cuts share no tensor but w's, so each
   // cut's w tensors count at the least hop of one (`w_hop`, set here) and
   // each floor is capped at w_hop: then the floors of disjoint branches
   // add up and the least of their sum and w_hop still holds (either some
   // cut leaves by a tensor of w, or they are all disjoint).
-  std::vector<double> ExcursionFloors(
-      OpId w, const std::vector<OpId>& region,
-      const std::unordered_map<OpId, int>& index, int cw, double* w_hop) const {
-    *w_hop = 0;
-    if (!options_.link_queues || !options_.excursions) {
-      return std::vector<double>(region.size(), 0);
-    }
-    std::vector<double> floors =
-        LeastCuts(w, region, index, single_exit_, exit_link_, cw, w_hop);
-    for (double& floor : floors) floor = std::min(floor, *w_hop);
-    return floors;
+  void ExitFloors(OpId w, const std::vector<OpId>& region, int cw,
+                  Pass* pass) const {
+    const bool excursions = options_.link_queues && options_.excursions;
+    pass->own.clear();
+    pass->w_hop = 0;
+    pass->cut = LeastCuts(w, region, pass->index, single_exit_, exit_link_, cw,
+                          excursions ? &pass->own : nullptr, &pass->w_hop);
+    pass->own.resize(region.size(), 0);
+    for (double& floor : pass->own) floor = std::min(floor, pass->w_hop);
   }
 
   // Per op of the region: the least cut between w and it, each tensor
   // weighing its time on the least of `link` over the devices of class c;
-  // zeros unless every such device has one (`single`). With w_hop, each of
-  // w's tensors weighs the least of theirs, which is set there.
+  // zeros unless every such device has one (`single`). With at_least_w,
+  // the cuts again with each of w's tensors weighing the least of theirs,
+  // which w_hop is set to.
   std::vector<double> LeastCuts(OpId w, const std::vector<OpId>& region,
                                 const std::unordered_map<OpId, int>& index,
                                 const std::vector<char>& single,
                                 const std::vector<LinkId>& link, int c,
+                                std::vector<double>* at_least_w = nullptr,
                                 double* w_hop = nullptr) const {
     std::vector<double> floors(region.size(), 0);
     if (single.empty() || !single[c]) return floors;
@@ -712,17 +707,22 @@ class PathBound {
         arc(it->second + 1, 2 + static_cast<int>(i), kThrough);
       }
     }
-    if (w_hop != nullptr) {
+    // Every flow leaves through w's tensors: at most 64 keep it an int.
+    auto flows = [&](std::vector<double>* out) {
+      out->assign(region.size(), 0);
+      for (size_t i = 0; i < region.size() && outputs_of_w <= 64; ++i) {
+        double flow = 0;
+        if (glp_maxflow_ffalg(net, 1, 2 + static_cast<int>(i), 0, &flow, -1,
+                              -1) == 0) {
+          (*out)[i] = flow / kUnitsPerSecond;
+        }
+      }
+    };
+    flows(&floors);
+    if (at_least_w != nullptr) {
       for (glp_arc* a : w_arcs) std::memcpy(a->data, &least_w, sizeof(double));
       *w_hop = w_arcs.empty() ? 0 : least_w / kUnitsPerSecond;
-    }
-    // Every flow leaves through w's tensors: at most 64 keep it an int.
-    for (size_t i = 0; i < region.size() && outputs_of_w <= 64; ++i) {
-      double flow = 0;
-      if (glp_maxflow_ffalg(net, 1, 2 + static_cast<int>(i), 0, &flow, -1,
-                            -1) == 0) {
-        floors[i] = flow / kUnitsPerSecond;
-      }
+      flows(at_least_w);
     }
     glp_delete_graph(net);
     return floors;

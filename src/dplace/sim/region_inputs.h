@@ -28,7 +28,7 @@ struct RegionInput {
   double moved;
   const Front* front = nullptr;  // On w's device: with busy times.
   // For an op on w's device, the input elsewhere: the least time w's link
-  // is busy with the tensors that left on the way to it (ExcursionFloors).
+  // is busy with the tensors that left on the way to it (ExitFloors).
   double own = 0;
 };
 

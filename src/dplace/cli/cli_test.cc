@@ -99,6 +99,11 @@ TEST_F(CliTest, PlaceSimulateAndReportShowOneLowerBound) {
               "--placement", placement});
   ASSERT_EQ(simulated.code, kExitOk) << simulated.err;
   EXPECT_THAT(simulated.out, HasSubstr(prefix + bound + ";"));
+  EXPECT_THAT(simulated.out, ::testing::ContainsRegex(
+                                 "\nthe step's last chain: [0-9,]+ ops, .* "
+                                 "computing, .* queued behind other ops on "
+                                 "their devices \\([0-9,]+ ops\\), .* in "
+                                 "transfers\n"));
 }
 
 TEST_F(CliTest, BenchWritesJsonMarkdownAndReport) {

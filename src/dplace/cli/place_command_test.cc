@@ -241,6 +241,7 @@ TEST_F(PlaceCommandTest, PlaceByModuleWithWholeModulesAndADeviceMap) {
                            ContainsRegex("layers\\.0 .*\n.*layers\\.1 .*\n"
                                          ".*layers\\.2 .*\n.*layers\\.3 "),
                            HasSubstr("what next:\n  busiest device: "),
+                           HasSubstr("\n  the step's last chain: "),
                            HasSubstr("device map: " + map)));
   StatusOr<std::string> text = ReadTextFile(map);
   ASSERT_TRUE(text.ok());

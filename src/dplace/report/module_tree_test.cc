@@ -114,6 +114,79 @@ TEST(WhatNextTest, BottleneckNamesTheBusiestDeviceAndTransfers) {
   EXPECT_THAT(lines[2], HasSubstr("gpu:0 -> gpu:1 1.02 kB"));
 }
 
+// x -> y, 1 GFLOP each, and z of `z_flops` beside them (none if 0).
+Graph ChainBesideAnOp(double z_flops) {
+  GraphBuilder b("beside");
+  auto add = [&b](const std::string& name, double flops) {
+    OpSpec s;
+    s.name = name;
+    s.type = "MatMul";
+    s.flops = flops;
+    s.outputs.push_back({{1 << 20}, DataType::kFloat32, 0});
+    return b.AddOp(s);
+  };
+  const OpId x = add("x", 1e9);
+  const OpId y = add("y", 1e9);
+  if (z_flops > 0) add("z", z_flops);
+  b.AddEdge(x, 0, y);
+  return *std::move(b).Build();
+}
+
+StepChain ChainOf(const CostModel& cost, const Placement& p,
+                  double* step_time) {
+  SimOptions options;
+  options.record_timeline = true;
+  const SimResult sim = *Simulator(cost).Simulate(p, options);
+  *step_time = sim.step_time;
+  return TraceStepChain(cost, p, sim);
+}
+
+TEST(WhatNextTest, TheStepChainQueuesBehindAnOpOnItsDevice) {
+  const Graph g = ChainBesideAnOp(2e9);
+  const Cluster cluster = *MakeClusterPreset("k80x2");
+  const DeviceId gpu0 = cluster.DevicesOfKind(DeviceKind::kGpu)[0];
+  const CostModel cost(g, cluster);
+  // One GPU's FIFO runs z before y (or before x): the chain x -> y waits
+  // z's time, whichever order, and the step is the three ops' sum.
+  double step = 0;
+  const StepChain chain = ChainOf(cost, Placement(g.num_ops(), gpu0), &step);
+  const double tx = cost.OpTime(*g.FindOp("x"), gpu0);
+  const double ty = cost.OpTime(*g.FindOp("y"), gpu0);
+  const double tz = cost.OpTime(*g.FindOp("z"), gpu0);
+  EXPECT_EQ(chain.ops, 2);
+  EXPECT_NEAR(chain.compute_seconds, tx + ty, 1e-12);
+  EXPECT_NEAR(chain.queued_seconds, tz, 1e-12);
+  EXPECT_EQ(chain.queued_ops, 1);
+  EXPECT_EQ(chain.transfer_seconds, 0);
+  EXPECT_NEAR(step, tx + ty + tz, 1e-12);
+  EXPECT_THAT(DescribeStepChain(chain),
+              AllOf(HasSubstr("2 ops"), HasSubstr("queued behind other ops"),
+                    HasSubstr("(1 ops), 0 s in transfers")));
+}
+
+TEST(WhatNextTest, TheStepChainWaitsForATransferAndAddsUpToTheStep) {
+  const Graph g = ChainBesideAnOp(0);
+  const Cluster cluster = *MakeClusterPreset("k80x2");
+  const DeviceId gpu0 = cluster.DevicesOfKind(DeviceKind::kGpu)[0];
+  const DeviceId gpu1 = cluster.DevicesOfKind(DeviceKind::kGpu)[1];
+  const CostModel cost(g, cluster);
+  // y on the other GPU: the chain waits for x's 4 MiB on their route.
+  Placement p(g.num_ops(), gpu0);
+  p[*g.FindOp("y")] = gpu1;
+  double step = 0;
+  const StepChain chain = ChainOf(cost, p, &step);
+  EXPECT_EQ(chain.ops, 2);
+  EXPECT_NEAR(
+      chain.compute_seconds,
+      cost.OpTime(*g.FindOp("x"), gpu0) + cost.OpTime(*g.FindOp("y"), gpu1),
+      1e-12);
+  EXPECT_EQ(chain.queued_seconds, 0);
+  EXPECT_NEAR(chain.transfer_seconds, cost.TransferTime(4 << 20, gpu0, gpu1),
+              1e-12);
+  EXPECT_GT(chain.transfer_seconds, 0);
+  EXPECT_NEAR(chain.compute_seconds + chain.transfer_seconds, step, 1e-12);
+}
+
 // A graph whose activations scale with a batch of 32: 20 ops of 1 GB
 // outputs each, all alive at once, and 1 GB of weights.
 Graph Wide() {

@@ -156,6 +156,76 @@ std::vector<std::string> DescribeBottleneck(const Cluster& cluster,
   return lines;
 }
 
+StepChain TraceStepChain(const CostModel& cost, const Placement& placement,
+                         const SimResult& sim) {
+  const Graph& graph = cost.graph();
+  const Cluster& cluster = cost.cluster();
+  const int n = graph.num_ops();
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  std::vector<double> start(n, kNever), end(n, kNever);
+  // When each tensor first reached each device: the end of its first hop
+  // into it, where it is cached for every consumer there.
+  const int num_devices = cluster.num_devices();
+  std::vector<double> arrival(
+      static_cast<size_t>(graph.num_tensors()) * num_devices, kNever);
+  for (const TimelineEvent& e : sim.timeline) {
+    if (e.kind == TimelineEvent::Kind::kCompute) {
+      start[e.id] = std::min(start[e.id], e.start);
+      end[e.id] = e.end;
+    } else {
+      double& a = arrival[static_cast<size_t>(e.id) * num_devices +
+                          cluster.link(e.lane).to];
+      a = std::min(a, e.end);
+    }
+  }
+  StepChain chain;
+  OpId op = -1;
+  for (OpId v = 0; v < n; ++v) {
+    if (end[v] < kNever && (op < 0 || end[v] > end[op])) op = v;
+  }
+  while (op >= 0) {
+    ++chain.ops;
+    chain.compute_seconds += end[op] - start[op];
+    // The input that came last, and when it was there.
+    OpId waited_for = -1;
+    double ready = 0;
+    for (EdgeId e : graph.in_edges(op)) {
+      const OpId src = graph.edge_src(e);
+      if (end[src] == kNever) continue;
+      double at = end[src];
+      if (placement[src] != placement[op]) {
+        at = graph.is_control(e)
+                 ? at + cost.RouteLatency(placement[src], placement[op])
+                 : arrival[static_cast<size_t>(graph.edge_tensor(e)) *
+                               num_devices +
+                           placement[op]];
+      }
+      at = std::min(at, start[op]);
+      if (waited_for < 0 || at > ready) {
+        waited_for = src;
+        ready = at;
+      }
+    }
+    const double queued = start[op] - ready;
+    if (queued > 0) {
+      chain.queued_seconds += queued;
+      ++chain.queued_ops;
+    }
+    if (waited_for >= 0) chain.transfer_seconds += ready - end[waited_for];
+    op = waited_for;
+  }
+  return chain;
+}
+
+std::string DescribeStepChain(const StepChain& chain) {
+  return "the step's last chain: " + FormatCount(chain.ops) + " ops, " +
+         report::FormatSeconds(chain.compute_seconds) + " computing, " +
+         report::FormatSeconds(chain.queued_seconds) +
+         " queued behind other ops on their devices (" +
+         FormatCount(chain.queued_ops) + " ops), " +
+         report::FormatSeconds(chain.transfer_seconds) + " in transfers";
+}
+
 std::vector<FitFix> FixesToFit(const CostModel& cost, int64_t batch) {
   const Graph& graph = cost.graph();
   const Capacity c = CapacityOf(cost.cluster());

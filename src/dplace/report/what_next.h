@@ -1,8 +1,8 @@
 // What next, after a placement: the bottleneck of a step that fits (the
 // busiest device and its share, each device's idle time, the largest
-// transfers), and for a model that fits nowhere the changes that would make
-// it fit, computed from the model and the cluster, for `place` to print and
-// to write in its JSON.
+// transfers, where the step's last chain spent its time), and for a model that
+// fits nowhere the changes that would make it fit, computed from the model and
+// the cluster, for `place` to print and to write in its JSON.
 #ifndef DPLACE_REPORT_WHAT_NEXT_H_
 #define DPLACE_REPORT_WHAT_NEXT_H_
 
@@ -38,6 +38,30 @@ Bottleneck FindBottleneck(const CostModel& cost, const SimResult& sim);
 std::vector<std::string> DescribeBottleneck(const Cluster& cluster,
                                             const SimResult& sim,
                                             const Bottleneck& b);
+
+// Where a step's time went along its last chain: from the op that
+// finished last, back through what each op of the chain waited for before
+// it started (the input that came last, or its device when the inputs were
+// there earlier), to the step's start. The parts add up to the step time.
+// Queued time is what the bounds of docs/simulator.md do not see: an op
+// ready to run behind others in its device's FIFO queue.
+struct StepChain {
+  int64_t ops = 0;              // On the chain.
+  double compute_seconds = 0;   // Its ops running.
+  double queued_seconds = 0;    // Its ops ready, their device busy.
+  int64_t queued_ops = 0;       // How many of them waited so.
+  double transfer_seconds = 0;  // Its inputs on their way: the hops and
+                                // the links' queues.
+};
+
+// REQUIRES: `sim` simulated `placement` on cost.cluster() with
+// SimOptions::record_timeline.
+StepChain TraceStepChain(const CostModel& cost, const Placement& placement,
+                         const SimResult& sim);
+
+// "the step's last chain: 6,421 ops, 502 ms computing, 397 ms queued behind
+// other ops on their devices (3,887 ops), 138 ms in transfers".
+std::string DescribeStepChain(const StepChain& chain);
 
 // The share of the GPUs' memory a suggested batch or preset leaves the
 // step: ops come in uneven sizes, so a placement needs room to spare (a

@@ -223,6 +223,19 @@ std::string PlaceAllTable(const Cluster& cluster,
   return table.ToString();
 }
 
+// The run's step chain, from its timeline, recorded again when the run
+// did not keep one.
+StepChain StepChainOf(const CostModel& cost, const MethodRun& run) {
+  if (!run.sim.timeline.empty()) {
+    return TraceStepChain(cost, run.placement, run.sim);
+  }
+  SimOptions options;
+  options.record_timeline = true;
+  options.compute_bounds = false;
+  StatusOr<SimResult> sim = Simulator(cost).Simulate(run.placement, options);
+  return sim.ok() ? TraceStepChain(cost, run.placement, *sim) : StepChain{};
+}
+
 }  // namespace
 
 std::vector<std::string> WhatNextLines(const CostModel& cost,
@@ -233,6 +246,7 @@ std::vector<std::string> WhatNextLines(const CostModel& cost,
   if (run && run->placed && run->sim.feasible) {
     lines = DescribeBottleneck(cost.cluster(), run->sim,
                                FindBottleneck(cost, run->sim));
+    lines.push_back(DescribeStepChain(StepChainOf(cost, *run)));
     if (bound.seconds > 0 && std::isfinite(bound.seconds)) {
       const double gap = run->sim.step_time / bound.seconds;
       std::string line = "gap: " + Format("%.2fx", gap) + " the lower bound (" +

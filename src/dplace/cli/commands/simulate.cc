@@ -10,6 +10,7 @@
 #include "dplace/io/placement_json.h"
 #include "dplace/io/profile_json.h"
 #include "dplace/model/load_model.h"
+#include "dplace/report/what_next.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
 
@@ -56,7 +57,7 @@ int RunSimulate(const SimulateFlags& flags, std::ostream& out,
   const CostModel cost(*graph, *cluster, *profile);
   Simulator simulator(cost);
   SimOptions options;
-  options.record_timeline = !flags.trace.empty();
+  options.record_timeline = true;  // For the trace and the step chain.
   StatusOr<SimResult> result = simulator.Simulate(*placement, options);
   if (!result.ok()) return Fail(err, result.status());
   const double elapsed =
@@ -68,6 +69,7 @@ int RunSimulate(const SimulateFlags& flags, std::ostream& out,
       << cluster->num_devices() << " devices)\n"
       << DescribeModel(*model) << "\n";
   PrintSimResult(*cluster, *result, out);
+  out << DescribeStepChain(TraceStepChain(cost, *placement, *result)) << "\n";
   out << "simulated in " << Format("%.3f", elapsed * 1e3) << " ms\n";
   if (!flags.trace.empty()) {
     Status s = WriteChromeTrace(*graph, *cluster, *result, flags.trace);

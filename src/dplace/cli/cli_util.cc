@@ -210,8 +210,8 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
       << "  any placement: critical path " << Seconds(b.critical_path)
       << ", total work " << Seconds(b.total_work)
       << "; any that fits: forced-transfer path " << Seconds(b.memory_path)
-      << (b.memory_path_whole_groups > b.memory_path
-              ? " (" + Seconds(b.memory_path_whole_groups) +
+      << (WholeGroupsBound(b) > b.memory_path
+              ? " (" + Seconds(WholeGroupsBound(b)) +
                     " keeping colocation groups whole, as this placement does)"
               : "")
       << (b.proven > 0 ? ", MILP bound " + Seconds(b.proven) : "")

@@ -30,6 +30,9 @@ StepLowerBound ProblemLowerBound(const LowerBounds& bounds) {
   if (bounds.memory_path_whole_groups > computed.seconds) {
     computed = {bounds.memory_path_whole_groups, kWholeGroupsBoundName};
   }
+  if (bounds.queued_path_whole_groups > computed.seconds) {
+    computed = {bounds.queued_path_whole_groups, kQueuedPathBoundName};
+  }
   if (bounds.proven > computed.seconds)
     return {bounds.proven, kProvenBoundName};
   return computed;
@@ -38,6 +41,7 @@ StepLowerBound ProblemLowerBound(const LowerBounds& bounds) {
 StepLowerBound AnyPlacementLowerBound(const LowerBounds& bounds) {
   LowerBounds any = bounds;
   any.memory_path_whole_groups = 0;
+  any.queued_path_whole_groups = 0;
   return ProblemLowerBound(any);
 }
 

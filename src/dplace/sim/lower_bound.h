@@ -20,7 +20,9 @@ struct StepLowerBound {
   // "total work" (the work over the compute slots, work_bound.h) or
   // "forced-transfer path" (the longest chain with the transfers that
   // memory and device kinds force, path_bound.h), the same for a placement
-  // that keeps its colocation groups whole (kWholeGroupsBoundName), or
+  // that keeps its colocation groups whole (kWholeGroupsBoundName), the
+  // critical path of such placements with the queues their groups force
+  // (kQueuedPathBoundName), or
   // "MILP bound" (the placing method's, LowerBounds::proven). Infinite
   // seconds: no placement fits.
   std::string binding;
@@ -33,6 +35,11 @@ inline constexpr char kProvenBoundName[] = "MILP bound";
 // memory_path_whole_groups).
 inline constexpr char kWholeGroupsBoundName[] =
     "forced-transfer path, groups whole";
+
+// The binding name of the queued critical path of those placements
+// (LowerBounds::queued_path_whole_groups).
+inline constexpr char kQueuedPathBoundName[] =
+    "queued critical path, groups whole";
 
 // The largest of the critical path, the total work and the forced-transfer
 // path of the problem the simulator was built for: no placement that fits
@@ -49,6 +56,15 @@ StepLowerBound ProblemLowerBound(const LowerBounds& bounds);
 // ProblemLowerBound without the bound of placements that keep their
 // colocation groups whole.
 StepLowerBound AnyPlacementLowerBound(const LowerBounds& bounds);
+
+// The larger of the two bounds of placements that keep every colocation
+// group whole (the forced-transfer path and the queued critical path); 0
+// for a placement that does not.
+inline double WholeGroupsBound(const LowerBounds& bounds) {
+  return bounds.memory_path_whole_groups > bounds.queued_path_whole_groups
+             ? bounds.memory_path_whole_groups
+             : bounds.queued_path_whole_groups;
+}
 
 // The step time of a placement that fits is the bound (within 1e-9): no
 // placement is faster.

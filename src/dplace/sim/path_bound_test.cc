@@ -27,44 +27,9 @@ using testing_dags::BruteForceOptimum;
 using testing_dags::Dag;
 using testing_dags::Gpus;
 using testing_dags::kGB;
+using testing_dags::SmallCluster;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
-// A CPU (one or two slots, slower) and one to three GPUs of `gpu_memory`
-// bytes, linked through the CPU or all to all, copied by the links or by
-// the destination.
-Cluster SmallCluster(std::mt19937_64& rng, int64_t gpu_memory) {
-  std::uniform_real_distribution<double> bandwidth(1e8, 1e10);
-  std::uniform_real_distribution<double> latency(0, 1e-3);
-  const int gpus = std::uniform_int_distribution<int>(1, 3)(rng);
-  const bool star = rng() % 2;
-  const Copier copier = rng() % 3 ? Copier::kLink : Copier::kDestination;
-  ClusterBuilder b("small");
-  Device cpu;
-  cpu.name = "cpu";
-  cpu.kind = DeviceKind::kCpu;
-  cpu.peak_flops = 2e11;
-  cpu.memory_bandwidth = 1e11;
-  cpu.memory_bytes = 64 * kGB;
-  cpu.compute_slots = std::uniform_int_distribution<int>(1, 2)(rng);
-  b.AddDevice(cpu);
-  for (int i = 0; i < gpus; ++i) {
-    Device gpu;
-    gpu.name = "gpu" + std::to_string(i);
-    gpu.kind = DeviceKind::kGpu;
-    gpu.peak_flops = 1e12;
-    gpu.memory_bandwidth = 1e12;
-    gpu.memory_bytes = gpu_memory;
-    gpu.launch_overhead = latency(rng);
-    b.AddDevice(gpu);
-    b.AddLink("cpu", gpu.name, bandwidth(rng), latency(rng), true, copier);
-    for (int j = 0; j < i && !star; ++j) {
-      b.AddLink("gpu" + std::to_string(j), gpu.name, bandwidth(rng),
-                latency(rng), true, copier);
-    }
-  }
-  return *std::move(b).Build();
-}
 
 // Thousands of random problems whose GPUs hold a fraction of the weights:
 // the bound never exceeds the brute-force optimum, and it is infinite only

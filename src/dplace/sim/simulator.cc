@@ -11,6 +11,7 @@
 
 #include "dplace/sim/event_queues.h"
 #include "dplace/sim/path_bound.h"
+#include "dplace/sim/queue_bound.h"
 #include "dplace/sim/route_table.h"
 #include "dplace/sim/work_bound.h"
 #include "dplace/util/format.h"
@@ -755,12 +756,14 @@ Simulator::Simulator(const CostModel& cost)
   total_work_ = WorkBound(cost);
   memory_path_ = MemoryPathBound(cost);
   memory_path_whole_groups_ = memory_path_;
+  queued_path_whole_groups_ = critical_path_;
   HintGroups groups = ColocationHintGroups(g);
   if (groups.num_groups < g.num_ops()) {
     PathBoundOptions whole;
     whole.whole_groups = true;
     memory_path_whole_groups_ =
         std::max(memory_path_, MemoryPathBound(cost, whole));
+    queued_path_whole_groups_ = GroupQueuePathBound(cost, groups.group);
     group_of_ = std::move(groups.group);
     group_device_.resize(groups.num_groups);
   }
@@ -774,6 +777,9 @@ double Simulator::total_work_bound() const { return total_work_; }
 double Simulator::memory_path_bound() const { return memory_path_; }
 double Simulator::memory_path_whole_groups_bound() const {
   return memory_path_whole_groups_;
+}
+double Simulator::queued_path_whole_groups_bound() const {
+  return queued_path_whole_groups_;
 }
 
 bool Simulator::KeepsGroupsWhole(const Placement& placement) {
@@ -876,6 +882,7 @@ StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
     run.ComputeBounds();
     if (!group_of_.empty() && KeepsGroupsWhole(placement)) {
       result.bounds.memory_path_whole_groups = memory_path_whole_groups_;
+      result.bounds.queued_path_whole_groups = queued_path_whole_groups_;
     }
   } else {
     result.bounds.placed_critical_path = 0;

@@ -52,6 +52,10 @@ struct LowerBounds {
   // 0 for a placement that splits a group, and where no group has two ops.
   // Not in Max().
   double memory_path_whole_groups = 0;
+  // The same placements: the critical path with the queues that a group's
+  // ops ready at once force on a one-slot device (GroupQueuePathBound,
+  // queue_bound.h), fitting or not. 0 as above. Not in Max().
+  double queued_path_whole_groups = 0;
   // Any placement that fits: a bound the placing method proved (the MILP's
   // dual bound, set by RunMethod); 0: none. Not in Max().
   double proven = 0;
@@ -145,6 +149,10 @@ class Simulator {
   // The forced-transfer path of placements that keep every colocation
   // group whole; memory_path_bound() where no group has two ops.
   double memory_path_whole_groups_bound() const;
+  // Their critical path with the queues of ops a tensor makes ready
+  // together (GroupQueuePathBound); the critical path where no group has
+  // two ops.
+  double queued_path_whole_groups_bound() const;
 
  private:
   class Run;
@@ -162,6 +170,7 @@ class Simulator {
   double total_work_ = 0;
   double memory_path_ = 0;
   double memory_path_whole_groups_ = 0;
+  double queued_path_whole_groups_ = 0;
   // Per op, its colocation group's index, and per group the device a run
   // found it on; empty where no group has two ops.
   std::vector<int32_t> group_of_;

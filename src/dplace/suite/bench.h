@@ -49,9 +49,8 @@ struct RunRecord {
   double wall_seconds = 0;                 // Placing or searching.
   // The lower bound the method proved (PlaceResult::lower_bound); 0: none.
   double proven_bound = 0;
-  // The forced-transfer path of placements that keep every colocation
-  // group whole, when this run's placement does
-  // (LowerBounds::memory_path_whole_groups); 0: not one of those.
+  // The bound of placements that keep every colocation group whole, when
+  // this run's placement does (WholeGroupsBound); 0: not one of those.
   double whole_groups_bound = 0;
   // Learned placers.
   int64_t samples = 0;

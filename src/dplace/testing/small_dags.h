@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -42,8 +43,44 @@ inline Cluster Gpus(int num_gpus, double bandwidth = 1e9,
   return *std::move(b).Build();
 }
 
+// A CPU (one or two slots, slower) and one to three GPUs of `gpu_memory`
+// bytes, linked through the CPU or all to all, copied by the links or by
+// the destination.
+inline Cluster SmallCluster(std::mt19937_64& rng, int64_t gpu_memory) {
+  std::uniform_real_distribution<double> bandwidth(1e8, 1e10);
+  std::uniform_real_distribution<double> latency(0, 1e-3);
+  const int gpus = std::uniform_int_distribution<int>(1, 3)(rng);
+  const bool star = rng() % 2;
+  const Copier copier = rng() % 3 ? Copier::kLink : Copier::kDestination;
+  ClusterBuilder b("small");
+  Device cpu;
+  cpu.name = "cpu";
+  cpu.kind = DeviceKind::kCpu;
+  cpu.peak_flops = 2e11;
+  cpu.memory_bandwidth = 1e11;
+  cpu.memory_bytes = 64 * kGB;
+  cpu.compute_slots = std::uniform_int_distribution<int>(1, 2)(rng);
+  b.AddDevice(cpu);
+  for (int i = 0; i < gpus; ++i) {
+    Device gpu;
+    gpu.name = "gpu" + std::to_string(i);
+    gpu.kind = DeviceKind::kGpu;
+    gpu.peak_flops = 1e12;
+    gpu.memory_bandwidth = 1e12;
+    gpu.memory_bytes = gpu_memory;
+    gpu.launch_overhead = latency(rng);
+    b.AddDevice(gpu);
+    b.AddLink("cpu", gpu.name, bandwidth(rng), latency(rng), true, copier);
+    for (int j = 0; j < i && !star; ++j) {
+      b.AddLink("gpu" + std::to_string(j), gpu.name, bandwidth(rng),
+                latency(rng), true, copier);
+    }
+  }
+  return *std::move(b).Build();
+}
+
 // Op(name, seconds of work), and Edge(a, b, bytes) for b reading a tensor
-// of its own from a.
+// of its own from a; Output and Read for a tensor several ops read.
 class Dag {
  public:
   OpId Op(const std::string& name, double seconds, int64_t persistent_bytes = 0,
@@ -58,10 +95,14 @@ class Dag {
     return static_cast<OpId>(specs_.size()) - 1;
   }
   void Temporary(OpId op, int64_t bytes) { specs_[op].temporary_bytes = bytes; }
-  void Edge(OpId a, OpId b, int64_t bytes) {
+  void Edge(OpId a, OpId b, int64_t bytes) { Read(a, Output(a, bytes), b); }
+  // A tensor of `bytes` from `a` for several ops to read (Read): its
+  // output index.
+  int Output(OpId a, int64_t bytes) {
     specs_[a].outputs.push_back({{1}, DataType::kFloat32, bytes});
-    edges_.push_back({a, static_cast<int>(specs_[a].outputs.size()) - 1, b});
+    return static_cast<int>(specs_[a].outputs.size()) - 1;
   }
+  void Read(OpId a, int output, OpId b) { edges_.push_back({a, output, b}); }
   Graph Build() && {
     GraphBuilder b("dag");
     for (OpSpec& spec : specs_) {

@@ -194,5 +194,85 @@ TEST(GroupQueuePathBoundTest, NeverAboveTheBruteForceOptimum) {
             << " equal to the optimum\n";
 }
 
+// Chains of MatMuls with their gradients (a forward and a backward pass
+// of 3 to 12 layers, each MatMul's group holding it and its two
+// gradients), with random ops around them: every simulated step of a
+// placement that keeps the groups whole, on random small clusters, is at
+// least the bound, which its result carries.
+TEST(GroupQueuePathBoundTest, NoStepOfWholeGroupsBeatsItOnLargerGraphs) {
+  std::mt19937_64 rng(20261201);
+  std::uniform_real_distribution<double> unit(0, 1);
+  int lifted = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Dag dag;
+    std::vector<OpId> ops;
+    std::vector<int> shared;  // Each op's tensor that several ops read.
+    const auto add = [&](const std::string& name, const std::string& group) {
+      ops.push_back(dag.Op(name, unit(rng) < 0.1 ? 0 : unit(rng),
+                           static_cast<int64_t>(unit(rng) * 0.2 * kGB), group));
+      shared.push_back(dag.Output(
+          ops.back(), static_cast<int64_t>(unit(rng) * (1 << 28)) + 1));
+      return static_cast<int>(ops.size()) - 1;
+    };
+    const auto read = [&](int from, int to) {
+      dag.Read(ops[from], shared[from], ops[to]);
+    };
+    const int layers = std::uniform_int_distribution<int>(3, 12)(rng);
+    std::vector<int> forward;
+    int x = add("input", "");
+    for (int i = 0; i < layers; ++i) {
+      forward.push_back(add("f" + std::to_string(i), "m" + std::to_string(i)));
+      read(x, forward.back());
+      x = forward.back();
+    }
+    int dy = add("loss", "");
+    read(x, dy);
+    for (int i = layers - 1; i >= 0; --i) {
+      const std::string group = "m" + std::to_string(i);
+      const int a = add("dx" + std::to_string(i), group);
+      const int b = add("dw" + std::to_string(i), group);
+      read(dy, a);
+      read(dy, b);
+      read(i == 0 ? 0 : forward[i - 1], b);
+      dy = a;
+    }
+    const int extra = std::uniform_int_distribution<int>(0, 8)(rng);
+    for (int j = 0; j < extra; ++j) {
+      const int n = static_cast<int>(ops.size());
+      const int from = std::uniform_int_distribution<int>(0, n - 1)(rng);
+      const std::string group =
+          unit(rng) < 0.5
+              ? "m" + std::to_string(std::uniform_int_distribution<int>(
+                          0, layers - 1)(rng))
+              : "";
+      read(from, add("x" + std::to_string(j), group));
+    }
+    const Graph graph = std::move(dag).Build();
+    const Cluster cluster = SmallCluster(rng, 4 * kGB);
+    const CostModel cost(graph, cluster);
+    Simulator simulator(cost);
+    const double bound = simulator.queued_path_whole_groups_bound();
+    ASSERT_NEAR(bound, QueuedPath(cost), 1e-12 * bound);
+    if (bound > simulator.critical_path_bound() * (1 + 1e-9)) ++lifted;
+    const HintGroups groups = ColocationHintGroups(graph);
+    for (int k = 0; k < 10; ++k) {
+      std::vector<DeviceId> device(groups.num_groups);
+      for (DeviceId& d : device) {
+        d = std::uniform_int_distribution<DeviceId>(
+            0, cluster.num_devices() - 1)(rng);
+      }
+      Placement placement(graph.num_ops());
+      for (OpId op = 0; op < graph.num_ops(); ++op) {
+        placement[op] = device[groups.group[op]];
+      }
+      const SimResult r = *simulator.Simulate(placement);
+      ASSERT_GE(r.step_time, bound * (1 - 1e-9))
+          << "trial " << trial << ", placement " << k;
+      ASSERT_EQ(r.bounds.queued_path_whole_groups, bound);
+    }
+  }
+  EXPECT_GT(lifted, 200) << lifted;
+}
+
 }  // namespace
 }  // namespace dplace

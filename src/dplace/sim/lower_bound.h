@@ -66,6 +66,14 @@ inline double WholeGroupsBound(const LowerBounds& bounds) {
              : bounds.queued_path_whole_groups;
 }
 
+// The name of the larger of them (kWholeGroupsBoundName or
+// kQueuedPathBoundName).
+inline const char* WholeGroupsBoundName(const LowerBounds& bounds) {
+  return bounds.memory_path_whole_groups >= bounds.queued_path_whole_groups
+             ? kWholeGroupsBoundName
+             : kQueuedPathBoundName;
+}
+
 // The step time of a placement that fits is the bound (within 1e-9): no
 // placement is faster.
 bool ProvenOptimal(double step_time, const StepLowerBound& bound);

@@ -52,6 +52,8 @@ struct RunRecord {
   // The bound of placements that keep every colocation group whole, when
   // this run's placement does (WholeGroupsBound); 0: not one of those.
   double whole_groups_bound = 0;
+  // Which bound that is (WholeGroupsBoundName).
+  std::string whole_groups_binding;
   // Learned placers.
   int64_t samples = 0;
   int64_t samples_to_best = 0;  // 1-based sample that found the best.

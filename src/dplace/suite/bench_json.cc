@@ -11,6 +11,7 @@
 
 #include "dplace/io/json_fields.h"
 #include "dplace/method/method.h"
+#include "dplace/sim/lower_bound.h"
 #include "dplace/suite/bench.h"
 
 namespace dplace {
@@ -50,7 +51,10 @@ json RunJson(const RunRecord& r, bool searched) {
   if (!r.feasible) j["infeasible"] = r.infeasible;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
   if (r.proven_bound > 0) j["proven_bound"] = r.proven_bound;
-  if (r.whole_groups_bound > 0) j["whole_groups_bound"] = r.whole_groups_bound;
+  if (r.whole_groups_bound > 0) {
+    j["whole_groups_bound"] = r.whole_groups_bound;
+    j["whole_groups_binding"] = r.whole_groups_binding;
+  }
   if (searched) {
     j["samples"] = r.samples;
     j["samples_to_best"] = r.samples_to_best;
@@ -263,6 +267,10 @@ RunRecord ReadRun(const json& value, const std::string& path) {
   r.peak_memory_bytes = f.List<int64_t>("peak_memory_bytes");
   r.proven_bound = f.Number("proven_bound", 0.0);
   r.whole_groups_bound = f.Number("whole_groups_bound", 0.0);
+  // Results written before the queued critical path hold the forced-
+  // transfer path's.
+  r.whole_groups_binding =
+      f.String("whole_groups_binding", kWholeGroupsBoundName);
   r.samples = f.Int("samples", 0);
   r.samples_to_best = f.Int("samples_to_best", 0);
   r.seconds_to_best = f.Number("seconds_to_best", 0.0);

@@ -23,15 +23,18 @@ void ChooseBound(const BenchmarkResults& b, MethodResults* m) {
   m->lower_bound = b.lower_bound;
   m->lower_bound_binding = b.lower_bound_binding;
   double whole = kNaN;
+  std::string binding;
   for (const RunRecord& r : m->runs) {
     if (!r.placed || !r.feasible) continue;
     if (!(r.whole_groups_bound > 0)) return;
-    whole = std::isnan(whole) ? r.whole_groups_bound
-                              : std::min(whole, r.whole_groups_bound);
+    if (std::isnan(whole) || r.whole_groups_bound < whole) {
+      whole = r.whole_groups_bound;
+      binding = r.whole_groups_binding;
+    }
   }
   if (whole > m->lower_bound) {
     m->lower_bound = whole;
-    m->lower_bound_binding = kWholeGroupsBoundName;
+    m->lower_bound_binding = binding;
   }
 }
 

@@ -100,7 +100,8 @@ std::string GapCell(const MethodResults& m) {
 std::string WholeGroupsBound(const BenchmarkResults& b) {
   double whole = 0;
   for (const MethodResults& m : b.methods) {
-    if (m.lower_bound_binding == kWholeGroupsBoundName) {
+    if (m.lower_bound_binding == kWholeGroupsBoundName ||
+        m.lower_bound_binding == kQueuedPathBoundName) {
       whole = std::max(whole, m.lower_bound);
     }
   }

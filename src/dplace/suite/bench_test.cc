@@ -17,6 +17,7 @@
 #include "dplace/method/run.h"
 #include "dplace/report/html_report.h"
 #include "dplace/search/search_log.h"
+#include "dplace/sim/lower_bound.h"
 #include "dplace/testing/xml_check.h"
 
 namespace dplace {
@@ -151,22 +152,31 @@ TEST(SpreadTest, GapsAreOverTheBoundEachMethodsPlacementsCarry) {
   BenchmarkResults b;
   b.lower_bound = 0.5;
   b.lower_bound_binding = "forced-transfer path";
-  auto run = [](double step, double whole) {
+  auto run = [](double step, double whole,
+                const std::string& binding = kWholeGroupsBoundName) {
     RunRecord r;
     r.placed = r.feasible = true;
     r.step_time = step;
     r.whole_groups_bound = whole;
+    r.whole_groups_binding = binding;
     return r;
   };
-  MethodResults whole, split, failed;
+  MethodResults whole, split, failed, queued;
   whole.method = "whole";
   whole.runs = {run(0.8, 0.6), run(0.9, 0.6)};
   split.method = "split";
   split.runs = {run(0.8, 0.6), run(0.7, 0)};
   failed.method = "failed";
   failed.runs = {RunRecord{}};
-  b.methods = {whole, split, failed};
+  // The least bound of its runs, and its name.
+  queued.method = "queued";
+  queued.runs = {run(0.8, 0.7, kQueuedPathBoundName),
+                 run(0.9, 0.65, kQueuedPathBoundName)};
+  b.methods = {whole, split, failed, queued};
   SummariseBenchmark(&b);
+  EXPECT_DOUBLE_EQ(b.methods[3].lower_bound, 0.65);
+  EXPECT_EQ(b.methods[3].lower_bound_binding,
+            "queued critical path, groups whole");
   EXPECT_DOUBLE_EQ(b.methods[0].lower_bound, 0.6);
   EXPECT_EQ(b.methods[0].lower_bound_binding,
             "forced-transfer path, groups whole");

@@ -152,7 +152,9 @@ class BytesReadAdapter : public caffe2::serialize::ReadAdapterInterface {
               const char* what = "") const override {
     if (pos >= bytes_.size()) return 0;
     n = std::min<size_t>(n, bytes_.size() - pos);
-    std::memcpy(buf, bytes_.data() + pos, n);
+    // LibTorch reads an empty record into a null buffer: memcpy may not
+    // be given one, even for no bytes.
+    if (n > 0) std::memcpy(buf, bytes_.data() + pos, n);
     return n;
   }
 

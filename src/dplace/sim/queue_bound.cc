@@ -166,19 +166,6 @@ double GroupQueuePathBound(const CostModel& cost,
       if (!s.siblings.empty()) found.push_back(std::move(s));
     }
   }
-  if (found.empty()) {
-    std::vector<double> finish(n, 0);
-    double path = 0;
-    for (OpId op : graph.topological_order()) {
-      double start = 0;
-      for (EdgeId e : graph.in_edges(op)) {
-        start = std::max(start, finish[graph.edge_src(e)]);
-      }
-      finish[op] = start + cost.FastestOpTime(op);
-      path = std::max(path, finish[op]);
-    }
-    return path;
-  }
 
   // Which inputs are there before t: asked for every candidate, answered
   // in one batch, then read.

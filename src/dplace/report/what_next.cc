@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "dplace/report/svg.h"
 #include "dplace/util/format.h"
@@ -163,19 +164,22 @@ StepChain TraceStepChain(const CostModel& cost, const Placement& placement,
   const int n = graph.num_ops();
   constexpr double kNever = std::numeric_limits<double>::infinity();
   std::vector<double> start(n, kNever), end(n, kNever);
-  // When each tensor first reached each device: the end of its first hop
-  // into it, where it is cached for every consumer there.
-  const int num_devices = cluster.num_devices();
-  std::vector<double> arrival(
-      static_cast<size_t>(graph.num_tensors()) * num_devices, kNever);
+  // When each tensor first reached each device it reached: the end of its
+  // first hop into it, where it is cached for every consumer there. (A
+  // map: a table of every tensor on every device of a 1,024-GPU cluster
+  // would not fit.)
+  const auto key = [&cluster](TensorId t, DeviceId d) {
+    return static_cast<int64_t>(t) * cluster.num_devices() + d;
+  };
+  std::unordered_map<int64_t, double> arrival;
   for (const TimelineEvent& e : sim.timeline) {
     if (e.kind == TimelineEvent::Kind::kCompute) {
       start[e.id] = std::min(start[e.id], e.start);
       end[e.id] = e.end;
     } else {
-      double& a = arrival[static_cast<size_t>(e.id) * num_devices +
-                          cluster.link(e.lane).to];
-      a = std::min(a, e.end);
+      const auto [it, added] =
+          arrival.emplace(key(e.id, cluster.link(e.lane).to), e.end);
+      if (!added) it->second = std::min(it->second, e.end);
     }
   }
   StepChain chain;
@@ -194,11 +198,13 @@ StepChain TraceStepChain(const CostModel& cost, const Placement& placement,
       if (end[src] == kNever) continue;
       double at = end[src];
       if (placement[src] != placement[op]) {
-        at = graph.is_control(e)
-                 ? at + cost.RouteLatency(placement[src], placement[op])
-                 : arrival[static_cast<size_t>(graph.edge_tensor(e)) *
-                               num_devices +
-                           placement[op]];
+        if (graph.is_control(e)) {
+          at += cost.RouteLatency(placement[src], placement[op]);
+        } else {
+          const auto it =
+              arrival.find(key(graph.edge_tensor(e), placement[op]));
+          at = it == arrival.end() ? kNever : it->second;
+        }
       }
       at = std::min(at, start[op]);
       if (waited_for < 0 || at > ready) {

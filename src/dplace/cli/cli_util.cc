@@ -203,6 +203,7 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
   }
   const LowerBounds& b = r.bounds;
   const StepLowerBound bound = ProblemLowerBound(b);
+  const double whole = WholeGroupsLowerBound(b).seconds;
   out << "lower bound: " << DescribeLowerBound(bound);
   const std::string gap = DescribeGap(r.step_time, bound);
   if (r.feasible && !gap.empty()) out << "; " << gap;
@@ -210,8 +211,8 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
       << "  any placement: critical path " << Seconds(b.critical_path)
       << ", total work " << Seconds(b.total_work)
       << "; any that fits: forced-transfer path " << Seconds(b.memory_path)
-      << (WholeGroupsBound(b) > b.memory_path
-              ? " (" + Seconds(WholeGroupsBound(b)) +
+      << (whole > b.memory_path
+              ? " (" + Seconds(whole) +
                     " keeping colocation groups whole, as this placement does)"
               : "")
       << (b.proven > 0 ? ", MILP bound " + Seconds(b.proven) : "")

@@ -27,15 +27,18 @@ StepLowerBound ProblemLowerBound(const Simulator& simulator) {
 StepLowerBound ProblemLowerBound(const LowerBounds& bounds) {
   StepLowerBound computed =
       Largest(bounds.critical_path, bounds.total_work, bounds.memory_path);
-  if (bounds.memory_path_whole_groups > computed.seconds) {
-    computed = {bounds.memory_path_whole_groups, kWholeGroupsBoundName};
-  }
-  if (bounds.queued_path_whole_groups > computed.seconds) {
-    computed = {bounds.queued_path_whole_groups, kQueuedPathBoundName};
-  }
+  const StepLowerBound whole = WholeGroupsLowerBound(bounds);
+  if (whole.seconds > computed.seconds) computed = whole;
   if (bounds.proven > computed.seconds)
     return {bounds.proven, kProvenBoundName};
   return computed;
+}
+
+StepLowerBound WholeGroupsLowerBound(const LowerBounds& bounds) {
+  if (bounds.memory_path_whole_groups >= bounds.queued_path_whole_groups) {
+    return {bounds.memory_path_whole_groups, kWholeGroupsBoundName};
+  }
+  return {bounds.queued_path_whole_groups, kQueuedPathBoundName};
 }
 
 StepLowerBound AnyPlacementLowerBound(const LowerBounds& bounds) {

@@ -58,21 +58,9 @@ StepLowerBound ProblemLowerBound(const LowerBounds& bounds);
 StepLowerBound AnyPlacementLowerBound(const LowerBounds& bounds);
 
 // The larger of the two bounds of placements that keep every colocation
-// group whole (the forced-transfer path and the queued critical path); 0
-// for a placement that does not.
-inline double WholeGroupsBound(const LowerBounds& bounds) {
-  return bounds.memory_path_whole_groups > bounds.queued_path_whole_groups
-             ? bounds.memory_path_whole_groups
-             : bounds.queued_path_whole_groups;
-}
-
-// The name of the larger of them (kWholeGroupsBoundName or
-// kQueuedPathBoundName).
-inline const char* WholeGroupsBoundName(const LowerBounds& bounds) {
-  return bounds.memory_path_whole_groups >= bounds.queued_path_whole_groups
-             ? kWholeGroupsBoundName
-             : kQueuedPathBoundName;
-}
+// group whole (the forced-transfer path and the queued critical path),
+// with its name; 0 seconds for a placement that does not.
+StepLowerBound WholeGroupsLowerBound(const LowerBounds& bounds);
 
 // The step time of a placement that fits is the bound (within 1e-9): no
 // placement is faster.

@@ -28,6 +28,7 @@ using testing_dags::Dag;
 using testing_dags::Gpus;
 using testing_dags::kGB;
 using testing_dags::SmallCluster;
+using testing_dags::TestDevice;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
@@ -141,22 +142,11 @@ TEST(MemoryPathBoundTest, WholeGroupsNeverAboveTheirBruteForceOptimum) {
 // hops.
 Cluster Star(int num_gpus, int64_t gpu_memory, double bandwidth) {
   ClusterBuilder b("star");
-  Device cpu;
-  cpu.name = "cpu";
-  cpu.kind = DeviceKind::kCpu;
-  cpu.peak_flops = 1e10;
-  cpu.memory_bandwidth = 1e15;
-  cpu.memory_bytes = 64 * kGB;
-  b.AddDevice(cpu);
+  b.AddDevice(TestDevice("cpu", DeviceKind::kCpu, 1e10, 1e15, 64 * kGB));
   for (int i = 0; i < num_gpus; ++i) {
-    Device gpu;
-    gpu.name = "gpu:" + std::to_string(i);
-    gpu.kind = DeviceKind::kGpu;
-    gpu.peak_flops = 1e12;
-    gpu.memory_bandwidth = 1e15;
-    gpu.memory_bytes = gpu_memory;
-    b.AddDevice(gpu);
-    b.AddLink("cpu", gpu.name, bandwidth, 1e-9, /*bidirectional=*/true);
+    const std::string name = "gpu:" + std::to_string(i);
+    b.AddDevice(TestDevice(name, DeviceKind::kGpu, 1e12, 1e15, gpu_memory));
+    b.AddLink("cpu", name, bandwidth, 1e-9, /*bidirectional=*/true);
   }
   return *std::move(b).Build();
 }

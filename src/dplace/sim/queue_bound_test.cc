@@ -24,6 +24,7 @@ using testing_dags::Dag;
 using testing_dags::Gpus;
 using testing_dags::kGB;
 using testing_dags::SmallCluster;
+using testing_dags::TestDevice;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
@@ -88,12 +89,8 @@ TEST(GroupQueuePathBoundTest, ACheapHopBoundsTheWait) {
 TEST(GroupQueuePathBoundTest, TwoSlotsRunTheSiblingsTogether) {
   // One CPU of two slots: a and b run side by side, c waits for a alone.
   ClusterBuilder b("cpu");
-  Device cpu;
-  cpu.name = "cpu";
-  cpu.kind = DeviceKind::kCpu;
-  cpu.peak_flops = 2e12;  // 1e12 a slot: the ops' times as on a GPU.
-  cpu.memory_bandwidth = 1e15;
-  cpu.memory_bytes = 10 * kGB;
+  // 1e12 FLOP/s a slot: the ops' times as on a GPU.
+  Device cpu = TestDevice("cpu", DeviceKind::kCpu, 2e12, 1e15, 10 * kGB);
   cpu.compute_slots = 2;
   b.AddDevice(cpu);
   const Cluster cluster = *std::move(b).Build();

@@ -118,8 +118,9 @@ RunRecord RecordOf(uint64_t seed, const Cluster& cluster, const MethodRun& r) {
   rec.infeasible = DescribeInfeasibility(cluster, r.sim);
   rec.peak_memory_bytes = r.sim.device_peak_bytes;
   rec.proven_bound = r.sim.bounds.proven;
-  rec.whole_groups_bound = WholeGroupsBound(r.sim.bounds);
-  rec.whole_groups_binding = WholeGroupsBoundName(r.sim.bounds);
+  const StepLowerBound whole = WholeGroupsLowerBound(r.sim.bounds);
+  rec.whole_groups_bound = whole.seconds;
+  rec.whole_groups_binding = whole.binding;
   if (r.searched) {
     rec.samples = r.search.samples;
     rec.num_groups = r.search.num_groups;

@@ -50,9 +50,10 @@ struct RunRecord {
   // The lower bound the method proved (PlaceResult::lower_bound); 0: none.
   double proven_bound = 0;
   // The bound of placements that keep every colocation group whole, when
-  // this run's placement does (WholeGroupsBound); 0: not one of those.
+  // this run's placement does (WholeGroupsLowerBound); 0: not one of
+  // those.
   double whole_groups_bound = 0;
-  // Which bound that is (WholeGroupsBoundName).
+  // Which bound that is.
   std::string whole_groups_binding;
   // Learned placers.
   int64_t samples = 0;

@@ -20,6 +20,19 @@ namespace dplace::testing_dags {
 
 constexpr int64_t kGB = 1000 * 1000 * 1000;
 
+// A device of these tests' clusters.
+inline Device TestDevice(const std::string& name, DeviceKind kind,
+                         double peak_flops, double memory_bandwidth,
+                         int64_t memory_bytes) {
+  Device d;
+  d.name = name;
+  d.kind = kind;
+  d.peak_flops = peak_flops;
+  d.memory_bandwidth = memory_bandwidth;
+  d.memory_bytes = memory_bytes;
+  return d;
+}
+
 // `num_gpus` GPUs (no CPU) doing 1e12 FLOP/s of MatMul at 70% efficiency,
 // so an op of 0.7e12 FLOPs runs 1 s; links of `bandwidth` bytes/s with no
 // latency and no launch overhead, so times are round; `copier` makes their
@@ -28,12 +41,8 @@ inline Cluster Gpus(int num_gpus, double bandwidth = 1e9,
                     int64_t memory = 10 * kGB, Copier copier = Copier::kLink) {
   ClusterBuilder b("gpus");
   for (int i = 0; i < num_gpus; ++i) {
-    Device gpu;
-    gpu.name = "gpu:" + std::to_string(i);
-    gpu.kind = DeviceKind::kGpu;
-    gpu.peak_flops = 1e12;
-    gpu.memory_bandwidth = 1e15;
-    gpu.memory_bytes = memory;
+    const Device gpu = TestDevice("gpu:" + std::to_string(i), DeviceKind::kGpu,
+                                  1e12, 1e15, memory);
     b.AddDevice(gpu);
     for (int j = 0; j < i; ++j) {
       b.AddLink("gpu:" + std::to_string(j), gpu.name, bandwidth, 1e-9,
@@ -53,21 +62,12 @@ inline Cluster SmallCluster(std::mt19937_64& rng, int64_t gpu_memory) {
   const bool star = rng() % 2;
   const Copier copier = rng() % 3 ? Copier::kLink : Copier::kDestination;
   ClusterBuilder b("small");
-  Device cpu;
-  cpu.name = "cpu";
-  cpu.kind = DeviceKind::kCpu;
-  cpu.peak_flops = 2e11;
-  cpu.memory_bandwidth = 1e11;
-  cpu.memory_bytes = 64 * kGB;
+  Device cpu = TestDevice("cpu", DeviceKind::kCpu, 2e11, 1e11, 64 * kGB);
   cpu.compute_slots = std::uniform_int_distribution<int>(1, 2)(rng);
   b.AddDevice(cpu);
   for (int i = 0; i < gpus; ++i) {
-    Device gpu;
-    gpu.name = "gpu" + std::to_string(i);
-    gpu.kind = DeviceKind::kGpu;
-    gpu.peak_flops = 1e12;
-    gpu.memory_bandwidth = 1e12;
-    gpu.memory_bytes = gpu_memory;
+    Device gpu = TestDevice("gpu" + std::to_string(i), DeviceKind::kGpu, 1e12,
+                            1e12, gpu_memory);
     gpu.launch_overhead = latency(rng);
     b.AddDevice(gpu);
     b.AddLink("cpu", gpu.name, bandwidth(rng), latency(rng), true, copier);

@@ -9,8 +9,12 @@
 #include <vector>
 
 #include "dplace/cli/cli.h"
+#include "dplace/cli/commands/place_output.h"
+#include "dplace/cluster/cluster.h"
 #include "dplace/io/file.h"
+#include "dplace/method/method.h"
 #include "dplace/search/search_log.h"
+#include "dplace/sim/simulator.h"
 #include "dplace/testing/cli_test_util.h"
 
 namespace dplace {
@@ -323,6 +327,71 @@ TEST_F(PlaceCommandTest, PlaceSaysOptimalWhereTheBoundMeetsTheStep) {
   EXPECT_THAT(r.out, HasSubstr("the lower bound (total work): optimal, no "
                                "placement is faster"));
   EXPECT_THAT(r.out, Not(HasSubstr("a search may close")));
+}
+
+// The gap line after a search says whether a longer one would help, from
+// what its last fifth (of its time) found; after a refined or one-shot
+// placement it suggests a search.
+TEST(WhatNextTest, TheGapLineSaysWhetherTheSearchWasStillImproving) {
+  StatusOr<LoadedModel> model = LoadModel(kGraph);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  StatusOr<Cluster> cluster = MakeClusterPreset("k80x2");
+  ASSERT_TRUE(cluster.ok());
+  const CostModel cost(model->graph, *cluster);
+  MethodRun run;
+  run.method = "mcmc";
+  run.placed = true;
+  PlacementProblem problem;
+  problem.graph = &model->graph;
+  problem.cluster = &*cluster;
+  problem.cost = &cost;
+  StatusOr<std::unique_ptr<Method>> single_gpu = MakeMethod("single-gpu", {});
+  ASSERT_TRUE(single_gpu.ok());
+  StatusOr<PlaceResult> placed = (*single_gpu)->Place(problem);
+  ASSERT_TRUE(placed.ok()) << placed.status().message();
+  run.placement = placed->placement;
+  run.sim = *Simulator(cost).Simulate(run.placement);
+  ASSERT_TRUE(run.sim.feasible);
+  const double step = run.sim.step_time;
+  const StepLowerBound bound{step / 2, "critical path"};
+  // 10 s of search; its best falls from 1.1x the step to the step at 9 s.
+  run.searched = true;
+  run.search.wall_seconds = 10;
+  for (int i = 0; i <= 10; ++i) {
+    SampleRecord s;
+    s.index = i;
+    s.wall_seconds = i;
+    s.step_time = s.best_step_time = i < 9 ? 1.1 * step : step;
+    s.feasible = true;
+    run.search.history.push_back(s);
+  }
+  auto gap_line = [&] {
+    for (const std::string& line : WhatNextLines(cost, *model, &run, bound)) {
+      if (line.rfind("gap: ", 0) == 0) return line;
+    }
+    return std::string("(no gap line)");
+  };
+  EXPECT_THAT(gap_line(),
+              HasSubstr("gap: 2.00x the lower bound (critical path); the "
+                        "search was still improving, its best fell 9.1% in "
+                        "its last fifth (2 s, 2 samples): a longer one may "
+                        "close more of it (twice the budget, or --refine 10 "
+                        "from this placement)"));
+  // The same best found at 7 s: nothing in the last 2 s.
+  run.search.history[7].best_step_time = step;
+  run.search.history[8].best_step_time = step;
+  EXPECT_THAT(gap_line(), HasSubstr("; the search's last fifth (2 s, 2 "
+                                    "samples) found nothing faster: a longer "
+                                    "one is unlikely to close much of it"));
+  // Refined since (the search's best is not the placement's step), or a
+  // method that places once: a search is suggested.
+  for (SampleRecord& s : run.search.history) s.best_step_time *= 1.01;
+  EXPECT_THAT(gap_line(), HasSubstr("; a search may close part of it: "
+                                    "--method auto --budget-seconds 60, or "
+                                    "--refine 60 from this placement"));
+  run.searched = false;
+  run.search = {};
+  EXPECT_THAT(gap_line(), HasSubstr("--method auto --budget-seconds 60"));
 }
 
 // ------------------------------------------- outputs: checked, locked, whole

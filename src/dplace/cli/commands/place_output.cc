@@ -10,6 +10,7 @@
 #include "dplace/method/method.h"
 #include "dplace/method/run.h"
 #include "dplace/report/markdown.h"
+#include "dplace/report/svg.h"
 #include "dplace/report/what_next.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/util/format.h"
@@ -236,6 +237,53 @@ StepChain StepChainOf(const CostModel& cost, const MethodRun& run) {
   return sim.ok() ? TraceStepChain(cost, run.placement, *sim) : StepChain{};
 }
 
+// What a search's last fifth (of its wall time) did, to say whether a
+// longer one would help: "" when `run` is no search or its trace does not
+// end at the run's placement (refined since, or measured on devices).
+std::string SearchTail(const MethodRun& run) {
+  const std::vector<SampleRecord>& history = run.search.history;
+  if (!run.searched || history.size() < 2) return "";
+  const double best = history.back().best_step_time;
+  if (!(best > 0) || std::abs(best - run.sim.step_time) > 1e-9 * best) {
+    return "";
+  }
+  // The run's time: from its start (a resumed one's first sample), so that
+  // a search that evaluates its start placers first counts their time.
+  const double begin = run.search.first_sample_of_this_run > 0
+                           ? history.front().wall_seconds
+                           : 0.0;
+  const double end = history.back().wall_seconds;
+  if (!(end > begin)) return "";
+  const double cut = end - (end - begin) / 5;
+  double before = 0;  // The best at the cut; 0 while none fitted.
+  int64_t tail_samples = 0;
+  for (const SampleRecord& s : history) {
+    if (s.wall_seconds <= cut) {
+      before = s.best_step_time;
+    } else {
+      ++tail_samples;
+    }
+  }
+  const std::string tail = report::FormatSeconds(end - cut) + ", " +
+                           FormatCount(tail_samples) + " samples";
+  if (before > 0 && best >= before) {
+    return "; the search's last fifth (" + tail +
+           ") found nothing faster: a longer one is unlikely to close much "
+           "of it";
+  }
+  const std::string gain =
+      before > 0 ? "its best fell " +
+                       Format("%.2g%%", 100 * (before - best) / before) +
+                       " in its last fifth (" + tail + ")"
+                 : "its first placement that fits came in its last fifth (" +
+                       tail + ")";
+  return "; the search was still improving, " + gain +
+         ": a longer one may close more of it (twice the budget, or "
+         "--refine " +
+         Format("%.0f", std::max(1.0, std::round(run.search.wall_seconds))) +
+         " from this placement)";
+}
+
 }  // namespace
 
 std::vector<std::string> WhatNextLines(const CostModel& cost,
@@ -254,9 +302,12 @@ std::vector<std::string> WhatNextLines(const CostModel& cost,
       if (ProvenOptimal(run->sim.step_time, bound)) {
         line += ": optimal, no placement is faster";
       } else if (gap > 1.1) {
-        line +=
-            "; a search may close part of it: --method mcmc "
-            "--budget-seconds 60, or --refine 60 from this placement";
+        const std::string tail = SearchTail(*run);
+        line += !tail.empty()
+                    ? tail
+                    : "; a search may close part of it: --method auto "
+                      "--budget-seconds 60, or --refine 60 from this "
+                      "placement";
       } else {
         line += "; within 10% of what any placement can reach";
       }

@@ -377,6 +377,14 @@ TEST(WhatNextTest, TheGapLineSaysWhetherTheSearchWasStillImproving) {
                         "its last fifth (2 s, 2 samples): a longer one may "
                         "close more of it (twice the budget, or --refine 10 "
                         "from this placement)"));
+  // A gain under a thousandth is not worth doubling the budget for.
+  for (int i = 0; i <= 10; ++i) {
+    run.search.history[i].best_step_time = i < 9 ? 1.0005 * step : step;
+  }
+  EXPECT_THAT(gap_line(), HasSubstr("; the search's best fell only 0.05% in "
+                                    "its last fifth (2 s, 2 samples): a "
+                                    "longer one is unlikely to close much of "
+                                    "it"));
   // The same best found at 7 s: nothing in the last 2 s.
   run.search.history[7].best_step_time = step;
   run.search.history[8].best_step_time = step;

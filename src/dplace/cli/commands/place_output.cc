@@ -271,9 +271,15 @@ std::string SearchTail(const MethodRun& run) {
            ") found nothing faster: a longer one is unlikely to close much "
            "of it";
   }
+  const double fell = before > 0 ? (before - best) / before : 1;
+  // Below a thousandth a fifth, doubling the budget gains well under 1%.
+  if (fell < 1e-3) {
+    return "; the search's best fell only " + Format("%.2g%%", 100 * fell) +
+           " in its last fifth (" + tail +
+           "): a longer one is unlikely to close much of it";
+  }
   const std::string gain =
-      before > 0 ? "its best fell " +
-                       Format("%.2g%%", 100 * (before - best) / before) +
+      before > 0 ? "its best fell " + Format("%.2g%%", 100 * fell) +
                        " in its last fifth (" + tail + ")"
                  : "its first placement that fits came in its last fifth (" +
                        tail + ")";

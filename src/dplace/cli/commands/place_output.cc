@@ -266,21 +266,20 @@ std::string SearchTail(const MethodRun& run) {
   }
   const std::string tail = report::FormatSeconds(end - cut) + ", " +
                            FormatCount(tail_samples) + " samples";
-  if (before > 0 && best >= before) {
-    return "; the search's last fifth (" + tail +
-           ") found nothing faster: a longer one is unlikely to close much "
-           "of it";
-  }
+  // The share the best fell by in the last fifth; all of it when the first
+  // placement that fits came there.
   const double fell = before > 0 ? (before - best) / before : 1;
+  const std::string by = Format("%.2g%%", 100 * fell);
   // Below a thousandth a fifth, doubling the budget gains well under 1%.
   if (fell < 1e-3) {
-    return "; the search's best fell only " + Format("%.2g%%", 100 * fell) +
-           " in its last fifth (" + tail +
-           "): a longer one is unlikely to close much of it";
+    return (fell > 0 ? "; the search's best fell only " + by +
+                           " in its last fifth (" + tail + ")"
+                     : "; the search's last fifth (" + tail +
+                           ") found nothing faster") +
+           ": a longer one is unlikely to close much of it";
   }
   const std::string gain =
-      before > 0 ? "its best fell " + Format("%.2g%%", 100 * fell) +
-                       " in its last fifth (" + tail + ")"
+      before > 0 ? "its best fell " + by + " in its last fifth (" + tail + ")"
                  : "its first placement that fits came in its last fifth (" +
                        tail + ")";
   return "; the search was still improving, " + gain +

@@ -35,16 +35,22 @@ StepLowerBound ProblemLowerBound(const LowerBounds& bounds) {
 }
 
 StepLowerBound WholeGroupsLowerBound(const LowerBounds& bounds) {
-  if (bounds.memory_path_whole_groups >= bounds.queued_path_whole_groups) {
-    return {bounds.memory_path_whole_groups, kWholeGroupsBoundName};
+  StepLowerBound largest{bounds.memory_path_whole_groups,
+                         kWholeGroupsBoundName};
+  if (bounds.queued_path_whole_groups > largest.seconds) {
+    largest = {bounds.queued_path_whole_groups, kQueuedPathBoundName};
   }
-  return {bounds.queued_path_whole_groups, kQueuedPathBoundName};
+  if (bounds.queued_work_whole_groups > largest.seconds) {
+    largest = {bounds.queued_work_whole_groups, kQueuedWorkBoundName};
+  }
+  return largest;
 }
 
 StepLowerBound AnyPlacementLowerBound(const LowerBounds& bounds) {
   LowerBounds any = bounds;
   any.memory_path_whole_groups = 0;
   any.queued_path_whole_groups = 0;
+  any.queued_work_whole_groups = 0;
   return ProblemLowerBound(any);
 }
 

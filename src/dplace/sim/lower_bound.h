@@ -22,7 +22,8 @@ struct StepLowerBound {
   // memory and device kinds force, path_bound.h), the same for a placement
   // that keeps its colocation groups whole (kWholeGroupsBoundName), the
   // critical path of such placements with the queues their groups force
-  // (kQueuedPathBoundName), or
+  // (kQueuedPathBoundName), their total work with those queues
+  // (kQueuedWorkBoundName), or
   // "MILP bound" (the placing method's, LowerBounds::proven). Infinite
   // seconds: no placement fits.
   std::string binding;
@@ -41,6 +42,12 @@ inline constexpr char kWholeGroupsBoundName[] =
 inline constexpr char kQueuedPathBoundName[] =
     "queued critical path, groups whole";
 
+// The binding name of the total work of those placements in windows, each
+// op starting no earlier than its queued path
+// (LowerBounds::queued_work_whole_groups).
+inline constexpr char kQueuedWorkBoundName[] =
+    "queued total work, groups whole";
+
 // The largest of the critical path, the total work and the forced-transfer
 // path of the problem the simulator was built for: no placement that fits
 // in memory is faster.
@@ -57,9 +64,9 @@ StepLowerBound ProblemLowerBound(const LowerBounds& bounds);
 // colocation groups whole.
 StepLowerBound AnyPlacementLowerBound(const LowerBounds& bounds);
 
-// The larger of the two bounds of placements that keep every colocation
-// group whole (the forced-transfer path and the queued critical path),
-// with its name; 0 seconds for a placement that does not.
+// The largest of the bounds of placements that keep every colocation group
+// whole (the forced-transfer path, the queued critical path and the queued
+// total work), with its name; 0 seconds for a placement that does not.
 StepLowerBound WholeGroupsLowerBound(const LowerBounds& bounds);
 
 // The step time of a placement that fits is the bound (within 1e-9): no

@@ -138,8 +138,8 @@ bool InputsBefore(const Graph& graph, const std::vector<int32_t>& group_of,
 
 }  // namespace
 
-double GroupQueuePathBound(const CostModel& cost,
-                           const std::vector<int32_t>& group_of) {
+std::vector<double> GroupQueueHeads(const CostModel& cost,
+                                    const std::vector<int32_t>& group_of) {
   const Graph& graph = cost.graph();
   const Cluster& cluster = cost.cluster();
   const int n = graph.num_ops();
@@ -186,27 +186,45 @@ double GroupQueuePathBound(const CostModel& cost,
   };
 
   // Per op and class of one compute slot: the siblings' time on it, the
-  // largest over the tensors that make the op ready.
+  // largest over the tensors that make the op ready (its other inputs
+  // there before them, so the op's start bounds the tensor's arrival).
   const DeviceClasses classes = ClassesOf(cost);
   const int k = classes.num();
   std::vector<double> queued(static_cast<size_t>(n) * k, 0);
   std::vector<bool> has_siblings(n, false);
+  // The others: the op may wait for another input after the tensor came,
+  // so only the tensor's producer bounds its arrival. Per op, its
+  // tensors' producers and their siblings' time per class.
+  struct Late {
+    OpId producer;
+    std::vector<double> queued;  // Per class.
+  };
+  std::vector<std::vector<Late>> late(n);
   for (const Siblings& s : found) {
-    if (!InputsBefore(graph, group_of, members, s.a, s.t, answer)) continue;
+    const bool last = InputsBefore(graph, group_of, members, s.a, s.t, answer);
+    std::vector<double> sums(k, 0);
+    bool any = false;
     for (int c = 0; c < k; ++c) {
       const DeviceId d = classes.representative(c);
       if (cluster.device(d).compute_slots != 1) continue;
-      double sum = 0;
       for (OpId b : s.siblings) {
         const double t = cost.OpTime(b, d);
         if (t < kInfinity &&
             InputsBefore(graph, group_of, members, b, s.t, answer)) {
-          sum += t;
+          sums[c] += t;
         }
       }
-      double& q = queued[static_cast<size_t>(s.a) * k + c];
-      q = std::max(q, sum);
-      if (q > 0) has_siblings[s.a] = true;
+      any = any || sums[c] > 0;
+    }
+    if (!any) continue;
+    if (last) {
+      for (int c = 0; c < k; ++c) {
+        double& q = queued[static_cast<size_t>(s.a) * k + c];
+        q = std::max(q, sums[c]);
+      }
+      has_siblings[s.a] = true;
+    } else {
+      late[s.a].push_back({graph.producer(s.t), std::move(sums)});
     }
   }
 
@@ -220,33 +238,50 @@ double GroupQueuePathBound(const CostModel& cost,
     return least;
   };
   std::vector<double> start(n, 0);
-  double path = 0;
   for (OpId a : graph.topological_order()) {
     const double fastest = cost.FastestOpTime(a);
-    path = std::max(path, start[a] + fastest);
     for (EdgeId e : graph.out_edges(a)) {
       const OpId c = graph.edge_dst(e);
-      double w = fastest;
-      if (has_siblings[a] && !graph.is_control(e)) {
+      double w = start[a] + fastest;
+      if ((has_siblings[a] || !late[a].empty()) && !graph.is_control(e)) {
         // The group on each class: a's time there, and the siblings ahead
-        // of c on a one-slot device, or c elsewhere after a hop.
+        // of c on a one-slot device, or c elsewhere after a hop; after a's
+        // start, or after the arrival of a tensor a may wait past.
+        const int64_t bytes = graph.tensor_bytes(graph.edge_tensor(e));
+        const auto ahead = [&](int cls, double siblings) {
+          if (siblings > 0 && group_of[c] != group_of[a]) {
+            return std::min(siblings, hop(cls, bytes));
+          }
+          return siblings;
+        };
         w = kInfinity;
         for (int cls = 0; cls < k; ++cls) {
           const double ta = cost.OpTime(a, classes.representative(cls));
           if (ta == kInfinity) continue;
-          double extra = 0;
+          double here = start[a] + ta;
           if (ta > 0) {
-            extra = queued[static_cast<size_t>(a) * k + cls];
-            if (extra > 0 && group_of[c] != group_of[a]) {
-              extra = std::min(
-                  extra, hop(cls, graph.tensor_bytes(graph.edge_tensor(e))));
+            here += ahead(cls, queued[static_cast<size_t>(a) * k + cls]);
+            for (const Late& l : late[a]) {
+              here = std::max(here, start[l.producer] +
+                                        cost.FastestOpTime(l.producer) + ta +
+                                        ahead(cls, l.queued[cls]));
             }
           }
-          w = std::min(w, ta + extra);
+          w = std::min(w, here);
         }
       }
-      start[c] = std::max(start[c], start[a] + w);
+      start[c] = std::max(start[c], w);
     }
+  }
+  return start;
+}
+
+double GroupQueuePathBound(const CostModel& cost,
+                           const std::vector<int32_t>& group_of) {
+  const std::vector<double> heads = GroupQueueHeads(cost, group_of);
+  double path = 0;
+  for (OpId v = 0; v < cost.graph().num_ops(); ++v) {
+    path = std::max(path, heads[v] + cost.FastestOpTime(v));
   }
   return path;
 }

@@ -27,6 +27,12 @@ namespace dplace {
 double GroupQueuePathBound(const CostModel& cost,
                            const std::vector<int32_t>& group_of);
 
+// Per op v, the queued path to it: no placement that keeps the groups
+// whole starts v earlier. GroupQueuePathBound is the largest of heads[v]
+// plus v's fastest time.
+std::vector<double> GroupQueueHeads(const CostModel& cost,
+                                    const std::vector<int32_t>& group_of);
+
 }  // namespace dplace
 
 #endif  // DPLACE_SIM_QUEUE_BOUND_H_

@@ -1,10 +1,12 @@
 // The queued critical path of placements that keep colocation groups
-// whole: exact where a gradient's sibling holds up its consumer, never
-// above the brute-force optimum of thousands of small random problems.
+// whole, and their total work in windows after the queued starts: exact
+// where a gradient's sibling holds up its consumer, never above the
+// brute-force optimum of thousands of small random problems.
 #include "dplace/sim/queue_bound.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 #include <limits>
 #include <random>
@@ -14,6 +16,7 @@
 #include "dplace/graph/placement.h"
 #include "dplace/sim/lower_bound.h"
 #include "dplace/sim/simulator.h"
+#include "dplace/sim/work_bound.h"
 #include "dplace/testing/small_dags.h"
 
 namespace dplace {
@@ -30,6 +33,13 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 double QueuedPath(const CostModel& cost) {
   return GroupQueuePathBound(cost, ColocationHintGroups(cost.graph()).group);
+}
+
+// The work bound's windows with the queued paths as the ops' earliest
+// starts.
+double QueuedWindows(const CostModel& cost) {
+  return WorkBound(
+      cost, GroupQueueHeads(cost, ColocationHintGroups(cost.graph()).group));
 }
 
 // A MatMul f and its two gradients a (dX) and b (dW) in one group "m": y
@@ -86,6 +96,31 @@ TEST(GroupQueuePathBoundTest, ACheapHopBoundsTheWait) {
   EXPECT_LE(QueuedPath(cost), BruteForceOptimum(cost, true) * (1 + 1e-9));
 }
 
+TEST(GroupQueuePathBoundTest, ASiblingReadyFirstStaysAheadOfTheConsumer) {
+  // a reads y's tensor and u's, b y's alone: b joins the queue when y's
+  // tensor arrives, a then or later, so c on their GPU still starts after
+  // both (3.5 s), and elsewhere after a hop of a's 2 GB. Only y's path
+  // bounds the arrival (a may wait for u after it), and the bound is the
+  // optimum.
+  Dag dag;
+  const OpId y = dag.Op("y", 0.5);
+  const OpId u = dag.Op("u", 0.2);
+  const OpId a = dag.Op("a", 1, 0, "m");
+  const OpId b = dag.Op("b", 1, 0, "m");
+  const OpId c = dag.Op("c", 1);
+  const int t = dag.Output(y, 1000);
+  dag.Read(y, t, a);
+  dag.Read(y, t, b);
+  dag.Edge(u, a, 1000);
+  dag.Edge(a, c, 2 * kGB);
+  const Graph graph = std::move(dag).Build();
+  const Cluster cluster = Gpus(2, 1e9);
+  const CostModel cost(graph, cluster);
+  EXPECT_NEAR(Simulator(cost).critical_path_bound(), 2.5, 1e-6);
+  EXPECT_NEAR(QueuedPath(cost), 3.5, 1e-6);
+  EXPECT_NEAR(BruteForceOptimum(cost, /*whole_groups=*/true), 3.5, 1e-6);
+}
+
 TEST(GroupQueuePathBoundTest, TwoSlotsRunTheSiblingsTogether) {
   // One CPU of two slots: a and b run side by side, c waits for a alone.
   ClusterBuilder b("cpu");
@@ -123,7 +158,7 @@ TEST(GroupQueuePathBoundTest, IsTheCriticalPathWithoutGroups) {
 TEST(GroupQueuePathBoundTest, NeverAboveTheBruteForceOptimum) {
   std::mt19937_64 rng(20261130);
   std::uniform_real_distribution<double> unit(0, 1);
-  int lifted = 0, tight = 0, solved = 0;
+  int lifted = 0, tight = 0, solved = 0, windowed = 0;
   for (int trial = 0; trial < 2500; ++trial) {
     Dag dag;
     const bool gradients = trial % 2 == 0;
@@ -177,18 +212,25 @@ TEST(GroupQueuePathBoundTest, NeverAboveTheBruteForceOptimum) {
     const double optimum = BruteForceOptimum(cost, /*whole_groups=*/true);
     ASSERT_LE(bound, optimum * (1 + 1e-9))
         << "trial " << trial << ": bound " << bound << " > optimum " << optimum;
+    const double windows = QueuedWindows(cost);
+    ASSERT_LE(windows, optimum * (1 + 1e-9))
+        << "trial " << trial << ": windows " << windows << " > optimum "
+        << optimum;
     const double path = Simulator(cost).critical_path_bound();
     ASSERT_GE(bound, path * (1 - 1e-12)) << trial;
     if (optimum == kInfinity) continue;
     ++solved;
     if (bound > path * (1 + 1e-9)) ++lifted;
-    if (bound >= optimum * (1 - 1e-9)) ++tight;
+    if (std::max(bound, windows) >= optimum * (1 - 1e-9)) ++tight;
+    if (windows > std::max(bound, WorkBound(cost)) * (1 + 1e-9)) ++windowed;
   }
   EXPECT_GT(lifted, 100) << lifted;
   EXPECT_GT(tight, 200) << tight;
+  EXPECT_GT(windowed, 0) << windowed;
   std::cout << solved << " problems that fit, " << lifted
-            << " above the critical path, " << tight
-            << " equal to the optimum\n";
+            << " above the critical path, " << windowed
+            << " with the work in windows above both it and the total work, "
+            << tight << " equal to the optimum\n";
 }
 
 // Chains of MatMuls with their gradients (a forward and a backward pass
@@ -199,7 +241,7 @@ TEST(GroupQueuePathBoundTest, NeverAboveTheBruteForceOptimum) {
 TEST(GroupQueuePathBoundTest, NoStepOfWholeGroupsBeatsItOnLargerGraphs) {
   std::mt19937_64 rng(20261201);
   std::uniform_real_distribution<double> unit(0, 1);
-  int lifted = 0;
+  int lifted = 0, windowed = 0;
   for (int trial = 0; trial < 400; ++trial) {
     Dag dag;
     std::vector<OpId> ops;
@@ -248,9 +290,16 @@ TEST(GroupQueuePathBoundTest, NoStepOfWholeGroupsBeatsItOnLargerGraphs) {
     const Cluster cluster = SmallCluster(rng, 4 * kGB);
     const CostModel cost(graph, cluster);
     Simulator simulator(cost);
-    const double bound = simulator.queued_path_whole_groups_bound();
-    ASSERT_NEAR(bound, QueuedPath(cost), 1e-12 * bound);
-    if (bound > simulator.critical_path_bound() * (1 + 1e-9)) ++lifted;
+    const double path = simulator.queued_path_whole_groups_bound();
+    ASSERT_NEAR(path, QueuedPath(cost), 1e-12 * path);
+    const double work = simulator.queued_work_whole_groups_bound();
+    ASSERT_NEAR(work, std::max(QueuedWindows(cost), WorkBound(cost)),
+                1e-12 * work);
+    const double bound = std::max(path, work);
+    if (path > simulator.critical_path_bound() * (1 + 1e-9)) ++lifted;
+    if (work > std::max(path, simulator.total_work_bound()) * (1 + 1e-9)) {
+      ++windowed;
+    }
     const HintGroups groups = ColocationHintGroups(graph);
     for (int k = 0; k < 10; ++k) {
       std::vector<DeviceId> device(groups.num_groups);
@@ -265,10 +314,21 @@ TEST(GroupQueuePathBoundTest, NoStepOfWholeGroupsBeatsItOnLargerGraphs) {
       const SimResult r = *simulator.Simulate(placement);
       ASSERT_GE(r.step_time, bound * (1 - 1e-9))
           << "trial " << trial << ", placement " << k;
-      ASSERT_EQ(r.bounds.queued_path_whole_groups, bound);
+      ASSERT_EQ(r.bounds.queued_path_whole_groups, path);
+      ASSERT_EQ(r.bounds.queued_work_whole_groups, work);
+      if (work > std::max({path, simulator.total_work_bound(),
+                           r.bounds.memory_path_whole_groups}) *
+                     (1 + 1e-9)) {
+        ASSERT_EQ(WholeGroupsLowerBound(r.bounds).binding,
+                  kQueuedWorkBoundName);
+      }
     }
   }
   EXPECT_GT(lifted, 200) << lifted;
+  EXPECT_GT(windowed, 0) << windowed;
+  std::cout << lifted << " of 400 above the critical path, " << windowed
+            << " with the work in windows above both it and the total "
+               "work\n";
 }
 
 }  // namespace

@@ -757,13 +757,19 @@ Simulator::Simulator(const CostModel& cost)
   memory_path_ = MemoryPathBound(cost);
   memory_path_whole_groups_ = memory_path_;
   queued_path_whole_groups_ = critical_path_;
+  queued_work_whole_groups_ = total_work_;
   HintGroups groups = ColocationHintGroups(g);
   if (groups.num_groups < g.num_ops()) {
     PathBoundOptions whole;
     whole.whole_groups = true;
     memory_path_whole_groups_ =
         std::max(memory_path_, MemoryPathBound(cost, whole));
-    queued_path_whole_groups_ = GroupQueuePathBound(cost, groups.group);
+    const std::vector<double> heads = GroupQueueHeads(cost, groups.group);
+    for (OpId op = 0; op < g.num_ops(); ++op) {
+      queued_path_whole_groups_ = std::max(queued_path_whole_groups_,
+                                           heads[op] + cost.FastestOpTime(op));
+    }
+    queued_work_whole_groups_ = std::max(total_work_, WorkBound(cost, heads));
     group_of_ = std::move(groups.group);
     group_device_.resize(groups.num_groups);
   }
@@ -780,6 +786,9 @@ double Simulator::memory_path_whole_groups_bound() const {
 }
 double Simulator::queued_path_whole_groups_bound() const {
   return queued_path_whole_groups_;
+}
+double Simulator::queued_work_whole_groups_bound() const {
+  return queued_work_whole_groups_;
 }
 
 bool Simulator::KeepsGroupsWhole(const Placement& placement) {
@@ -883,6 +892,7 @@ StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
     if (!group_of_.empty() && KeepsGroupsWhole(placement)) {
       result.bounds.memory_path_whole_groups = memory_path_whole_groups_;
       result.bounds.queued_path_whole_groups = queued_path_whole_groups_;
+      result.bounds.queued_work_whole_groups = queued_work_whole_groups_;
     }
   } else {
     result.bounds.placed_critical_path = 0;

@@ -56,6 +56,10 @@ struct LowerBounds {
   // ops ready at once force on a one-slot device (GroupQueuePathBound,
   // queue_bound.h), fitting or not. 0 as above. Not in Max().
   double queued_path_whole_groups = 0;
+  // The same placements: the total work in windows (WorkBound, work_bound.h)
+  // with each op starting no earlier than its queued path
+  // (GroupQueueHeads), at least total_work. 0 as above. Not in Max().
+  double queued_work_whole_groups = 0;
   // Any placement that fits: a bound the placing method proved (the MILP's
   // dual bound, set by RunMethod); 0: none. Not in Max().
   double proven = 0;
@@ -153,6 +157,9 @@ class Simulator {
   // together (GroupQueuePathBound); the critical path where no group has
   // two ops.
   double queued_path_whole_groups_bound() const;
+  // Their total work in windows, each op starting no earlier than its
+  // queued path; the total work where no group has two ops.
+  double queued_work_whole_groups_bound() const;
 
  private:
   class Run;
@@ -171,6 +178,7 @@ class Simulator {
   double memory_path_ = 0;
   double memory_path_whole_groups_ = 0;
   double queued_path_whole_groups_ = 0;
+  double queued_work_whole_groups_ = 0;
   // Per op, its colocation group's index, and per group the device a run
   // found it on; empty where no group has two ops.
   std::vector<int32_t> group_of_;

@@ -35,9 +35,11 @@ double Dual(const std::vector<double>& scaled, const std::vector<double>& theta,
 // their work (the dual above, over those ops). a and b run over a grid of
 // the critical path; an op counts for a threshold below its earliest start
 // (its head: the longest path to it at fastest times) and its tail (the
-// longest path after it).
+// longest path after it). `later`, when given: per op, a time it starts no
+// earlier than, which raises its head where larger.
 double WindowedBound(const CostModel& cost, const std::vector<double>& scaled,
-                     const std::vector<double>& theta, int num_classes) {
+                     const std::vector<double>& theta, int num_classes,
+                     const std::vector<double>* later) {
   const Graph& g = cost.graph();
   const int n = g.num_ops();
   std::vector<double> head(n, 0), tail(n, 0);
@@ -47,6 +49,7 @@ double WindowedBound(const CostModel& cost, const std::vector<double>& scaled,
       const OpId u = g.edge_src(e);
       head[v] = std::max(head[v], head[u] + cost.FastestOpTime(u));
     }
+    if (later != nullptr) head[v] = std::max(head[v], (*later)[v]);
     path = std::max(path, head[v] + cost.FastestOpTime(v));
   }
   const std::vector<OpId>& order = g.topological_order();
@@ -90,9 +93,7 @@ double WindowedBound(const CostModel& cost, const std::vector<double>& scaled,
   return best;
 }
 
-}  // namespace
-
-double WorkBound(const CostModel& cost) {
+double Bound(const CostModel& cost, const std::vector<double>* later) {
   const DeviceClasses classes = ClassesOf(cost);
   const int num_classes = classes.num();
   const int n = cost.graph().num_ops();
@@ -148,7 +149,15 @@ double WorkBound(const CostModel& cost) {
       }
     }
   }
-  return std::max(best, WindowedBound(cost, scaled, theta, num_classes));
+  return std::max(best, WindowedBound(cost, scaled, theta, num_classes, later));
+}
+
+}  // namespace
+
+double WorkBound(const CostModel& cost) { return Bound(cost, nullptr); }
+
+double WorkBound(const CostModel& cost, const std::vector<double>& heads) {
+  return Bound(cost, &heads);
 }
 
 double SerialStepBound(const CostModel& cost) {

@@ -18,12 +18,20 @@
 #ifndef DPLACE_SIM_WORK_BOUND_H_
 #define DPLACE_SIM_WORK_BOUND_H_
 
+#include <vector>
+
 #include "dplace/cost/cost_model.h"
 
 namespace dplace {
 
 // Seconds, at least the total work over all compute slots. Deterministic.
 double WorkBound(const CostModel& cost);
+
+// The same with later starts: heads[v], per op, a time before which op v
+// starts in none of the placements the bound is for (GroupQueueHeads's,
+// for those that keep the colocation groups whole); holds only for those
+// placements.
+double WorkBound(const CostModel& cost, const std::vector<double>& heads);
 
 // An upper bound instead: no placement's step, fitting or not, is slower
 // than every op on its slowest allowed device and every tensor over its

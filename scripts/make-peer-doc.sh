@@ -62,7 +62,7 @@ with its evaluator, not this one, and are not in this repository, so none
 is quoted. "vs lower bound" is the certified gap: the median's step time
 over the largest lower bound of the benchmark (the simulator's bounds and
 the MILP's dual bound) or, for a method whose every placement keeps the
-colour classes whole, over the larger bound of such placements
+colour classes whole, over the largest bound of such placements
 (docs/simulator.md): the placers place whole classes, but not
 \`path-guided\`, nor \`milp\` on a graph it solves op by op, nor \`mcmc\`
 and \`auto\` where the best placement they saw is one of those;

@@ -276,14 +276,17 @@ std::vector<double> GroupQueueHeads(const CostModel& cost,
   return start;
 }
 
-double GroupQueuePathBound(const CostModel& cost,
-                           const std::vector<int32_t>& group_of) {
-  const std::vector<double> heads = GroupQueueHeads(cost, group_of);
+double LatestEnd(const CostModel& cost, const std::vector<double>& heads) {
   double path = 0;
   for (OpId v = 0; v < cost.graph().num_ops(); ++v) {
     path = std::max(path, heads[v] + cost.FastestOpTime(v));
   }
   return path;
+}
+
+double GroupQueuePathBound(const CostModel& cost,
+                           const std::vector<int32_t>& group_of) {
+  return LatestEnd(cost, GroupQueueHeads(cost, group_of));
 }
 
 }  // namespace dplace

@@ -28,10 +28,12 @@ double GroupQueuePathBound(const CostModel& cost,
                            const std::vector<int32_t>& group_of);
 
 // Per op v, the queued path to it: no placement that keeps the groups
-// whole starts v earlier. GroupQueuePathBound is the largest of heads[v]
-// plus v's fastest time.
+// whole starts v earlier. GroupQueuePathBound is their LatestEnd.
 std::vector<double> GroupQueueHeads(const CostModel& cost,
                                     const std::vector<int32_t>& group_of);
+
+// The largest of heads[v] plus v's fastest time.
+double LatestEnd(const CostModel& cost, const std::vector<double>& heads);
 
 }  // namespace dplace
 

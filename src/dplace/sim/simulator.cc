@@ -765,10 +765,7 @@ Simulator::Simulator(const CostModel& cost)
     memory_path_whole_groups_ =
         std::max(memory_path_, MemoryPathBound(cost, whole));
     const std::vector<double> heads = GroupQueueHeads(cost, groups.group);
-    for (OpId op = 0; op < g.num_ops(); ++op) {
-      queued_path_whole_groups_ = std::max(queued_path_whole_groups_,
-                                           heads[op] + cost.FastestOpTime(op));
-    }
+    queued_path_whole_groups_ = LatestEnd(cost, heads);
     queued_work_whole_groups_ = std::max(total_work_, WorkBound(cost, heads));
     group_of_ = std::move(groups.group);
     group_device_.resize(groups.num_groups);

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 
 #include "dplace/report/svg.h"
+#include "dplace/sim/step_chain.h"
 #include "dplace/util/format.h"
 
 namespace dplace {
@@ -159,66 +159,21 @@ std::vector<std::string> DescribeBottleneck(const Cluster& cluster,
 
 StepChain TraceStepChain(const CostModel& cost, const Placement& placement,
                          const SimResult& sim) {
-  const Graph& graph = cost.graph();
-  const Cluster& cluster = cost.cluster();
-  const int n = graph.num_ops();
-  constexpr double kNever = std::numeric_limits<double>::infinity();
-  std::vector<double> start(n, kNever), end(n, kNever);
-  // When each tensor first reached each device it reached: the end of its
-  // first hop into it, where it is cached for every consumer there. (A
-  // map: a table of every tensor on every device of a 1,024-GPU cluster
-  // would not fit.)
-  const auto key = [&cluster](TensorId t, DeviceId d) {
-    return static_cast<int64_t>(t) * cluster.num_devices() + d;
-  };
-  std::unordered_map<int64_t, double> arrival;
-  for (const TimelineEvent& e : sim.timeline) {
-    if (e.kind == TimelineEvent::Kind::kCompute) {
-      start[e.id] = std::min(start[e.id], e.start);
-      end[e.id] = e.end;
-    } else {
-      const auto [it, added] =
-          arrival.emplace(key(e.id, cluster.link(e.lane).to), e.end);
-      if (!added) it->second = std::min(it->second, e.end);
-    }
-  }
+  const std::vector<ChainLink> links = LastChain(cost, placement, sim);
   StepChain chain;
-  OpId op = -1;
-  for (OpId v = 0; v < n; ++v) {
-    if (end[v] < kNever && (op < 0 || end[v] > end[op])) op = v;
-  }
-  while (op >= 0) {
+  for (size_t i = 0; i < links.size(); ++i) {
+    const ChainLink& link = links[i];
     ++chain.ops;
-    chain.compute_seconds += end[op] - start[op];
-    // The input that came last, and when it was there.
-    OpId waited_for = -1;
-    double ready = 0;
-    for (EdgeId e : graph.in_edges(op)) {
-      const OpId src = graph.edge_src(e);
-      if (end[src] == kNever) continue;
-      double at = end[src];
-      if (placement[src] != placement[op]) {
-        if (graph.is_control(e)) {
-          at += cost.RouteLatency(placement[src], placement[op]);
-        } else {
-          const auto it =
-              arrival.find(key(graph.edge_tensor(e), placement[op]));
-          at = it == arrival.end() ? kNever : it->second;
-        }
-      }
-      at = std::min(at, start[op]);
-      if (waited_for < 0 || at > ready) {
-        waited_for = src;
-        ready = at;
-      }
-    }
-    const double queued = start[op] - ready;
+    chain.compute_seconds += link.end - link.start;
+    const double queued = link.start - link.ready;
     if (queued > 0) {
       chain.queued_seconds += queued;
       ++chain.queued_ops;
     }
-    if (waited_for >= 0) chain.transfer_seconds += ready - end[waited_for];
-    op = waited_for;
+    // The next link is the input it waited for.
+    if (link.waited_for >= 0) {
+      chain.transfer_seconds += link.ready - links[i + 1].end;
+    }
   }
   return chain;
 }

@@ -16,6 +16,8 @@
 #include "dplace/io/json_parse.h"
 #include "dplace/search/search_loop.h"
 #include "dplace/search/start_placements.h"
+#include "dplace/sim/simulator.h"
+#include "dplace/sim/step_chain.h"
 #include "dplace/sim/work_bound.h"
 
 namespace dplace {
@@ -26,6 +28,9 @@ using nlohmann::json;
 constexpr const char* kCheckpointFormat = "dplace-mcmc-checkpoint";
 constexpr int kCheckpointVersion = 1;
 constexpr int64_t kDefaultBudgetSamples = 2000;
+// Batches between two traces of the current placement's last chain, at
+// least (chain moves).
+constexpr int64_t kBatchesPerChain = 4;
 
 // The search space: each colocation-hint group on one of the devices all
 // its ops allow.
@@ -127,7 +132,26 @@ std::vector<DeviceId> Snap(const GroupSpace& s, const Placement& placement) {
   return groups;
 }
 
-// Changes `groups` in place: moves one group, swaps two, or shifts a run.
+// The movable groups that held up a placement's last chain, with the
+// seconds they held it up (ChainDelayers' ops' summed), as a running sum.
+struct ChainGroups {
+  std::vector<int32_t> groups;
+  std::vector<double> cumulative;  // cumulative[i]: groups 0..i's seconds.
+
+  // A group drawn with probability proportional to its seconds.
+  // REQUIRES: not empty.
+  int32_t Draw(std::mt19937_64* rng) const {
+    const double at =
+        std::uniform_real_distribution<double>(0, cumulative.back())(*rng);
+    const size_t i =
+        std::upper_bound(cumulative.begin(), cumulative.end(), at) -
+        cumulative.begin();
+    return groups[std::min(i, groups.size() - 1)];
+  }
+};
+
+// Changes `groups` in place: moves one group (any, or one that held up the
+// current placement's last chain), swaps two, or shifts a run.
 class Proposer {
  public:
   Proposer(const GroupSpace& space, const McmcSettings& settings)
@@ -138,11 +162,18 @@ class Proposer {
                      : std::max<int64_t>(1, n / std::max(1, space.num_devices));
   }
 
-  void Propose(std::vector<DeviceId>* groups, std::mt19937_64* rng) const {
+  // `delayers`: of the current placement; none: a chain move is a plain
+  // move.
+  void Propose(std::vector<DeviceId>* groups, std::mt19937_64* rng,
+               const ChainGroups& delayers) const {
     if (s_.movable.empty()) return;  // One placement only: nothing to change.
     const double r = Uniform(rng);
-    const double swap = settings_.move_probability + settings_.swap_probability;
-    if (r < settings_.move_probability) {
+    const double move =
+        settings_.chain_probability + settings_.move_probability;
+    const double swap = move + settings_.swap_probability;
+    if (r < settings_.chain_probability && !delayers.groups.empty()) {
+      MoveGroup(delayers.Draw(rng), groups, rng);
+    } else if (r < move) {
       Move(groups, rng);
     } else if (r < swap) {
       if (!Swap(groups, rng)) Move(groups, rng);
@@ -163,7 +194,12 @@ class Proposer {
 
   // One movable group to another of its devices.
   void Move(std::vector<DeviceId>* groups, std::mt19937_64* rng) const {
-    const int32_t g = s_.movable[Index(s_.movable.size(), rng)];
+    MoveGroup(s_.movable[Index(s_.movable.size(), rng)], groups, rng);
+  }
+
+  // Movable group g to another of its devices.
+  void MoveGroup(int32_t g, std::vector<DeviceId>* groups,
+                 std::mt19937_64* rng) const {
     const std::vector<DeviceId>& devices = s_.devices[g];
     size_t i = Index(devices.size() - 1, rng);
     if (devices[i] == (*groups)[g]) i = devices.size() - 1;
@@ -249,6 +285,12 @@ struct WalkState {
   double anchor_cost = 0;
   // The best placement evaluated (the start as given included).
   Placement best;
+  // Chain moves: the group placement whose last chain they draw from
+  // (empty: none yet), the batch that traced it, and whether it is still
+  // the current one.
+  std::vector<DeviceId> chain_of;
+  int64_t chain_batch = -kBatchesPerChain;
+  bool chain_current = false;
 };
 
 // A search's placements: the start's candidates, then the walk.
@@ -272,11 +314,16 @@ class Walk : public SearchLoop {
   StatusOr<int> DoStart() override {
     space_ = MakeGroupSpace(*problem().graph, *problem().cluster);
     proposer_.emplace(space_, settings_);
+    if (settings_.chain_probability > 0 && !space_.movable.empty()) {
+      guide_ = std::make_unique<Simulator>(*problem().cost);
+    }
     return space_.num_groups();
   }
 
   Status DoResume(const std::string& path) override {
-    return LoadCheckpoint(path);
+    DPLACE_RETURN_IF_ERROR(LoadCheckpoint(path));
+    if (guide_ != nullptr && !s_.chain_of.empty()) return FindDelayers();
+    return Status::Ok();
   }
 
   Status DoBegin(bool resumed) override {
@@ -291,10 +338,19 @@ class Walk : public SearchLoop {
   // the best proposal that passes the Metropolis test (in order, one
   // uniform draw each); then restarts from the best when due.
   StatusOr<BatchReport> DoBatch(int64_t k) override {
+    // The chain of a placement a few batches old is mostly the current
+    // one's: tracing it costs a few samples' time, so not every batch.
+    if (guide_ != nullptr && !s_.chain_current &&
+        state().updates >= s_.chain_batch + kBatchesPerChain) {
+      s_.chain_of = s_.current;
+      s_.chain_batch = state().updates;
+      s_.chain_current = true;
+      DPLACE_RETURN_IF_ERROR(FindDelayers());
+    }
     std::vector<std::vector<DeviceId>> proposals(k, s_.current);
     std::vector<Placement> placements;
     for (std::vector<DeviceId>& p : proposals) {
-      proposer_->Propose(&p, &state().rng);
+      proposer_->Propose(&p, &state().rng, delayers_);
       placements.push_back(
           Expand(space_, *problem().graph, *problem().cluster, p));
     }
@@ -325,6 +381,7 @@ class Walk : public SearchLoop {
     if (chosen >= 0) {
       s_.current = std::move(proposals[chosen]);
       s_.current_cost = chosen_cost;
+      s_.chain_current = false;
     }
     s_.since_improvement = improved ? 0 : s_.since_improvement + k;
     if (settings_.restart_after > 0 &&
@@ -333,6 +390,7 @@ class Walk : public SearchLoop {
       s_.current_cost = s_.anchor_cost;
       s_.since_improvement = 0;
       ++s_.restarts;
+      s_.chain_current = false;
     }
     BatchReport report;
     report.updates = 1;  // mcmc counts batches.
@@ -345,6 +403,32 @@ class Walk : public SearchLoop {
   StatusOr<Placement> BestPlacement() const override { return s_.best; }
 
  private:
+  // The movable groups that held up s_.chain_of's last chain, from a
+  // simulation of it with its timeline.
+  Status FindDelayers() {
+    const Placement placement =
+        Expand(space_, *problem().graph, *problem().cluster, s_.chain_of);
+    SimOptions options;
+    options.record_timeline = true;
+    options.compute_bounds = false;
+    DPLACE_ASSIGN_OR_RETURN(SimResult sim,
+                            guide_->Simulate(placement, options));
+    std::vector<double> seconds(space_.num_groups(), 0);
+    for (const Delayer& d : ChainDelayers(*problem().cost, placement, sim)) {
+      seconds[space_.hints.group[d.op]] += d.seconds;
+    }
+    delayers_ = ChainGroups();
+    double sum = 0;
+    for (int32_t g : space_.movable) {
+      if (seconds[g] > 0) {
+        sum += seconds[g];
+        delayers_.groups.push_back(g);
+        delayers_.cumulative.push_back(sum);
+      }
+    }
+    return Status::Ok();
+  }
+
   // What the walk minimises: the step time, or the failing step time when
   // the placement does not fit.
   double Cost(const Measurement& m) const {
@@ -402,6 +486,7 @@ class Walk : public SearchLoop {
                 {"batch", settings_.batch},
                 {"restart_after", settings_.restart_after},
                 {"failing_step_time", settings_.failing_step_time},
+                {"chain_probability", settings_.chain_probability},
                 {"move_probability", settings_.move_probability},
                 {"swap_probability", settings_.swap_probability},
                 {"boundary_probability", settings_.boundary_probability},
@@ -428,7 +513,10 @@ class Walk : public SearchLoop {
            {"has_best", loop.has_best},
            {"best", s_.best},
            {"best_step_time", loop.best_step_time},
-           {"best_feasible", loop.best_feasible}};
+           {"best_feasible", loop.best_feasible},
+           {"chain_of", s_.chain_of},
+           {"chain_batch", s_.chain_batch},
+           {"chain_current", s_.chain_current}};
     return WriteChecksummedFile(path, j.dump() + "\n").WithPrefix("checkpoint");
   }
 
@@ -469,6 +557,9 @@ class Walk : public SearchLoop {
       s_.best = j.at("best").get<Placement>();
       loop.best_step_time = j.at("best_step_time").get<double>();
       loop.best_feasible = j.at("best_feasible").get<bool>();
+      s_.chain_of = j.at("chain_of").get<std::vector<DeviceId>>();
+      s_.chain_batch = j.at("chain_batch").get<int64_t>();
+      s_.chain_current = j.at("chain_current").get<bool>();
       std::istringstream rng(j.at("rng").get<std::string>());
       rng >> loop.rng;
       if (rng.fail()) return bad("rng: not a generator state");
@@ -493,6 +584,7 @@ class Walk : public SearchLoop {
     const SearchState& loop = state();
     if (!loop.has_best || loop.samples < 1 || loop.updates < 0 ||
         !in_range(s_.current) || !in_range(s_.anchor) ||
+        (!s_.chain_of.empty() && !in_range(s_.chain_of)) ||
         !(s_.current_cost > 0) || !(s_.anchor_cost > 0)) {
       return InvalidArgumentError("checkpoint " + path +
                                   ": the walk's state is not one of this "
@@ -512,6 +604,10 @@ class Walk : public SearchLoop {
   GroupSpace space_;
   std::optional<Proposer> proposer_;
   WalkState s_;
+  // Chain moves' guide (settings_.chain_probability > 0): a simulator of
+  // the problem's cost model, whatever environment measures the samples.
+  std::unique_ptr<Simulator> guide_;
+  ChainGroups delayers_;  // FindDelayers' groups.
 };
 
 StatusOr<PlaceResult> RunWalk(const PlacementProblem& problem,
@@ -562,6 +658,7 @@ StatusOr<McmcSettings> ReadMcmcSettings(const MethodOptions& options) {
   reader.Int("restart_after", &s.restart_after);
   reader.Double("failing_step_time", &s.failing_step_time);
   reader.String("start", &s.start);
+  reader.Double("chain_probability", &s.chain_probability);
   reader.Double("move_probability", &s.move_probability);
   reader.Double("swap_probability", &s.swap_probability);
   reader.Double("boundary_probability", &s.boundary_probability);
@@ -578,13 +675,14 @@ StatusOr<McmcSettings> ReadMcmcSettings(const MethodOptions& options) {
   if (!(s.failing_step_time >= 0 && std::isfinite(s.failing_step_time))) {
     return bad("failing_step_time must be >= 0 (0: twice the serial bound)");
   }
-  if (!(s.move_probability >= 0 && s.swap_probability >= 0 &&
-        s.boundary_probability >= 0 &&
-        s.move_probability + s.swap_probability + s.boundary_probability <=
+  if (!(s.chain_probability >= 0 && s.move_probability >= 0 &&
+        s.swap_probability >= 0 && s.boundary_probability >= 0 &&
+        s.chain_probability + s.move_probability + s.swap_probability +
+                s.boundary_probability <=
             1)) {
     return bad(
-        "move_probability, swap_probability and boundary_probability must be "
-        ">= 0 and sum to at most 1");
+        "chain_probability, move_probability, swap_probability and "
+        "boundary_probability must be >= 0 and sum to at most 1");
   }
   if (s.max_shift < 0) return bad("max_shift must be >= 0");
   const Status start = CheckStartMethod(s.start);

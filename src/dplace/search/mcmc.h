@@ -39,11 +39,15 @@ struct McmcSettings {
   // once), or "auto": the best of AutoStartMethods (start_placements.h).
   // Default: "auto".
   std::string start = "auto";
-  // Probabilities of the proposals: move one group, swap two groups'
-  // devices, move a boundary (a group next to another device's, and a run
-  // of its stretch in topological order, to that device); the rest shift a
-  // contiguous run of groups (in topological order) to a random device.
-  // Default: 0.35, 0.15 and 0.3.
+  // Probabilities of the proposals: move one of the groups that held up
+  // the current placement's last chain (chain moves: ChainDelayers,
+  // sim/step_chain.h, each group drawn in proportion to the seconds it
+  // held the chain up), move any group, swap two groups' devices, move a
+  // boundary (a group next to another device's, and a run of its stretch
+  // in topological order, to that device); the rest shift a contiguous run
+  // of groups (in topological order) to a random device. Default: 0, 0.35,
+  // 0.15 and 0.3 (chain moves on trial: docs/placers.md).
+  double chain_probability = 0;
   double move_probability = 0.35;
   double swap_probability = 0.15;
   double boundary_probability = 0.3;

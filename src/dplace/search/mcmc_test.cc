@@ -115,14 +115,22 @@ TEST(McmcTest, FindsTheOptimumOfSmallDagsFromOneGpu) {
     const double start =
         Simulate(p.problem, Place("single-gpu", p.problem)).step_time;
     ASSERT_GT(start, optimum * 1.1);  // The walk has somewhere to go.
-    StatusOr<PlaceResult> r =
-        Search(p.problem, {"start=single-gpu", "batch=4", "restart_after=40"},
-               Samples(600));
-    ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_NEAR(Simulate(p.problem, r->placement).step_time, optimum,
-                1e-6 * optimum);
-    EXPECT_NEAR(r->search.best_step_time, optimum, 1e-6 * optimum);
-    EXPECT_EQ(r->search.samples, 600);
+    // mcmc's moves, and auto's walk's (chain moves for moves of any group).
+    for (const char* moves :
+         {"chain_probability=0", "chain_probability=0.35"}) {
+      SCOPED_TRACE(moves);
+      const bool chain = moves[std::string(moves).size() - 1] != '0';
+      StatusOr<PlaceResult> r =
+          Search(p.problem,
+                 {"start=single-gpu", "batch=4", "restart_after=40", moves,
+                  chain ? "move_probability=0" : "move_probability=0.35"},
+                 Samples(600));
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      EXPECT_NEAR(Simulate(p.problem, r->placement).step_time, optimum,
+                  1e-6 * optimum);
+      EXPECT_NEAR(r->search.best_step_time, optimum, 1e-6 * optimum);
+      EXPECT_EQ(r->search.samples, 600);
+    }
   }
 }
 
@@ -328,69 +336,80 @@ TEST(McmcTest, CheckpointsWaitTheirLeastSeconds) {
 // A search killed after its fifth batch (its checkpoint is of the fourth;
 // the log has the fifth batch's lines too) and resumed ends where an
 // uninterrupted one ends, with the same log.
+// mcmc's options of the resume tests, without and with chain moves (whose
+// chain the checkpoint keeps).
+const std::vector<std::vector<std::string>> kResumeOptions = {
+    {"batch=4", "restart_after=12"},
+    {"batch=4", "restart_after=12", "chain_probability=0.35",
+     "move_probability=0"}};
+
 TEST(McmcTest, ResumedAfterAKillEndsWhereAnUninterruptedSearchEnds) {
   ZooProblem z(kSmallRnnlm, "k40x2");
-  const std::vector<std::string> options = {"batch=4", "restart_after=12"};
-  SearchOptions whole = Samples(60);
-  whole.log_path = TempPath("whole.jsonl");
-  StatusOr<PlaceResult> uninterrupted = Search(z.p.problem, options, whole);
-  ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status().message();
+  for (const std::vector<std::string>& options : kResumeOptions) {
+    SCOPED_TRACE(options.size() > 2 ? "chain moves" : "mcmc's moves");
+    SearchOptions whole = Samples(60);
+    whole.log_path = TempPath("whole.jsonl");
+    StatusOr<PlaceResult> uninterrupted = Search(z.p.problem, options, whole);
+    ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status().message();
 
-  SearchOptions killed = Samples(60);
-  killed.log_path = TempPath("killed.jsonl");
-  killed.checkpoint_path = TempPath("killed.ckpt");
-  killed.checkpoint_every = 4;
-  std::remove(killed.checkpoint_path.c_str());
-  killed.progress = [](const SearchProgress& p) {
-    if (p.updates == 5) throw std::runtime_error("killed");
-  };
-  EXPECT_THROW((void)Search(z.p.problem, options, killed), std::runtime_error);
+    SearchOptions killed = Samples(60);
+    killed.log_path = TempPath("killed.jsonl");
+    killed.checkpoint_path = TempPath("killed.ckpt");
+    killed.checkpoint_every = 4;
+    std::remove(killed.checkpoint_path.c_str());
+    killed.progress = [](const SearchProgress& p) {
+      if (p.updates == 5) throw std::runtime_error("killed");
+    };
+    EXPECT_THROW((void)Search(z.p.problem, options, killed),
+                 std::runtime_error);
 
-  SearchOptions resumed = Samples(60);
-  resumed.log_path = killed.log_path;
-  resumed.checkpoint_path = killed.checkpoint_path;
-  resumed.resume_path = killed.checkpoint_path;
-  StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  ExpectResumedAfter(r->search, StartCandidates(z.p.problem, "auto")->size(),
-                     4);
-  EXPECT_EQ(r->placement, uninterrupted->placement);
-  EXPECT_EQ(r->search.best_step_time, uninterrupted->search.best_step_time);
-  EXPECT_EQ(r->search.samples, 60);
-  EXPECT_EQ(LogWithoutWallTimes(resumed.log_path),
-            LogWithoutWallTimes(whole.log_path));
+    SearchOptions resumed = Samples(60);
+    resumed.log_path = killed.log_path;
+    resumed.checkpoint_path = killed.checkpoint_path;
+    resumed.resume_path = killed.checkpoint_path;
+    StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ExpectResumedAfter(r->search, StartCandidates(z.p.problem, "auto")->size(),
+                       4);
+    EXPECT_EQ(r->placement, uninterrupted->placement);
+    EXPECT_EQ(r->search.best_step_time, uninterrupted->search.best_step_time);
+    EXPECT_EQ(r->search.samples, 60);
+    EXPECT_EQ(LogWithoutWallTimes(resumed.log_path),
+              LogWithoutWallTimes(whole.log_path));
 
-  // A checkpoint of other settings is refused, naming what differs.
-  StatusOr<PlaceResult> other = Search(z.p.problem, {"batch=8"}, resumed);
-  ASSERT_FALSE(other.ok());
-  EXPECT_THAT(other.status().message(),
-              HasSubstr("made for another search: batch is 4"));
-  std::vector<std::string> boundary = options;
-  boundary.push_back("boundary_probability=0.2");
-  other = Search(z.p.problem, boundary, resumed);
-  ASSERT_FALSE(other.ok());
-  EXPECT_THAT(other.status().message(),
-              HasSubstr("made for another search: boundary_probability is"));
-
-  // One changed byte, or a file cut short, is refused as such (no longer
-  // as "not an mcmc checkpoint").
-  const std::string file = *ReadTextFile(resumed.checkpoint_path);
-  for (size_t at :
-       {size_t{0}, file.find("\"samples\"") + 12, file.size() - 2}) {
-    std::string flipped = file;
-    flipped[at] = static_cast<char>(flipped[at] ^ 0x01);
-    ASSERT_TRUE(WriteTextFile(resumed.resume_path, flipped).ok());
-    other = Search(z.p.problem, options, resumed);
+    // A checkpoint of other settings is refused, naming what differs.
+    StatusOr<PlaceResult> other = Search(z.p.problem, {"batch=8"}, resumed);
     ASSERT_FALSE(other.ok());
     EXPECT_THAT(other.status().message(),
-                HasSubstr("killed.ckpt: checksum mismatch: the file is "
-                          "corrupt"))
-        << at;
+                HasSubstr("made for another search: batch is 4"));
+    std::vector<std::string> boundary = options;
+    boundary.push_back("boundary_probability=0.2");
+    other = Search(z.p.problem, boundary, resumed);
+    ASSERT_FALSE(other.ok());
+    EXPECT_THAT(other.status().message(),
+                HasSubstr("made for another search: boundary_probability is"));
+
+    // One changed byte, or a file cut short, is refused as such (no longer
+    // as "not an mcmc checkpoint").
+    const std::string file = *ReadTextFile(resumed.checkpoint_path);
+    for (size_t at :
+         {size_t{0}, file.find("\"samples\"") + 12, file.size() - 2}) {
+      std::string flipped = file;
+      flipped[at] = static_cast<char>(flipped[at] ^ 0x01);
+      ASSERT_TRUE(WriteTextFile(resumed.resume_path, flipped).ok());
+      other = Search(z.p.problem, options, resumed);
+      ASSERT_FALSE(other.ok());
+      EXPECT_THAT(other.status().message(),
+                  HasSubstr("killed.ckpt: checksum mismatch: the file is "
+                            "corrupt"))
+          << at;
+    }
+    ASSERT_TRUE(
+        WriteTextFile(resumed.resume_path, file.substr(0, file.size() / 2))
+            .ok());
+    EXPECT_THAT(Search(z.p.problem, options, resumed).status().message(),
+                HasSubstr("killed.ckpt: no dplace checksum line at its end"));
   }
-  ASSERT_TRUE(
-      WriteTextFile(resumed.resume_path, file.substr(0, file.size() / 2)).ok());
-  EXPECT_THAT(Search(z.p.problem, options, resumed).status().message(),
-              HasSubstr("killed.ckpt: no dplace checksum line at its end"));
 }
 
 // A stop requested (SIGINT, SIGTERM) after the third batch, between two
@@ -399,42 +418,44 @@ TEST(McmcTest, ResumedAfterAKillEndsWhereAnUninterruptedSearchEnds) {
 // uninterrupted one ends, with the same log.
 TEST(McmcTest, StoppedAtABatchItsCheckpointResumesWhereAWholeSearchEnds) {
   ZooProblem z(kSmallRnnlm, "k40x2");
-  const std::vector<std::string> options = {"batch=4", "restart_after=12"};
-  SearchOptions whole = Samples(60);
-  whole.log_path = TempPath("whole-stop.jsonl");
-  StatusOr<PlaceResult> uninterrupted = Search(z.p.problem, options, whole);
-  ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status().message();
-  EXPECT_FALSE(uninterrupted->search.stopped);
+  for (const std::vector<std::string>& options : kResumeOptions) {
+    SCOPED_TRACE(options.size() > 2 ? "chain moves" : "mcmc's moves");
+    SearchOptions whole = Samples(60);
+    whole.log_path = TempPath("whole-stop.jsonl");
+    StatusOr<PlaceResult> uninterrupted = Search(z.p.problem, options, whole);
+    ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status().message();
+    EXPECT_FALSE(uninterrupted->search.stopped);
 
-  SearchOptions stopped = Samples(60);
-  stopped.log_path = TempPath("stopped.jsonl");
-  stopped.checkpoint_path = TempPath("stopped.ckpt");
-  stopped.checkpoint_every = 10;  // None is due before the stop.
-  std::remove(stopped.checkpoint_path.c_str());
-  int64_t updates = 0;
-  stopped.progress = [&updates](const SearchProgress& p) {
-    updates = p.updates;
-  };
-  stopped.stop_requested = [&updates] { return updates >= 3; };
-  StatusOr<PlaceResult> first = Search(z.p.problem, options, stopped);
-  ASSERT_TRUE(first.ok()) << first.status().message();
-  EXPECT_TRUE(first->search.stopped);
-  EXPECT_EQ(first->search.updates, 3);
-  EXPECT_LT(first->search.samples, 60);
-  ASSERT_TRUE(ReadTextFile(stopped.checkpoint_path).ok());
+    SearchOptions stopped = Samples(60);
+    stopped.log_path = TempPath("stopped.jsonl");
+    stopped.checkpoint_path = TempPath("stopped.ckpt");
+    stopped.checkpoint_every = 10;  // None is due before the stop.
+    std::remove(stopped.checkpoint_path.c_str());
+    int64_t updates = 0;
+    stopped.progress = [&updates](const SearchProgress& p) {
+      updates = p.updates;
+    };
+    stopped.stop_requested = [&updates] { return updates >= 3; };
+    StatusOr<PlaceResult> first = Search(z.p.problem, options, stopped);
+    ASSERT_TRUE(first.ok()) << first.status().message();
+    EXPECT_TRUE(first->search.stopped);
+    EXPECT_EQ(first->search.updates, 3);
+    EXPECT_LT(first->search.samples, 60);
+    ASSERT_TRUE(ReadTextFile(stopped.checkpoint_path).ok());
 
-  SearchOptions resumed = Samples(60);
-  resumed.log_path = stopped.log_path;
-  resumed.checkpoint_path = stopped.checkpoint_path;
-  resumed.resume_path = stopped.checkpoint_path;
-  StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_FALSE(r->search.stopped);
-  EXPECT_EQ(r->search.first_sample_of_this_run, first->search.samples);
-  EXPECT_EQ(r->placement, uninterrupted->placement);
-  EXPECT_EQ(r->search.samples, 60);
-  EXPECT_EQ(LogWithoutWallTimes(resumed.log_path),
-            LogWithoutWallTimes(whole.log_path));
+    SearchOptions resumed = Samples(60);
+    resumed.log_path = stopped.log_path;
+    resumed.checkpoint_path = stopped.checkpoint_path;
+    resumed.resume_path = stopped.checkpoint_path;
+    StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_FALSE(r->search.stopped);
+    EXPECT_EQ(r->search.first_sample_of_this_run, first->search.samples);
+    EXPECT_EQ(r->placement, uninterrupted->placement);
+    EXPECT_EQ(r->search.samples, 60);
+    EXPECT_EQ(LogWithoutWallTimes(resumed.log_path),
+              LogWithoutWallTimes(whole.log_path));
+  }
 }
 
 TEST(McmcTest, BadOptionsAreErrorsNamingTheMethodAndKey) {
@@ -455,8 +476,14 @@ TEST(McmcTest, BadOptionsAreErrorsNamingTheMethodAndKey) {
   EXPECT_THAT(error({"failing_step_time=-1"}),
               HasSubstr("method mcmc: option failing_step_time"));
   EXPECT_THAT(error({"move_probability=0.8", "swap_probability=0.4"}),
-              HasSubstr("method mcmc: option move_probability, "
-                        "swap_probability and boundary_probability"));
+              HasSubstr("method mcmc: option chain_probability, "
+                        "move_probability, swap_probability and "
+                        "boundary_probability must be >= 0 and sum to at "
+                        "most 1"));
+  EXPECT_THAT(error({"chain_probability=0.4"}), HasSubstr("sum to at most 1"));
+  EXPECT_THAT(error({"chain_probability=-0.1"}),
+              HasSubstr("method mcmc: option chain_probability"));
+  EXPECT_EQ(error({"chain_probability=0.35", "move_probability=0"}), "ok");
   EXPECT_THAT(error({"start=m-etff"}),
               HasSubstr("method mcmc: option start=m-etff: unknown method"));
   EXPECT_THAT(error({"start=mcmc"}),

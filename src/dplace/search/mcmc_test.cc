@@ -99,6 +99,23 @@ struct ZooProblem {
 constexpr const char* kSmallRnnlm =
     "rnnlm:layers=2,units=256,steps=4,vocab=2000,batch=16";
 
+// The proposal mixes the tests run: mcmc's, and chain moves in place of
+// moves of any group (whose chain a checkpoint keeps).
+struct Moves {
+  const char* name;
+  std::vector<std::string> options;
+};
+const Moves kMoves[] = {
+    {"mcmc's moves", {}},
+    {"chain moves", {"chain_probability=0.35", "move_probability=0"}}};
+
+// `options` followed by the mix's.
+std::vector<std::string> With(std::vector<std::string> options,
+                              const Moves& moves) {
+  options.insert(options.end(), moves.options.begin(), moves.options.end());
+  return options;
+}
+
 TEST(McmcTest, FindsTheOptimumOfSmallDagsFromOneGpu) {
   struct Case {
     const char* name;
@@ -115,16 +132,12 @@ TEST(McmcTest, FindsTheOptimumOfSmallDagsFromOneGpu) {
     const double start =
         Simulate(p.problem, Place("single-gpu", p.problem)).step_time;
     ASSERT_GT(start, optimum * 1.1);  // The walk has somewhere to go.
-    // mcmc's moves, and auto's walk's (chain moves for moves of any group).
-    for (const char* moves :
-         {"chain_probability=0", "chain_probability=0.35"}) {
-      SCOPED_TRACE(moves);
-      const bool chain = moves[std::string(moves).size() - 1] != '0';
-      StatusOr<PlaceResult> r =
-          Search(p.problem,
-                 {"start=single-gpu", "batch=4", "restart_after=40", moves,
-                  chain ? "move_probability=0" : "move_probability=0.35"},
-                 Samples(600));
+    for (const Moves& moves : kMoves) {
+      SCOPED_TRACE(moves.name);
+      StatusOr<PlaceResult> r = Search(
+          p.problem,
+          With({"start=single-gpu", "batch=4", "restart_after=40"}, moves),
+          Samples(600));
       ASSERT_TRUE(r.ok()) << r.status().message();
       EXPECT_NEAR(Simulate(p.problem, r->placement).step_time, optimum,
                   1e-6 * optimum);
@@ -336,17 +349,12 @@ TEST(McmcTest, CheckpointsWaitTheirLeastSeconds) {
 // A search killed after its fifth batch (its checkpoint is of the fourth;
 // the log has the fifth batch's lines too) and resumed ends where an
 // uninterrupted one ends, with the same log.
-// mcmc's options of the resume tests, without and with chain moves (whose
-// chain the checkpoint keeps).
-const std::vector<std::vector<std::string>> kResumeOptions = {
-    {"batch=4", "restart_after=12"},
-    {"batch=4", "restart_after=12", "chain_probability=0.35",
-     "move_probability=0"}};
-
 TEST(McmcTest, ResumedAfterAKillEndsWhereAnUninterruptedSearchEnds) {
   ZooProblem z(kSmallRnnlm, "k40x2");
-  for (const std::vector<std::string>& options : kResumeOptions) {
-    SCOPED_TRACE(options.size() > 2 ? "chain moves" : "mcmc's moves");
+  for (const Moves& moves : kMoves) {
+    SCOPED_TRACE(moves.name);
+    const std::vector<std::string> options =
+        With({"batch=4", "restart_after=12"}, moves);
     SearchOptions whole = Samples(60);
     whole.log_path = TempPath("whole.jsonl");
     StatusOr<PlaceResult> uninterrupted = Search(z.p.problem, options, whole);
@@ -418,8 +426,10 @@ TEST(McmcTest, ResumedAfterAKillEndsWhereAnUninterruptedSearchEnds) {
 // uninterrupted one ends, with the same log.
 TEST(McmcTest, StoppedAtABatchItsCheckpointResumesWhereAWholeSearchEnds) {
   ZooProblem z(kSmallRnnlm, "k40x2");
-  for (const std::vector<std::string>& options : kResumeOptions) {
-    SCOPED_TRACE(options.size() > 2 ? "chain moves" : "mcmc's moves");
+  for (const Moves& moves : kMoves) {
+    SCOPED_TRACE(moves.name);
+    const std::vector<std::string> options =
+        With({"batch=4", "restart_after=12"}, moves);
     SearchOptions whole = Samples(60);
     whole.log_path = TempPath("whole-stop.jsonl");
     StatusOr<PlaceResult> uninterrupted = Search(z.p.problem, options, whole);

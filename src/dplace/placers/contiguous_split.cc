@@ -548,6 +548,7 @@ class ScheduledSplit {
     double time = from.time;
     const int u = units_.num_units;
     const int limit = cpu ? std::min(u, j + kMaxCpuStretch) : u;
+    stretch_open_.clear();
     for (int x = j; x < limit; ++x) {
       if (!cpu && memory_[x + 1] - memory_[j] > capacity) break;
       for (OpId op : ops_[x]) {
@@ -575,6 +576,7 @@ class ScheduledSplit {
         device_[op] = d;
         if (d == device) free = finish_[op];
         time = std::max(time, finish_[op]);
+        if (last_reader_[op] > x) stretch_open_.push_back(op);
       }
       Offer(j, a, x + 1, to_gpus, device, time, cpu ? free : from.cpu_free);
     }
@@ -584,21 +586,25 @@ class ScheduledSplit {
              double cpu_free) {
     State& to = At(x, to_gpus);
     if (to.valid && to.time <= time) return;
-    const State& from = At(j, a);
-    std::vector<Frontier> open;
+    const State& from = At(j, a);  // Not `to`: x > j.
+    // Written in place: the vector keeps its capacity from offer to offer.
+    std::vector<Frontier>& open = to.open;
+    open.clear();
     for (const Frontier& f : from.open) {
       if (last_reader_[f.op] >= x) open.push_back(f);
     }
-    for (int y = j; y < x; ++y) {
-      for (OpId op : ops_[y]) {
-        if (last_reader_[op] >= x)
-          open.push_back({op, finish_[op], device_[op]});
-      }
+    // The stretch's ops read from x on; those read before x never are
+    // again (x only grows within an Extend), so they leave the list.
+    size_t kept = 0;
+    for (OpId op : stretch_open_) {
+      if (last_reader_[op] < x) continue;
+      stretch_open_[kept++] = op;
+      open.push_back({op, finish_[op], device_[op]});
     }
+    stretch_open_.resize(kept);
     to.valid = true;
     to.time = time;
     to.cpu_free = cpu_free;
-    to.open = std::move(open);
     to.from = j;
     to.from_gpus = a;
     to.device = device;
@@ -617,6 +623,9 @@ class ScheduledSplit {
   std::vector<State> states_;
   std::vector<double> finish_;  // Scratch: per op, while extending.
   std::vector<DeviceId> device_;
+  // Scratch: the ops of the stretch being extended that a unit at or after
+  // the last offered one reads, in unit order.
+  std::vector<OpId> stretch_open_;
 };
 
 }  // namespace

@@ -460,16 +460,12 @@ class ScheduledSplit {
         gpus_(problem.cluster->DevicesOfKind(DeviceKind::kGpu)),
         cpus_(problem.cluster->DevicesOfKind(DeviceKind::kCpu)) {
     const int u = units.num_units;
-    ops_.resize(u);
+    std::vector<std::vector<OpId>> ops(u);  // Per unit, topological order.
     memory_.assign(u + 1, 0);
     last_reader_.assign(g_.num_ops(), -1);
-    std::vector<int32_t> position(g_.num_ops());
-    for (size_t i = 0; i < g_.topological_order().size(); ++i) {
-      position[g_.topological_order()[i]] = static_cast<int32_t>(i);
-    }
     for (OpId op : g_.topological_order()) {
       const int32_t k = units.unit_of_op[op];
-      ops_[k].push_back(op);
+      ops[k].push_back(op);
       int64_t bytes = g_.persistent_bytes(op);
       for (int i = 0; i < g_.num_outputs(op); ++i) {
         bytes += g_.tensor_bytes(g_.output(op, i));
@@ -483,6 +479,29 @@ class ScheduledSplit {
     for (int k = 0; k < u; ++k) memory_[k + 1] += memory_[k];
     finish_.assign(g_.num_ops(), 0);
     device_.assign(g_.num_ops(), 0);
+    // What Extend reads of each op, flattened in the order it visits them.
+    const Cluster& cluster = *problem.cluster;
+    for (int k = 0; k < u; ++k) {
+      for (OpId op : ops[k]) {
+        Visit v{op, -1, -1, static_cast<int32_t>(inputs_.size()), 0};
+        for (DeviceKind kind : {DeviceKind::kGpu, DeviceKind::kCpu}) {
+          if (!g_.allowed_devices(op).Contains(kind)) {
+            (kind == DeviceKind::kGpu ? v.off_gpu : v.off_cpu) =
+                AllowedDevices(g_, cluster, op)[0];
+          }
+        }
+        for (EdgeId e : g_.in_edges(op)) {
+          const OpId p = g_.edge_src(e);
+          inputs_.push_back({p, units.unit_of_op[p],
+                             g_.is_control(e)
+                                 ? int64_t{-1}
+                                 : g_.tensor_bytes(g_.edge_tensor(e))});
+        }
+        v.inputs_end = static_cast<int32_t>(inputs_.size());
+        visits_.push_back(v);
+      }
+      visits_end_.push_back(static_cast<int32_t>(visits_.size()));
+    }
   }
 
   // Each unit's device; empty when no split fits.
@@ -522,6 +541,19 @@ class ScheduledSplit {
     double finish;
     DeviceId device;
   };
+  // An op as Extend visits it: the device it runs on in a GPU's or the
+  // CPU's stretch where it may not run there (-1: the stretch's), and its
+  // inputs, inputs_[inputs_begin, inputs_end).
+  struct Visit {
+    OpId op;
+    DeviceId off_gpu, off_cpu;
+    int32_t inputs_begin, inputs_end;
+  };
+  struct Input {
+    OpId op;
+    int32_t unit;
+    int64_t bytes;  // -1: a control edge.
+  };
   struct State {
     bool valid = false;
     double time = 0;             // The latest finish so far.
@@ -549,30 +581,29 @@ class ScheduledSplit {
     const int u = units_.num_units;
     const int limit = cpu ? std::min(u, j + kMaxCpuStretch) : u;
     stretch_open_.clear();
+    const CostModel& cost = *problem_.cost;
     for (int x = j; x < limit; ++x) {
       if (!cpu && memory_[x + 1] - memory_[j] > capacity) break;
-      for (OpId op : ops_[x]) {
-        DeviceId d = device;
-        if (!g_.allowed_devices(op).Contains(
-                problem_.cluster->device(d).kind)) {
-          d = AllowedDevices(g_, *problem_.cluster, op)[0];
-        }
+      for (int32_t i = x == 0 ? 0 : visits_end_[x - 1]; i < visits_end_[x];
+           ++i) {
+        const Visit& v = visits_[i];
+        const OpId op = v.op;
+        const DeviceId off = cpu ? v.off_cpu : v.off_gpu;
+        const DeviceId d = off >= 0 ? off : device;
         double ready = 0;
-        for (EdgeId e : g_.in_edges(op)) {
-          const OpId p = g_.edge_src(e);
-          if (units_.unit_of_op[p] > x) continue;  // Read from later: unknown.
-          double arrival = finish_[p];
-          if (device_[p] != d) {
-            arrival +=
-                g_.is_control(e)
-                    ? problem_.cost->RouteLatency(device_[p], d)
-                    : problem_.cost->TransferTime(
-                          g_.tensor_bytes(g_.edge_tensor(e)), device_[p], d);
+        for (int32_t k = v.inputs_begin; k < v.inputs_end; ++k) {
+          const Input& in = inputs_[k];
+          if (in.unit > x) continue;  // Read from later: unknown.
+          double arrival = finish_[in.op];
+          if (device_[in.op] != d) {
+            arrival += in.bytes < 0
+                           ? cost.RouteLatency(device_[in.op], d)
+                           : cost.TransferTime(in.bytes, device_[in.op], d);
           }
           ready = std::max(ready, arrival);
         }
         const double start = d == device ? std::max(ready, free) : ready;
-        finish_[op] = start + problem_.cost->OpTime(op, d);
+        finish_[op] = start + cost.OpTime(op, d);
         device_[op] = d;
         if (d == device) free = finish_[op];
         time = std::max(time, finish_[op]);
@@ -617,9 +648,11 @@ class ScheduledSplit {
   const Graph& g_;
   const SplitUnits& units_;
   const std::vector<DeviceId> gpus_, cpus_;
-  std::vector<std::vector<OpId>> ops_;  // Per unit, topological order.
-  std::vector<int64_t> memory_;         // Prefix sums over units.
-  std::vector<int32_t> last_reader_;    // Per op: last unit reading it.
+  std::vector<int64_t> memory_;       // Prefix sums over units.
+  std::vector<int32_t> last_reader_;  // Per op: last unit reading it.
+  std::vector<Visit> visits_;         // Per op, in unit order.
+  std::vector<int32_t> visits_end_;   // Per unit: its ops' end in visits_.
+  std::vector<Input> inputs_;
   std::vector<State> states_;
   std::vector<double> finish_;  // Scratch: per op, while extending.
   std::vector<DeviceId> device_;

@@ -16,6 +16,9 @@
 // NMT-4 / k40x4 from the expert's placement, and on the 50k-op layered graph
 // from the block placement.
 //
+// Problem bounds: a Simulator's placement-independent bounds, computed on
+// first use, on gnmt / p100x4 (54k ops) and nmt / k40x2.
+//
 // Large clusters: one step of a 50k-op layered graph (ops allowed on GPUs)
 // in contiguous blocks over every GPU of a ring of 1,024 or 4,096 GPUs, or of
 // a two-level fat tree of 128 or 512 hosts of 8 GPUs (testing/
@@ -66,6 +69,8 @@ void Run(benchmark::State& state, bool random_placement, bool bounds) {
                        : BlockPlacement(problem.graph, problem.cluster);
   SimOptions options;
   options.compute_bounds = bounds;
+  // The placement-independent bounds, computed on first use: not timed.
+  if (bounds) (void)sim.critical_path_bound();
   double step_time = 0;
   int64_t events = 0;
   for (auto _ : state) {
@@ -92,6 +97,20 @@ void BM_SimulateRandomPlacementNoBounds(benchmark::State& state) {
   Run(state, true, false);
 }
 
+// The placement-independent bounds of a zoo graph (critical path, total
+// work, forced-transfer paths, queued path and work), which a Simulator
+// computes on first use: what each Simulator that needs them pays once.
+void BM_ProblemBounds(benchmark::State& state, const char* model,
+                      const char* cluster) {
+  const BenchmarkProblem& p = ZooBenchmarkProblem(model, cluster);
+  double bound = 0;
+  for (auto _ : state) {
+    Simulator sim(*p.cost);
+    bound = sim.queued_work_whole_groups_bound();
+  }
+  state.counters["ops"] = p.graph.num_ops();
+  state.counters["bound_s"] = bound;
+}
 // A problem with a start placement and a walk of one-group moves.
 struct Walk {
   const Graph* graph = nullptr;
@@ -215,6 +234,7 @@ const LargeProblem& GetLargeProblem(bool fat_tree, int devices) {
                      0});
     p->cost = std::make_unique<CostModel>(p->graph, p->cluster);
     p->simulator = std::make_unique<Simulator>(*p->cost);
+    (void)p->simulator->critical_path_bound();  // Computed on first use.
     p->placement = testing_clusters::BlockPlacement(p->graph, p->cluster);
     p->setup_seconds = ThreadCpuSeconds() - start;
     const double first = ThreadCpuSeconds();
@@ -274,6 +294,10 @@ BENCHMARK(BM_SimulateRandomPlacementNoBounds)
     ->Arg(10000)
     ->Arg(50000)
     ->Arg(100000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ProblemBounds, gnmt_p100x4, "gnmt", "p100x4")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ProblemBounds, nmt_k40x2, "nmt", "k40x2")
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

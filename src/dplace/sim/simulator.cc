@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <unordered_map>
 
 #include "dplace/sim/event_queues.h"
@@ -739,59 +740,94 @@ class Simulator::Run {
   int64_t next_checkpoint_ = 0;
 };
 
+struct Simulator::ProblemBounds {
+  double critical_path = 0;
+  double total_work = 0;
+  double memory_path = 0;
+  double memory_path_whole_groups = 0;
+  double queued_path_whole_groups = 0;
+  double queued_work_whole_groups = 0;
+  // Per op, its colocation group's index; empty where no group has two ops.
+  std::vector<int32_t> group_of;
+  int num_groups = 0;
+
+  explicit ProblemBounds(const CostModel& cost) {
+    const Graph& g = cost.graph();
+    std::vector<double> finish(g.num_ops(), 0.0);
+    for (OpId op : g.topological_order()) {
+      double start = 0;
+      for (EdgeId e : g.in_edges(op)) {
+        start = std::max(start, finish[g.edge_src(e)]);
+      }
+      finish[op] = start + cost.FastestOpTime(op);
+      critical_path = std::max(critical_path, finish[op]);
+    }
+    total_work = WorkBound(cost);
+    memory_path = MemoryPathBound(cost);
+    memory_path_whole_groups = memory_path;
+    queued_path_whole_groups = critical_path;
+    queued_work_whole_groups = total_work;
+    HintGroups groups = ColocationHintGroups(g);
+    if (groups.num_groups < g.num_ops()) {
+      PathBoundOptions whole;
+      whole.whole_groups = true;
+      memory_path_whole_groups =
+          std::max(memory_path, MemoryPathBound(cost, whole));
+      const std::vector<double> heads = GroupQueueHeads(cost, groups.group);
+      queued_path_whole_groups = LatestEnd(cost, heads);
+      queued_work_whole_groups = std::max(total_work, WorkBound(cost, heads));
+      group_of = std::move(groups.group);
+      num_groups = groups.num_groups;
+    }
+  }
+};
+
+struct Simulator::LazyBounds {
+  std::once_flag once;
+  std::unique_ptr<const ProblemBounds> value;
+};
+
 Simulator::Simulator(const CostModel& cost)
     : cost_(&cost),
+      bounds_(std::make_unique<LazyBounds>()),
       topology_(std::make_unique<Topology>(cost.graph())),
-      scratch_(std::make_unique<Scratch>(cost.cluster())) {
-  const Graph& g = cost.graph();
-  std::vector<double> finish(g.num_ops(), 0.0);
-  for (OpId op : g.topological_order()) {
-    double start = 0;
-    for (EdgeId e : g.in_edges(op)) {
-      start = std::max(start, finish[g.edge_src(e)]);
-    }
-    finish[op] = start + cost.FastestOpTime(op);
-    critical_path_ = std::max(critical_path_, finish[op]);
-  }
-  total_work_ = WorkBound(cost);
-  memory_path_ = MemoryPathBound(cost);
-  memory_path_whole_groups_ = memory_path_;
-  queued_path_whole_groups_ = critical_path_;
-  queued_work_whole_groups_ = total_work_;
-  HintGroups groups = ColocationHintGroups(g);
-  if (groups.num_groups < g.num_ops()) {
-    PathBoundOptions whole;
-    whole.whole_groups = true;
-    memory_path_whole_groups_ =
-        std::max(memory_path_, MemoryPathBound(cost, whole));
-    const std::vector<double> heads = GroupQueueHeads(cost, groups.group);
-    queued_path_whole_groups_ = LatestEnd(cost, heads);
-    queued_work_whole_groups_ = std::max(total_work_, WorkBound(cost, heads));
-    group_of_ = std::move(groups.group);
-    group_device_.resize(groups.num_groups);
-  }
-}
+      scratch_(std::make_unique<Scratch>(cost.cluster())) {}
 
 Simulator::~Simulator() = default;
 Simulator::Simulator(Simulator&&) noexcept = default;
 
-double Simulator::critical_path_bound() const { return critical_path_; }
-double Simulator::total_work_bound() const { return total_work_; }
-double Simulator::memory_path_bound() const { return memory_path_; }
-double Simulator::memory_path_whole_groups_bound() const {
-  return memory_path_whole_groups_;
-}
-double Simulator::queued_path_whole_groups_bound() const {
-  return queued_path_whole_groups_;
-}
-double Simulator::queued_work_whole_groups_bound() const {
-  return queued_work_whole_groups_;
+const Simulator::ProblemBounds& Simulator::problem_bounds() const {
+  std::call_once(bounds_->once, [this] {
+    bounds_->value = std::make_unique<const ProblemBounds>(*cost_);
+  });
+  return *bounds_->value;
 }
 
-bool Simulator::KeepsGroupsWhole(const Placement& placement) {
-  std::fill(group_device_.begin(), group_device_.end(), DeviceId{-1});
-  for (size_t op = 0; op < group_of_.size(); ++op) {
-    DeviceId& d = group_device_[group_of_[op]];
+double Simulator::critical_path_bound() const {
+  return problem_bounds().critical_path;
+}
+double Simulator::total_work_bound() const {
+  return problem_bounds().total_work;
+}
+double Simulator::memory_path_bound() const {
+  return problem_bounds().memory_path;
+}
+double Simulator::memory_path_whole_groups_bound() const {
+  return problem_bounds().memory_path_whole_groups;
+}
+double Simulator::queued_path_whole_groups_bound() const {
+  return problem_bounds().queued_path_whole_groups;
+}
+double Simulator::queued_work_whole_groups_bound() const {
+  return problem_bounds().queued_work_whole_groups;
+}
+
+bool Simulator::KeepsGroupsWhole(const Placement& placement,
+                                 const ProblemBounds& bounds) {
+  const std::vector<int32_t>& group_of = bounds.group_of;
+  group_device_.assign(bounds.num_groups, DeviceId{-1});
+  for (size_t op = 0; op < group_of.size(); ++op) {
+    DeviceId& d = group_device_[group_of[op]];
     if (d >= 0 && d != placement[op]) return false;
     d = placement[op];
   }
@@ -881,15 +917,16 @@ StatusOr<SimResult> Simulator::Simulate(const Placement& placement,
     s.base = placement;
     s.have_base = true;
   }
-  result.bounds.critical_path = critical_path_;
-  result.bounds.total_work = total_work_;
-  result.bounds.memory_path = memory_path_;
   if (options.compute_bounds) {
+    const ProblemBounds& b = problem_bounds();
+    result.bounds.critical_path = b.critical_path;
+    result.bounds.total_work = b.total_work;
+    result.bounds.memory_path = b.memory_path;
     run.ComputeBounds();
-    if (!group_of_.empty() && KeepsGroupsWhole(placement)) {
-      result.bounds.memory_path_whole_groups = memory_path_whole_groups_;
-      result.bounds.queued_path_whole_groups = queued_path_whole_groups_;
-      result.bounds.queued_work_whole_groups = queued_work_whole_groups_;
+    if (!b.group_of.empty() && KeepsGroupsWhole(placement, b)) {
+      result.bounds.memory_path_whole_groups = b.memory_path_whole_groups;
+      result.bounds.queued_path_whole_groups = b.queued_path_whole_groups;
+      result.bounds.queued_work_whole_groups = b.queued_work_whole_groups;
     }
   } else {
     result.bounds.placed_critical_path = 0;

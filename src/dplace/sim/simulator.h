@@ -109,7 +109,9 @@ struct SimResult {
 struct SimOptions {
   // Record every compute and transfer interval. Default: false.
   bool record_timeline = false;
-  // Compute the placement's lower bounds. Default: true.
+  // Compute the lower bounds: the placement's, and the placement-independent
+  // ones the simulator computes on first use. Without them, every field of
+  // SimResult::bounds is 0. Default: true.
   bool compute_bounds = true;
   // Incremental simulation, for searches whose consecutive placements differ
   // in a few ops (local search). The run keeps snapshots of its event loop;
@@ -146,7 +148,11 @@ class Simulator {
   StatusOr<SimResult> Simulate(const Placement& placement,
                                const SimOptions& options = {});
 
-  // Placement-independent bounds (also in every SimResult).
+  // Placement-independent bounds (also in every SimResult that computes
+  // bounds). The first call, or the first Simulate() with compute_bounds,
+  // computes them all (about 0.2 s for gnmt's 54k ops: simulate_benchmark's
+  // BM_ProblemBounds); a simulator that never needs them (a search's
+  // workers, a placer's memory repair) never pays for them.
   double critical_path_bound() const;
   double total_work_bound() const;
   double memory_path_bound() const;
@@ -170,19 +176,15 @@ class Simulator {
   // `paths`: the run computes the bounds, so the snapshot must hold the
   // placed critical path of the ops finished before it.
   int ResumePoint(const Placement& placement, bool paths);
-  // Every colocation group of the graph on one device.
-  bool KeepsGroupsWhole(const Placement& placement);
+  struct ProblemBounds;  // The placement-independent bounds.
+  struct LazyBounds;     // ProblemBounds, computed once, on first use.
+  const ProblemBounds& problem_bounds() const;
+  // Every colocation group of the graph (bounds.group_of) on one device.
+  bool KeepsGroupsWhole(const Placement& placement,
+                        const ProblemBounds& bounds);
   const CostModel* cost_;
-  double critical_path_ = 0;
-  double total_work_ = 0;
-  double memory_path_ = 0;
-  double memory_path_whole_groups_ = 0;
-  double queued_path_whole_groups_ = 0;
-  double queued_work_whole_groups_ = 0;
-  // Per op, its colocation group's index, and per group the device a run
-  // found it on; empty where no group has two ops.
-  std::vector<int32_t> group_of_;
-  std::vector<DeviceId> group_device_;
+  std::unique_ptr<LazyBounds> bounds_;
+  std::vector<DeviceId> group_device_;  // Per group: KeepsGroupsWhole's.
   std::unique_ptr<const Topology> topology_;
   std::unique_ptr<Scratch> scratch_;
 };

@@ -116,6 +116,28 @@ TEST(SimulatorTest, ChainSplitOverTwoDevicesPaysTheTransfer) {
   EXPECT_DOUBLE_EQ(r.bounds.placed_critical_path, r.step_time);
 }
 
+TEST(SimulatorTest, BoundsOnlyWhenAskedTheProblemsTheSameEitherWay) {
+  const Graph g = Chain();
+  const Cluster c = TestCluster(2);
+  const CostModel cost(g, c, {}, Ideal());
+  Simulator sim(cost);
+  SimOptions without;
+  without.compute_bounds = false;
+  const SimResult r = *sim.Simulate({0, 1, 1}, without);
+  EXPECT_DOUBLE_EQ(r.step_time, 1 + kHop + 2 + 3);
+  EXPECT_EQ(r.bounds.critical_path, 0);
+  EXPECT_EQ(r.bounds.total_work, 0);
+  EXPECT_EQ(r.bounds.memory_path, 0);
+  EXPECT_EQ(r.bounds.placed_critical_path, 0);
+  // Asked for after a run without them, and in a run, they agree.
+  EXPECT_DOUBLE_EQ(sim.critical_path_bound(), 6.0);
+  const SimResult with = *sim.Simulate({0, 1, 1});
+  EXPECT_DOUBLE_EQ(with.bounds.critical_path, 6.0);
+  EXPECT_DOUBLE_EQ(with.bounds.total_work, sim.total_work_bound());
+  EXPECT_DOUBLE_EQ(with.bounds.memory_path, sim.memory_path_bound());
+  EXPECT_DOUBLE_EQ(with.bounds.placed_critical_path, with.step_time);
+}
+
 TEST(SimulatorTest, ParallelBranchesOverlapOnTwoDevices) {
   GraphBuilder b("branches");
   b.AddOp(Op("x", 2));

@@ -46,7 +46,7 @@ struct McmcSettings {
   // boundary (a group next to another device's, and a run of its stretch
   // in topological order, to that device); the rest shift a contiguous run
   // of groups (in topological order) to a random device. Default: 0, 0.35,
-  // 0.15 and 0.3 (chain moves on trial: docs/placers.md).
+  // 0.15 and 0.3 (chain moves off: docs/placers.md says why).
   double chain_probability = 0;
   double move_probability = 0.35;
   double swap_probability = 0.15;

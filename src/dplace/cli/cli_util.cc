@@ -222,6 +222,14 @@ void PrintSimResult(const Cluster& c, const SimResult& r, std::ostream& out) {
 }
 
 void PrintSearchProgress(const SearchProgress& p, std::ostream& err) {
+  // Padded, so that a shorter line covers a longer one before it.
+  constexpr size_t kWidth = 64;
+  if (!p.stage.empty()) {
+    err << "\r"
+        << PadRight(p.stage + ", " + Format("%.1f s", p.wall_seconds), kWidth)
+        << std::flush;
+    return;
+  }
   std::string line = "\r" + std::to_string(p.samples);
   if (p.budget.samples > 0) {
     const int width = 20;
@@ -234,9 +242,8 @@ void PrintSearchProgress(const SearchProgress& p, std::ostream& err) {
   }
   line += " samples, " + Format("%.1f s", p.wall_seconds) + ", best " +
           (p.best_step_time > 0 ? Format("%.4f s", p.best_step_time)
-                                : std::string("none feasible yet")) +
-          "   ";
-  err << line << std::flush;
+                                : std::string("none feasible yet"));
+  err << PadRight(line, kWidth + 1) << std::flush;
 }
 
 // The command line, for the record in reports.

@@ -49,9 +49,23 @@ class AutoMethod : public Method {
         context.search.clock ? context.search.clock : SteadyClock();
     const double begin = clock();
     const SearchBudget& budget = context.search.budget;
+    // Before the search samples, progress names what runs.
+    const auto stage = [&](const std::string& what) {
+      if (!context.search.progress) return;
+      SearchProgress p;
+      p.budget = budget;
+      p.wall_seconds = clock() - begin;
+      p.stage = what;
+      context.search.progress(p);
+    };
     // 1. Every one-shot placer, measured through the environment.
-    DPLACE_ASSIGN_OR_RETURN(std::vector<Placement> starts,
-                            StartCandidates(problem, "auto"));
+    DPLACE_ASSIGN_OR_RETURN(
+        std::vector<Placement> starts,
+        StartCandidates(problem, "auto",
+                        [&](int i, int n, const std::string& name) {
+                          stage("one-shot placer " + std::to_string(i + 1) +
+                                " of " + std::to_string(n) + ": " + name);
+                        }));
     DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
                             context.environment->Evaluate(starts));
     size_t best = 0;
@@ -71,6 +85,7 @@ class AutoMethod : public Method {
       milp.max_units = settings_.milp_max_ops;
       milp.seconds = budget.seconds > 0 ? settings_.milp_share * budget.seconds
                                         : settings_.milp_seconds_without_clock;
+      stage(Format("the MILP (CBC, at most %.0f s)", milp.seconds));
       DPLACE_ASSIGN_OR_RETURN(MilpResult solved,
                               SolveMilp(problem, start, milp));
       DPLACE_ASSIGN_OR_RETURN(
@@ -83,9 +98,15 @@ class AutoMethod : public Method {
     }
     // 3. mcmc from the best, for the rest of the budget.
     PlaceContext rest = context;
+    const double elapsed = clock() - begin;
     if (budget.seconds > 0) {
-      rest.search.budget.seconds =
-          std::max(1e-3, budget.seconds - (clock() - begin));
+      rest.search.budget.seconds = std::max(1e-3, budget.seconds - elapsed);
+    }
+    if (context.search.progress) {  // Its wall time counted from auto's start.
+      rest.search.progress = [&context, elapsed](SearchProgress p) {
+        p.wall_seconds += elapsed;
+        context.search.progress(p);
+      };
     }
     DPLACE_ASSIGN_OR_RETURN(PlaceResult result,
                             RefinePlacement(problem, start, mcmc_, rest));

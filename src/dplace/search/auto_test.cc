@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "dplace/method/run.h"
+#include "dplace/search/start_placements.h"
 #include "dplace/sim/lower_bound.h"
 #include "dplace/testing/placer_test_util.h"
 #include "dplace/testing/small_dags.h"
@@ -45,6 +46,41 @@ TEST(AutoTest, BeatsEveryOneShotPlacerAndCertifiesTheChain) {
       << run->sim.step_time << " against " << DescribeLowerBound(bound);
   EXPECT_THAT(DescribeGap(run->sim.step_time, bound), HasSubstr("optimal"));
   EXPECT_THAT(run->note, HasSubstr("one-shot placers"));
+}
+
+// Before its search samples, auto's progress names each one-shot placer
+// (and the MILP) as it runs; the search's reports then count the wall time
+// from auto's start, not from the search's.
+TEST(AutoTest, ProgressNamesEachStageThenCountsFromTheStart) {
+  Dag dag;
+  const OpId a = dag.Op("a", 1, kGB / 10);
+  const OpId b = dag.Op("b", 1, kGB / 10);
+  dag.Edge(a, b, kGB / 10);
+  PlacerTestProblem p(std::move(dag).Build(), Gpus(2, 1e9, kGB));
+  MethodRunOptions options;
+  options.context.search.budget.samples = 64;
+  options.environment_threads = 1;
+  double now = 0;  // Each report moves the clock on by a second.
+  options.context.search.clock = [&now] { return now; };
+  std::vector<SearchProgress> reports;
+  options.context.search.progress = [&](const SearchProgress& p) {
+    reports.push_back(p);
+    now += 1;
+  };
+  StatusOr<MethodRun> run = RunMethod("auto", {}, p.problem, options);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  const int placers = static_cast<int>(AutoStartMethods(p.problem).size());
+  ASSERT_GT(static_cast<int>(reports.size()), placers + 1);
+  EXPECT_EQ(reports[0].stage,
+            "one-shot placer 1 of " + std::to_string(placers) + ": single-cpu");
+  EXPECT_THAT(reports[placers - 1].stage,
+              HasSubstr(std::to_string(placers) + " of "));
+  EXPECT_THAT(reports[placers].stage, HasSubstr("the MILP"));
+  EXPECT_TRUE(reports[placers + 1].stage.empty());
+  EXPECT_GT(reports[placers + 1].samples, 0);
+  for (size_t i = 1; i < reports.size(); ++i) {
+    EXPECT_GT(reports[i].wall_seconds, reports[i - 1].wall_seconds) << i;
+  }
 }
 
 }  // namespace

@@ -41,7 +41,8 @@ Status CheckStartMethod(const std::string& start) {
 }
 
 StatusOr<std::vector<Placement>> StartCandidates(
-    const PlacementProblem& problem, const std::string& start) {
+    const PlacementProblem& problem, const std::string& start,
+    const std::function<void(int, int, const std::string&)>& before_each) {
   std::vector<Placement> candidates;
   if (IsPlacementFile(start)) {
     StatusOr<Placement> read =
@@ -58,7 +59,12 @@ StatusOr<std::vector<Placement>> StartCandidates(
     return candidates;
   }
   std::string why;
-  for (const std::string& name : AutoStartMethods(problem)) {
+  const std::vector<std::string> names = AutoStartMethods(problem);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    if (before_each) {
+      before_each(static_cast<int>(i), static_cast<int>(names.size()), name);
+    }
     StatusOr<std::unique_ptr<Method>> method = MakeMethod(name);
     if (!method.ok()) return method.status().WithPrefix("start auto");
     StatusOr<PlaceResult> placed = (*method)->Place(problem);

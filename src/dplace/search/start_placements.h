@@ -9,6 +9,7 @@
 #ifndef DPLACE_SEARCH_START_PLACEMENTS_H_
 #define DPLACE_SEARCH_START_PLACEMENTS_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,11 @@ Status CheckStartMethod(const std::string& start);
 // because nothing fits, is skipped). Errors: the file's (unreadable, for
 // another graph or cluster, an op on a device it cannot run on) or the
 // method's, prefixed "start"; for "auto", that none could place, with each
-// one's reason.
+// one's reason. `before_each`, for "auto": called before each placer runs,
+// with its index, the number of placers and its name (progress).
 StatusOr<std::vector<Placement>> StartCandidates(
-    const PlacementProblem& problem, const std::string& start);
+    const PlacementProblem& problem, const std::string& start,
+    const std::function<void(int, int, const std::string&)>& before_each = {});
 
 }  // namespace dplace
 

@@ -52,6 +52,16 @@ SearchOptions Samples(int64_t samples) {
   return search;
 }
 
+// A search of 60 samples that continues `interrupted`'s: from its
+// checkpoint, in its log.
+SearchOptions ResumeOf(const SearchOptions& interrupted) {
+  SearchOptions resumed = Samples(60);
+  resumed.log_path = interrupted.log_path;
+  resumed.checkpoint_path = interrupted.checkpoint_path;
+  resumed.resume_path = interrupted.checkpoint_path;
+  return resumed;
+}
+
 SimResult Simulate(const PlacementProblem& problem, const Placement& p) {
   return *Simulator(*problem.cost).Simulate(p);
 }
@@ -371,10 +381,7 @@ TEST(McmcTest, ResumedAfterAKillEndsWhereAnUninterruptedSearchEnds) {
     EXPECT_THROW((void)Search(z.p.problem, options, killed),
                  std::runtime_error);
 
-    SearchOptions resumed = Samples(60);
-    resumed.log_path = killed.log_path;
-    resumed.checkpoint_path = killed.checkpoint_path;
-    resumed.resume_path = killed.checkpoint_path;
+    SearchOptions resumed = ResumeOf(killed);
     StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
     ASSERT_TRUE(r.ok()) << r.status().message();
     ExpectResumedAfter(r->search, StartCandidates(z.p.problem, "auto")->size(),
@@ -453,10 +460,7 @@ TEST(McmcTest, StoppedAtABatchItsCheckpointResumesWhereAWholeSearchEnds) {
     EXPECT_LT(first->search.samples, 60);
     ASSERT_TRUE(ReadTextFile(stopped.checkpoint_path).ok());
 
-    SearchOptions resumed = Samples(60);
-    resumed.log_path = stopped.log_path;
-    resumed.checkpoint_path = stopped.checkpoint_path;
-    resumed.resume_path = stopped.checkpoint_path;
+    SearchOptions resumed = ResumeOf(stopped);
     StatusOr<PlaceResult> r = Search(z.p.problem, options, resumed);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_FALSE(r->search.stopped);

@@ -62,6 +62,11 @@ struct MethodTraits {
   // The budget of its paper, for callers that give none; 0 for a method
   // that needs no budget.
   int64_t default_budget_samples = 0;
+  // Place may run on one thread while other methods place on others: it
+  // keeps no process-wide state. Scotch and METIS draw from one global
+  // random state, and GLPK keeps an environment per thread that a thread
+  // which ends leaks, so the methods that call them are not.
+  bool thread_safe = false;
 };
 
 // What a method is given besides the problem. A method that does not learn

@@ -683,6 +683,7 @@ class SplitDpPlacer : public Placer {
  public:
   explicit SplitDpPlacer(SplitOptions options)
       : Placer("tarnawski-dp"), options_(options) {}
+  MethodTraits traits() const override { return ThreadSafePlacerTraits(); }
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     return BestContiguousSplit(problem, options_);
   }
@@ -695,6 +696,7 @@ class SplitGreedyPlacer : public Placer {
  public:
   explicit SplitGreedyPlacer(int max_units)
       : Placer("tarnawski-greedy"), max_units_(max_units) {}
+  MethodTraits traits() const override { return ThreadSafePlacerTraits(); }
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     return GreedyContiguousSplit(problem, max_units_);
   }
@@ -709,8 +711,11 @@ class ScheduledSplitPlacer : public Placer {
  public:
   explicit ScheduledSplitPlacer(int max_units)
       : Placer("split-dp"), max_units_(max_units) {}
+  MethodTraits traits() const override { return ThreadSafePlacerTraits(); }
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     Simulator simulator(*problem.cost);
+    SimOptions step_only;  // The step time is all it compares.
+    step_only.compute_bounds = false;
     Placement best;
     double best_time = 0;
     bool best_feasible = false;
@@ -723,7 +728,7 @@ class ScheduledSplitPlacer : public Placer {
         why = p.status();
         continue;
       }
-      DPLACE_ASSIGN_OR_RETURN(SimResult r, simulator.Simulate(*p));
+      DPLACE_ASSIGN_OR_RETURN(SimResult r, simulator.Simulate(*p, step_only));
       if (best.empty() || (r.feasible && !best_feasible) ||
           (r.feasible == best_feasible && r.step_time < best_time)) {
         best = *std::move(p);

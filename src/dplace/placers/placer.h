@@ -32,6 +32,14 @@ class Placer : public Method {
                                 const PlaceContext& context) final;
 };
 
+// The traits of a placer that calls no library with process-wide state
+// (MethodTraits::thread_safe): its traits() returns this.
+inline MethodTraits ThreadSafePlacerTraits() {
+  MethodTraits traits;
+  traits.thread_safe = true;
+  return traits;
+}
+
 // A factory for placers that take no options: rejects every option. T is
 // constructed from the method's name.
 template <typename T>

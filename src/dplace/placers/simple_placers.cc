@@ -76,6 +76,7 @@ StatusOr<Placement> OnFirstDeviceOf(const PlacementProblem& problem,
 class SingleCpuPlacer : public Placer {
  public:
   using Placer::Placer;
+  MethodTraits traits() const override { return ThreadSafePlacerTraits(); }
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     return OnFirstDeviceOf(problem, DeviceKind::kCpu);
   }
@@ -84,6 +85,7 @@ class SingleCpuPlacer : public Placer {
 class SingleGpuPlacer : public Placer {
  public:
   using Placer::Placer;
+  MethodTraits traits() const override { return ThreadSafePlacerTraits(); }
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     return OnFirstDeviceOf(problem, DeviceKind::kGpu);
   }
@@ -92,6 +94,7 @@ class SingleGpuPlacer : public Placer {
 class ExpertPlacer : public Placer {
  public:
   using Placer::Placer;
+  MethodTraits traits() const override { return ThreadSafePlacerTraits(); }
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     if (!problem.expert) {
       return InvalidArgumentError(
@@ -109,6 +112,7 @@ class ExpertPlacer : public Placer {
 class RandomPlacer : public Placer {
  public:
   using Placer::Placer;
+  MethodTraits traits() const override { return ThreadSafePlacerTraits(); }
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem));
     const Graph& g = *problem.graph;
@@ -159,6 +163,7 @@ class RoundRobinPlacer : public Placer {
  public:
   explicit RoundRobinPlacer(RoundRobinSettings settings)
       : Placer("round-robin"), settings_(settings) {}
+  MethodTraits traits() const override { return ThreadSafePlacerTraits(); }
 
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     DPLACE_RETURN_IF_ERROR(CheckPlaceable(problem, /*need_gpu=*/true));

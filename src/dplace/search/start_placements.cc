@@ -1,6 +1,10 @@
 #include "dplace/search/start_placements.h"
 
+#include <algorithm>
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "dplace/io/placement_json.h"
@@ -58,22 +62,50 @@ StatusOr<std::vector<Placement>> StartCandidates(
     candidates.push_back(std::move(placed->placement));
     return candidates;
   }
-  std::string why;
+  // The placers that keep no process-wide state run on helper threads
+  // beside the others, which run here one after another (MethodTraits::
+  // thread_safe). The candidates keep the placers' order either way.
   const std::vector<std::string> names = AutoStartMethods(problem);
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::string& name = names[i];
-    if (before_each) {
-      before_each(static_cast<int>(i), static_cast<int>(names.size()), name);
-    }
-    StatusOr<std::unique_ptr<Method>> method = MakeMethod(name);
+  const int n = static_cast<int>(names.size());
+  std::vector<std::unique_ptr<Method>> methods;
+  std::vector<int> alone, beside;
+  for (int i = 0; i < n; ++i) {
+    StatusOr<std::unique_ptr<Method>> method = MakeMethod(names[i]);
     if (!method.ok()) return method.status().WithPrefix("start auto");
-    StatusOr<PlaceResult> placed = (*method)->Place(problem);
+    methods.push_back(*std::move(method));
+    (methods[i]->traits().thread_safe ? beside : alone).push_back(i);
+  }
+  std::vector<StatusOr<PlaceResult>> placed(n, InternalError("not run"));
+  std::mutex mu;
+  int started = 0;  // Guarded by mu.
+  const auto place = [&](int i) {
+    if (before_each) {
+      std::lock_guard<std::mutex> lock(mu);
+      before_each(started++, n, names[i]);
+    }
+    placed[i] = methods[i]->Place(problem);
+  };
+  std::atomic<size_t> next{0};
+  const auto place_beside = [&] {
+    for (size_t k; (k = next++) < beside.size();) place(beside[k]);
+  };
+  const int helpers =
+      std::min<int>(static_cast<int>(beside.size()),
+                    static_cast<int>(std::thread::hardware_concurrency()) - 1);
+  std::vector<std::thread> threads;
+  for (int h = 0; h < helpers; ++h) threads.emplace_back(place_beside);
+  for (int i : alone) place(i);
+  place_beside();
+  for (std::thread& t : threads) t.join();
+
+  std::string why;
+  for (int i = 0; i < n; ++i) {
     // A placer that cannot place this problem is not a candidate.
-    if (!placed.ok()) {
-      why += (why.empty() ? "" : "; ") + placed.status().message();
+    if (!placed[i].ok()) {
+      why += (why.empty() ? "" : "; ") + placed[i].status().message();
       continue;
     }
-    candidates.push_back(std::move(placed->placement));
+    candidates.push_back(std::move(placed[i]->placement));
   }
   if (candidates.empty()) {
     return InfeasibleError("start auto: no placer could place: " + why);

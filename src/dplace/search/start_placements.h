@@ -35,8 +35,11 @@ Status CheckStartMethod(const std::string& start);
 // because nothing fits, is skipped). Errors: the file's (unreadable, for
 // another graph or cluster, an op on a device it cannot run on) or the
 // method's, prefixed "start"; for "auto", that none could place, with each
-// one's reason. `before_each`, for "auto": called before each placer runs,
-// with its index, the number of placers and its name (progress).
+// one's reason. The placers whose traits say thread_safe run on helper
+// threads (one fewer than the hardware's) beside the others; the result is
+// the same, in AutoStartMethods' order. `before_each`, for "auto": called
+// before each placer runs, one call at a time, with how many started before
+// it, the number of placers and its name (progress).
 StatusOr<std::vector<Placement>> StartCandidates(
     const PlacementProblem& problem, const std::string& start,
     const std::function<void(int, int, const std::string&)>& before_each = {});

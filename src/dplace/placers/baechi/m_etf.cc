@@ -15,6 +15,7 @@ class EtfPlacer : public Placer {
  public:
   explicit EtfPlacer(EtfSettings settings)
       : Placer("m-etf"), settings_(settings) {}
+  MethodTraits traits() const override { return ThreadSafePlacerTraits(); }
 
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     DPLACE_ASSIGN_OR_RETURN(

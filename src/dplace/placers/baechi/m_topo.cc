@@ -93,6 +93,7 @@ class TopoPlacer : public Placer {
  public:
   explicit TopoPlacer(TopoSettings settings)
       : Placer("m-topo"), settings_(settings) {}
+  MethodTraits traits() const override { return ThreadSafePlacerTraits(); }
 
   StatusOr<Placement> PlaceOps(const PlacementProblem& problem) override {
     DPLACE_ASSIGN_OR_RETURN(

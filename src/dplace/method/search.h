@@ -41,9 +41,10 @@ struct SearchProgress {
   double best_step_time = 0;        // 0 while no feasible sample.
   // What the method reports about the batch (Agent::BatchStats).
   std::vector<std::pair<std::string, double>> agent_stats;
-  // Empty while the search samples. Before it, a portfolio (auto) reports
-  // what it runs instead, e.g. "one-shot placer 5 of 13: m-sct", with no
-  // samples and the wall seconds since it began.
+  // Empty while the search samples. Before it, a search that starts from
+  // placers (auto, mcmc) reports what it runs instead, e.g. "one-shot
+  // placer 5 of 13: m-sct", with no samples and the wall seconds since it
+  // began.
   std::string stage;
 };
 

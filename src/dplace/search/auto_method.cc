@@ -63,8 +63,7 @@ class AutoMethod : public Method {
         std::vector<Placement> starts,
         StartCandidates(problem, "auto",
                         [&](int i, int n, const std::string& name) {
-                          stage("one-shot placer " + std::to_string(i + 1) +
-                                " of " + std::to_string(n) + ": " + name);
+                          stage(StartPlacerStage(i, n, name));
                         }));
     DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
                             context.environment->Evaluate(starts));

@@ -293,8 +293,10 @@ struct WalkState {
   bool chain_current = false;
 };
 
-// A search's placements: the start's candidates, then the walk.
-using StartPlacements = std::function<StatusOr<std::vector<Placement>>()>;
+// A search's placements: the start's candidates (with a progress hook for
+// each placer that makes one), then the walk.
+using StartPlacements =
+    std::function<StatusOr<std::vector<Placement>>(const BeforeEachPlacer&)>;
 
 // One walk: the loop (search_loop.h) with mcmc's proposals.
 class Walk : public SearchLoop {
@@ -328,7 +330,11 @@ class Walk : public SearchLoop {
 
   Status DoBegin(bool resumed) override {
     if (resumed) return Status::Ok();
-    DPLACE_ASSIGN_OR_RETURN(std::vector<Placement> candidates, start_());
+    DPLACE_ASSIGN_OR_RETURN(
+        std::vector<Placement> candidates,
+        start_([this](int i, int n, const std::string& name) {
+          ReportStage(StartPlacerStage(i, n, name));
+        }));
     return EvaluateStart(std::move(candidates));
   }
 
@@ -636,7 +642,10 @@ class McmcMethod : public Method {
                                 const PlaceContext& context) override {
     return RunWalk(
         problem, settings_, settings_.start,
-        [&] { return StartCandidates(problem, settings_.start); }, context);
+        [&](const BeforeEachPlacer& before_each) {
+          return StartCandidates(problem, settings_.start, before_each);
+        },
+        context);
   }
 
  private:
@@ -696,7 +705,7 @@ StatusOr<PlaceResult> RefinePlacement(const PlacementProblem& problem,
                                       const PlaceContext& context) {
   return RunWalk(
       problem, settings, "placement",
-      [&]() -> StatusOr<std::vector<Placement>> {
+      [&](const BeforeEachPlacer&) -> StatusOr<std::vector<Placement>> {
         return std::vector<Placement>{start};
       },
       context);

@@ -27,7 +27,9 @@
 namespace dplace {
 namespace {
 
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using testing_dags::Dag;
 using testing_dags::Gpus;
 using testing_dags::kGB;
@@ -317,6 +319,42 @@ TEST(McmcTest, OutOfMemoryProposalsAreLoggedInfeasibleAndNotChosen) {
   }
 }
 
+// Before its first sample, the walk's progress names each placer of its
+// start as it runs (start=auto: every one-shot placer; a method: that
+// one), with the wall time going on; then the batches, with no stage.
+TEST(McmcTest, ProgressNamesEachStartPlacerBeforeTheBatches) {
+  ZooProblem z(kSmallRnnlm, "k40x2");
+  const int placers = static_cast<int>(AutoStartMethods(z.p.problem).size());
+  for (const auto& [start, stages] : std::vector<std::pair<std::string, int>>{
+           {"auto", placers}, {"m-etf", 1}}) {
+    SCOPED_TRACE(start);
+    SearchOptions search = Samples(16);
+    double now = 0;
+    search.clock = [&now] { return now; };
+    std::vector<SearchProgress> reports;
+    search.progress = [&](const SearchProgress& p) {
+      reports.push_back(p);
+      now += 1;
+    };
+    StatusOr<PlaceResult> r =
+        Search(z.p.problem, {"batch=4", "start=" + start}, search);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_GT(static_cast<int>(reports.size()), stages);
+    for (int i = 0; i < stages; ++i) {
+      EXPECT_THAT(reports[i].stage,
+                  StartsWith("one-shot placer " + std::to_string(i + 1) +
+                             " of " + std::to_string(stages) + ": "));
+      EXPECT_EQ(reports[i].samples, 0);
+      EXPECT_EQ(reports[i].wall_seconds, i);
+    }
+    if (start != "auto") EXPECT_THAT(reports[0].stage, EndsWith(": m-etf"));
+    for (size_t i = stages; i < reports.size(); ++i) {
+      EXPECT_TRUE(reports[i].stage.empty());
+      EXPECT_GT(reports[i].samples, 0);
+    }
+  }
+}
+
 // checkpoint_min_seconds: a due checkpoint waits until that many seconds
 // passed since the last one. The clock moves one second a batch; with a
 // checkpoint due every batch and 2.5 s between them, the ones written are
@@ -337,6 +375,7 @@ TEST(McmcTest, CheckpointsWaitTheirLeastSeconds) {
     killed.checkpoint_min_seconds = least;
     std::remove(killed.checkpoint_path.c_str());
     killed.progress = [&now](const SearchProgress& p) {
+      if (!p.stage.empty()) return;  // A start placer: not a batch.
       now += 1;
       if (p.updates == 8) throw std::runtime_error("killed");
     };

@@ -172,6 +172,17 @@ Status SearchLoop::CheckpointWhenDue() {
   return saved;
 }
 
+void SearchLoop::ReportStage(const std::string& what) const {
+  if (!options_.progress) return;
+  SearchProgress p;
+  p.samples = state_.samples;
+  p.updates = state_.updates;
+  p.wall_seconds = Wall();
+  p.budget = options_.budget;
+  p.stage = what;
+  options_.progress(p);
+}
+
 void SearchLoop::ReportProgress(const BatchReport& report) const {
   if (!options_.progress) return;
   SearchProgress p;

@@ -120,6 +120,9 @@ class SearchLoop {
   bool BudgetLeft() const;
   // Seconds of search, the runs before a resume included.
   double Wall() const;
+  // Before the first sample: tells the progress callback, when there is
+  // one, what runs instead (SearchProgress::stage), e.g. a start placer.
+  void ReportStage(const std::string& what) const;
 
   const PlacementProblem& problem() const { return problem_; }
   Environment* environment() const { return environment_; }

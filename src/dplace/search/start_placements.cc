@@ -46,7 +46,7 @@ Status CheckStartMethod(const std::string& start) {
 
 StatusOr<std::vector<Placement>> StartCandidates(
     const PlacementProblem& problem, const std::string& start,
-    const std::function<void(int, int, const std::string&)>& before_each) {
+    const BeforeEachPlacer& before_each) {
   std::vector<Placement> candidates;
   if (IsPlacementFile(start)) {
     StatusOr<Placement> read =
@@ -57,6 +57,7 @@ StatusOr<std::vector<Placement>> StartCandidates(
   }
   if (start != "auto") {
     DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Method> method, MakeMethod(start));
+    if (before_each) before_each(0, 1, start);
     StatusOr<PlaceResult> placed = method->Place(problem);
     if (!placed.ok()) return placed.status().WithPrefix("start");
     candidates.push_back(std::move(placed->placement));
@@ -111,6 +112,12 @@ StatusOr<std::vector<Placement>> StartCandidates(
     return InfeasibleError("start auto: no placer could place: " + why);
   }
   return candidates;
+}
+
+std::string StartPlacerStage(int started, int num_placers,
+                             const std::string& name) {
+  return "one-shot placer " + std::to_string(started + 1) + " of " +
+         std::to_string(num_placers) + ": " + name;
 }
 
 }  // namespace dplace

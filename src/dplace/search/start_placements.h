@@ -37,12 +37,18 @@ Status CheckStartMethod(const std::string& start);
 // method's, prefixed "start"; for "auto", that none could place, with each
 // one's reason. The placers whose traits say thread_safe run on helper
 // threads (one fewer than the hardware's) beside the others; the result is
-// the same, in AutoStartMethods' order. `before_each`, for "auto": called
-// before each placer runs, one call at a time, with how many started before
-// it, the number of placers and its name (progress).
+// the same, in AutoStartMethods' order. `before_each`, for a method or
+// "auto": called before each placer runs, one call at a time, with how many
+// started before it, the number of placers and its name (progress).
+using BeforeEachPlacer =
+    std::function<void(int started, int num_placers, const std::string& name)>;
 StatusOr<std::vector<Placement>> StartCandidates(
     const PlacementProblem& problem, const std::string& start,
-    const std::function<void(int, int, const std::string&)>& before_each = {});
+    const BeforeEachPlacer& before_each = {});
+
+// The progress stage of a start placer: "one-shot placer 3 of 14: m-sct".
+std::string StartPlacerStage(int started, int num_placers,
+                             const std::string& name);
 
 }  // namespace dplace
 

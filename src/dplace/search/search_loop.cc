@@ -172,24 +172,25 @@ Status SearchLoop::CheckpointWhenDue() {
   return saved;
 }
 
-void SearchLoop::ReportStage(const std::string& what) const {
-  if (!options_.progress) return;
+SearchProgress SearchLoop::ProgressNow() const {
   SearchProgress p;
   p.samples = state_.samples;
   p.updates = state_.updates;
   p.wall_seconds = Wall();
   p.budget = options_.budget;
+  return p;
+}
+
+void SearchLoop::ReportStage(const std::string& what) const {
+  if (!options_.progress) return;
+  SearchProgress p = ProgressNow();
   p.stage = what;
   options_.progress(p);
 }
 
 void SearchLoop::ReportProgress(const BatchReport& report) const {
   if (!options_.progress) return;
-  SearchProgress p;
-  p.samples = state_.samples;
-  p.updates = state_.updates;
-  p.wall_seconds = Wall();
-  p.budget = options_.budget;
+  SearchProgress p = ProgressNow();
   p.batch_mean_step_time =
       batch_feasible_ ? batch_feasible_sum_ / batch_feasible_ : 0;
   p.best_step_time = state_.best_feasible ? state_.best_step_time : 0;

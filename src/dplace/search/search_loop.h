@@ -137,6 +137,8 @@ class SearchLoop {
   StatusOr<PlaceResult> Finish();
   Status Save();
   Status CheckpointWhenDue();
+  // The progress fields every report has: samples, updates, wall, budget.
+  SearchProgress ProgressNow() const;
   void ReportProgress(const BatchReport& report) const;
 
   const PlacementProblem& problem_;

@@ -406,8 +406,15 @@ TEST_F(SearchLoopTest, WarmStartSamplesAroundTheStartPlacement) {
                                    "warm_start_confidence=0.95"});
     SearchOptions search;
     search.budget.samples = 17;
+    std::vector<std::string> stages;  // Progress names the start's placer.
+    search.progress = [&stages](const SearchProgress& p) {
+      stages.push_back(p.stage);
+    };
     StatusOr<PlaceResult> r = RunSearch(problem, agent, options, search);
     ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_GT(stages.size(), 1u);
+    EXPECT_EQ(stages[0], "one-shot placer 1 of 1: single-gpu");
+    EXPECT_EQ(stages[1], "");
     const std::vector<SampleRecord>& h = r->search.history;
     ASSERT_EQ(h.size(), 17u);
     EXPECT_DOUBLE_EQ(h[0].step_time, single_gpu);

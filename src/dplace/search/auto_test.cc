@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "dplace/method/run.h"
 #include "dplace/search/start_placements.h"
 #include "dplace/sim/lower_bound.h"
@@ -80,6 +82,28 @@ TEST(AutoTest, StartCandidatesKeepThePlacersOrderWhenSideBySide) {
     EXPECT_FALSE(TraitsOf(*FindMethod(name)).thread_safe) << name;
   }
   EXPECT_TRUE(TraitsOf(*FindMethod("split-dp")).thread_safe);
+}
+
+// A progress callback that throws while the placers run side by side
+// (a test's stand-in for a killed process) reaches the caller, once the
+// helper threads are joined, and the process goes on.
+TEST(AutoTest, AnExceptionFromProgressAmongThePlacersReachesTheCaller) {
+  Dag dag;
+  const OpId a = dag.Op("a", 1, kGB / 10);
+  dag.Edge(a, dag.Op("b", 1, kGB / 10), kGB / 10);
+  PlacerTestProblem p(std::move(dag).Build(), Gpus(2, 1e9, kGB));
+  for (int at : {0, 2, 5}) {
+    SCOPED_TRACE(at);
+    int reports = 0;
+    EXPECT_THROW((void)StartCandidates(p.problem, "auto",
+                                       [&](int, int, const std::string&) {
+                                         if (reports++ == at) {
+                                           throw std::runtime_error("killed");
+                                         }
+                                       }),
+                 std::runtime_error);
+    EXPECT_EQ(reports, at + 1);
+  }
 }
 
 TEST(AutoTest, ProgressNamesEachStageThenCountsFromTheStart) {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -79,12 +81,26 @@ StatusOr<std::vector<Placement>> StartCandidates(
   std::vector<StatusOr<PlaceResult>> placed(n, InternalError("not run"));
   std::mutex mu;
   int started = 0;  // Guarded by mu.
+  // The first exception a placer or `before_each` threw (guarded by mu):
+  // the others stop, and it is thrown here once every thread is joined.
+  std::exception_ptr thrown;
   const auto place = [&](int i) {
-    if (before_each) {
+    {
       std::lock_guard<std::mutex> lock(mu);
-      before_each(started++, n, names[i]);
+      if (thrown) return;
+      try {
+        if (before_each) before_each(started++, n, names[i]);
+      } catch (...) {
+        thrown = std::current_exception();
+        return;
+      }
     }
-    placed[i] = methods[i]->Place(problem);
+    try {
+      placed[i] = methods[i]->Place(problem);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!thrown) thrown = std::current_exception();
+    }
   };
   std::atomic<size_t> next{0};
   const auto place_beside = [&] {
@@ -94,10 +110,17 @@ StatusOr<std::vector<Placement>> StartCandidates(
       std::min<int>(static_cast<int>(beside.size()),
                     static_cast<int>(std::thread::hardware_concurrency()) - 1);
   std::vector<std::thread> threads;
-  for (int h = 0; h < helpers; ++h) threads.emplace_back(place_beside);
+  for (int h = 0; h < helpers; ++h) {
+    try {
+      threads.emplace_back(place_beside);
+    } catch (const std::system_error&) {
+      break;  // No more threads to be had: the rest run here.
+    }
+  }
   for (int i : alone) place(i);
   place_beside();
   for (std::thread& t : threads) t.join();
+  if (thrown) std::rethrow_exception(thrown);
 
   std::string why;
   for (int i = 0; i < n; ++i) {

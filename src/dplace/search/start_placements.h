@@ -37,9 +37,11 @@ Status CheckStartMethod(const std::string& start);
 // method's, prefixed "start"; for "auto", that none could place, with each
 // one's reason. The placers whose traits say thread_safe run on helper
 // threads (one fewer than the hardware's) beside the others; the result is
-// the same, in AutoStartMethods' order. `before_each`, for a method or
-// "auto": called before each placer runs, one call at a time, with how many
-// started before it, the number of placers and its name (progress).
+// the same, in AutoStartMethods' order. An exception a placer or
+// `before_each` throws stops the others and is rethrown here once the
+// helpers are joined. `before_each`, for a method or "auto": called before
+// each placer runs, one call at a time, with how many started before it,
+// the number of placers and its name (progress).
 using BeforeEachPlacer =
     std::function<void(int started, int num_placers, const std::string& name)>;
 StatusOr<std::vector<Placement>> StartCandidates(

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -15,6 +14,7 @@
 #include "dplace/rl/agent.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/testing/agent_test_problems.h"
+#include "dplace/testing/temp_dir.h"
 
 namespace dplace {
 namespace {
@@ -93,14 +93,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 class SearchLoopTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "dplace_agents_test_" +
-           std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { dir_ = FreshTestDir("dplace_agents_test"); }
+  void TearDown() override { RemoveTree(dir_); }
   std::string dir_;
 };
 

@@ -7,13 +7,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "dplace/cli/cli.h"
 #include "dplace/io/file.h"
+#include "dplace/testing/temp_dir.h"
 
 namespace dplace {
 
@@ -59,14 +59,8 @@ inline std::string BadInput(const CliResult& r) {
 // A fresh directory per test, dir_, for the files it writes; removed after.
 class CliDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = ::testing::TempDir() + "dplace_" + info->test_suite_name() + "_" +
-           std::to_string(::getpid()) + "_" + info->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { dir_ = FreshTestDir("dplace"); }
+  void TearDown() override { RemoveTree(dir_); }
 
   // Writes `contents` to dir_/`name`; returns the path.
   std::string Write(const std::string& name, const std::string& contents) {

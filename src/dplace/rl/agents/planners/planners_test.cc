@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <set>
 #include <string>
 #include <utility>
@@ -17,6 +16,7 @@
 #include "dplace/rl/agent.h"
 #include "dplace/sim/simulator.h"
 #include "dplace/testing/agent_test_problems.h"
+#include "dplace/testing/temp_dir.h"
 
 namespace dplace {
 namespace {
@@ -352,9 +352,7 @@ TEST(PlannerOptionsTest, BadOptionsAreClearErrors) {
 // A search killed midway resumes from its checkpoint to the same end: the
 // policy, optimizer, noise schedule and elite buffer are all saved.
 TEST(PlannerCheckpointTest, ResumedSearchContinuesFromTheCheckpoint) {
-  const std::string dir = ::testing::TempDir() + "dplace_planners_test_" +
-                          std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
+  const std::string dir = FreshTestDir("dplace_planners_test");
   const Problem problem = TwoChains();
   for (const std::string agent : {"hierarchical", "eagle-ce"}) {
     SCOPED_TRACE(agent);
@@ -363,7 +361,7 @@ TEST(PlannerCheckpointTest, ResumedSearchContinuesFromTheCheckpoint) {
     ExpectKilledSearchResumesToTheSameEnd(problem, agent, options, 80, 50,
                                           dir + "/" + agent + ".ckpt", 2);
   }
-  std::filesystem::remove_all(dir);
+  RemoveTree(dir);
 }
 
 }  // namespace

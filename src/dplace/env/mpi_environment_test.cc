@@ -13,6 +13,7 @@
 
 #include "dplace/io/file.h"
 #include "dplace/testing/shell_run.h"
+#include "dplace/testing/temp_dir.h"
 
 namespace dplace {
 namespace {
@@ -55,21 +56,11 @@ class MpiEnvironmentTest : public ::testing::Test {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   }
-  void SetUp() override {
-    dir_ =
-        std::filesystem::temp_directory_path() /
-        ("dplace_mpi_test_" +
-         std::string(
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string Path(const std::string& name) const {
-    return (dir_ / name).string();
-  }
+  void SetUp() override { dir_ = FreshTestDir("dplace_mpi_test"); }
+  void TearDown() override { RemoveTree(dir_); }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
-  std::filesystem::path dir_;
+  std::string dir_;
 };
 
 TEST_F(MpiEnvironmentTest, SameSeedFindsTheSameBestAsInProcess) {

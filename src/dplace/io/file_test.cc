@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <string>
 
+#include "dplace/testing/temp_dir.h"
+
 namespace dplace {
 namespace {
 
@@ -21,14 +23,8 @@ using ::testing::HasSubstr;
 
 class FileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "dplace_file_test_" +
-           std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { dir_ = FreshTestDir("dplace_file_test"); }
+  void TearDown() override { RemoveTree(dir_); }
 
   std::string dir_;
 };

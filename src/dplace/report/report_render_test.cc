@@ -27,6 +27,7 @@
 #include "dplace/io/file.h"
 #include "dplace/io/onnx/onnx_import.h"
 #include "dplace/report/html_report.h"
+#include "dplace/testing/temp_dir.h"
 
 namespace dplace {
 namespace {
@@ -95,12 +96,10 @@ class ReportRenderTest : public ::testing::Test {
         << "chromium not found on PATH: install the Debian package "
            "(scripts/install-deps.sh does, or apt-get install chromium), "
            "or set DPLACE_SKIP_CHROMIUM=1 to skip this check explicitly";
-    dir_ = ::testing::TempDir() + "dplace_render_" + std::to_string(::getpid());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = FreshTestDir("dplace_render");
   }
   void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
+    if (!dir_.empty()) RemoveTree(dir_);
   }
 
   // Screenshots `html` at 1200x2000 and decodes the PNG.

@@ -463,10 +463,7 @@ class AgentSearch : public SearchLoop {
   // every sample has a negative advantage and the policy unlearns it).
   Status WarmStart() {
     StatusOr<std::vector<Placement>> starts =
-        StartCandidates(problem(), settings_.warm_start,
-                        [this](int i, int n, const std::string& name) {
-                          ReportStage(StartPlacerStage(i, n, name));
-                        });
+        StartCandidates(problem(), settings_.warm_start, ReportStartPlacers());
     if (!starts.ok()) {
       return starts.status().WithPrefix("option warm_start=" +
                                         settings_.warm_start);

@@ -330,11 +330,8 @@ class Walk : public SearchLoop {
 
   Status DoBegin(bool resumed) override {
     if (resumed) return Status::Ok();
-    DPLACE_ASSIGN_OR_RETURN(
-        std::vector<Placement> candidates,
-        start_([this](int i, int n, const std::string& name) {
-          ReportStage(StartPlacerStage(i, n, name));
-        }));
+    DPLACE_ASSIGN_OR_RETURN(std::vector<Placement> candidates,
+                            start_(ReportStartPlacers()));
     return EvaluateStart(std::move(candidates));
   }
 

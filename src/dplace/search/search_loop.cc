@@ -181,11 +181,13 @@ SearchProgress SearchLoop::ProgressNow() const {
   return p;
 }
 
-void SearchLoop::ReportStage(const std::string& what) const {
-  if (!options_.progress) return;
-  SearchProgress p = ProgressNow();
-  p.stage = what;
-  options_.progress(p);
+BeforeEachPlacer SearchLoop::ReportStartPlacers() const {
+  return [this](int started, int num_placers, const std::string& name) {
+    if (!options_.progress) return;
+    SearchProgress p = ProgressNow();
+    p.stage = StartPlacerStage(started, num_placers, name);
+    options_.progress(p);
+  };
 }
 
 void SearchLoop::ReportProgress(const BatchReport& report) const {

@@ -33,6 +33,7 @@
 #include "dplace/env/environment.h"
 #include "dplace/method/method.h"
 #include "dplace/search/search_log.h"
+#include "dplace/search/start_placements.h"
 
 namespace dplace {
 
@@ -120,9 +121,10 @@ class SearchLoop {
   bool BudgetLeft() const;
   // Seconds of search, the runs before a resume included.
   double Wall() const;
-  // Before the first sample: tells the progress callback, when there is
-  // one, what runs instead (SearchProgress::stage), e.g. a start placer.
-  void ReportStage(const std::string& what) const;
+  // For StartCandidates, before the first sample: tells the progress
+  // callback, when there is one, which start placer runs
+  // (SearchProgress::stage, StartPlacerStage).
+  BeforeEachPlacer ReportStartPlacers() const;
 
   const PlacementProblem& problem() const { return problem_; }
   Environment* environment() const { return environment_; }

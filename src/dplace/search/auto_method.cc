@@ -61,10 +61,11 @@ class AutoMethod : public Method {
     // 1. Every one-shot placer, measured through the environment.
     DPLACE_ASSIGN_OR_RETURN(
         std::vector<Placement> starts,
-        StartCandidates(problem, "auto",
-                        [&](int i, int n, const std::string& name) {
-                          stage(StartPlacerStage(i, n, name));
-                        }));
+        StartCandidates(
+            problem, "auto",
+            [&](int started, int n, const std::vector<std::string>& running) {
+              stage(StartPlacerStage(started, n, running));
+            }));
     DPLACE_ASSIGN_OR_RETURN(std::vector<Measurement> measured,
                             context.environment->Evaluate(starts));
     size_t best = 0;

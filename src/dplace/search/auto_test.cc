@@ -15,6 +15,7 @@ namespace dplace {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using ::testing::UnorderedElementsAreArray;
 using testing_dags::Dag;
 using testing_dags::Gpus;
@@ -95,13 +96,14 @@ TEST(AutoTest, AnExceptionFromProgressAmongThePlacersReachesTheCaller) {
   for (int at : {0, 2, 5}) {
     SCOPED_TRACE(at);
     int reports = 0;
-    EXPECT_THROW((void)StartCandidates(p.problem, "auto",
-                                       [&](int, int, const std::string&) {
-                                         if (reports++ == at) {
-                                           throw std::runtime_error("killed");
-                                         }
-                                       }),
-                 std::runtime_error);
+    EXPECT_THROW(
+        (void)StartCandidates(p.problem, "auto",
+                              [&](int, int, const std::vector<std::string>&) {
+                                if (reports++ == at) {
+                                  throw std::runtime_error("killed");
+                                }
+                              }),
+        std::runtime_error);
     EXPECT_EQ(reports, at + 1);
   }
 }
@@ -125,22 +127,72 @@ TEST(AutoTest, ProgressNamesEachStageThenCountsFromTheStart) {
   StatusOr<MethodRun> run = RunMethod("auto", {}, p.problem, options);
   ASSERT_TRUE(run.ok()) << run.status().message();
   const int placers = static_cast<int>(AutoStartMethods(p.problem).size());
-  ASSERT_GT(static_cast<int>(reports.size()), placers + 1);
-  // Counted as they start (some run side by side), each placer once.
+  // Counted as they start (some run side by side, and a report comes when
+  // one ends beside others), each placer once, named first as it starts.
   std::vector<std::string> named;
-  for (int i = 0; i < placers; ++i) {
-    const std::string prefix = "one-shot placer " + std::to_string(i + 1) +
-                               " of " + std::to_string(placers) + ": ";
-    ASSERT_EQ(reports[i].stage.substr(0, prefix.size()), prefix);
-    named.push_back(reports[i].stage.substr(prefix.size()));
+  size_t i = 0;
+  for (; i < reports.size() && reports[i].stage.rfind("one-shot", 0) == 0;
+       ++i) {
+    const std::string prefix = "one-shot placer " +
+                               std::to_string(named.size() + 1) + " of " +
+                               std::to_string(placers) + ": ";
+    if (reports[i].stage.rfind(prefix, 0) == 0) {
+      const std::string rest = reports[i].stage.substr(prefix.size());
+      named.push_back(rest.substr(0, std::min(rest.find(','), rest.find(' '))));
+    } else {  // One ended; the count stays.
+      EXPECT_THAT(reports[i].stage,
+                  StartsWith("one-shot placer " + std::to_string(named.size()) +
+                             " of " + std::to_string(placers) + ": "));
+    }
   }
   EXPECT_THAT(named, UnorderedElementsAreArray(AutoStartMethods(p.problem)));
-  EXPECT_THAT(reports[placers].stage, HasSubstr("the MILP"));
-  EXPECT_TRUE(reports[placers + 1].stage.empty());
-  EXPECT_GT(reports[placers + 1].samples, 0);
-  for (size_t i = 1; i < reports.size(); ++i) {
-    EXPECT_GT(reports[i].wall_seconds, reports[i - 1].wall_seconds) << i;
+  ASSERT_LT(i + 1, reports.size());
+  EXPECT_THAT(reports[i].stage, HasSubstr("the MILP"));
+  EXPECT_TRUE(reports[i + 1].stage.empty());
+  EXPECT_GT(reports[i + 1].samples, 0);
+  for (size_t j = 1; j < reports.size(); ++j) {
+    EXPECT_GT(reports[j].wall_seconds, reports[j - 1].wall_seconds) << j;
   }
+}
+
+// The placers that run side by side are named together, the latest
+// started first; each starts once, and one that ended is named no more.
+TEST(AutoTest, ProgressNamesThePlacersRunningSideBySide) {
+  EXPECT_EQ(StartPlacerStage(3, 14, {"m-sct"}),
+            "one-shot placer 3 of 14: m-sct");
+  EXPECT_EQ(StartPlacerStage(4, 14, {"mincut", "m-sct"}),
+            "one-shot placer 4 of 14: mincut and m-sct");
+  EXPECT_EQ(StartPlacerStage(5, 14, {"metis", "mincut", "m-sct"}),
+            "one-shot placer 5 of 14: metis, mincut and m-sct");
+
+  Dag dag;
+  const OpId a = dag.Op("a", 1, kGB / 10);
+  dag.Edge(a, dag.Op("b", 1, kGB / 10), kGB / 10);
+  PlacerTestProblem p(std::move(dag).Build(), Gpus(2, 1e9, kGB));
+  std::vector<std::string> started_names;
+  std::vector<std::string> before;  // What ran at the previous call.
+  StatusOr<std::vector<Placement>> starts = StartCandidates(
+      p.problem, "auto",
+      [&](int started, int n, const std::vector<std::string>& running) {
+        EXPECT_EQ(n, static_cast<int>(AutoStartMethods(p.problem).size()));
+        ASSERT_FALSE(running.empty());
+        if (started == static_cast<int>(started_names.size()) + 1) {
+          started_names.push_back(running[0]);  // The one that starts.
+          EXPECT_EQ(
+              std::vector<std::string>(running.begin() + 1, running.end()),
+              std::vector<std::string>(
+                  before.begin(),
+                  before.begin() + std::min(before.size(), running.size() - 1)))
+              << "the others ran before it";
+        } else {
+          EXPECT_EQ(started, static_cast<int>(started_names.size()));
+          EXPECT_EQ(running.size() + 1, before.size()) << "one ended";
+        }
+        before = running;
+      });
+  ASSERT_TRUE(starts.ok()) << starts.status().message();
+  EXPECT_THAT(started_names,
+              UnorderedElementsAreArray(AutoStartMethods(p.problem)));
 }
 
 }  // namespace

@@ -293,10 +293,10 @@ struct WalkState {
   bool chain_current = false;
 };
 
-// A search's placements: the start's candidates (with a progress hook for
-// each placer that makes one), then the walk.
+// A search's placements: the start's candidates (a progress hook hears
+// which placers run), then the walk.
 using StartPlacements =
-    std::function<StatusOr<std::vector<Placement>>(const BeforeEachPlacer&)>;
+    std::function<StatusOr<std::vector<Placement>>(const PlacerProgress&)>;
 
 // One walk: the loop (search_loop.h) with mcmc's proposals.
 class Walk : public SearchLoop {
@@ -639,8 +639,8 @@ class McmcMethod : public Method {
                                 const PlaceContext& context) override {
     return RunWalk(
         problem, settings_, settings_.start,
-        [&](const BeforeEachPlacer& before_each) {
-          return StartCandidates(problem, settings_.start, before_each);
+        [&](const PlacerProgress& progress) {
+          return StartCandidates(problem, settings_.start, progress);
         },
         context);
   }
@@ -702,7 +702,7 @@ StatusOr<PlaceResult> RefinePlacement(const PlacementProblem& problem,
                                       const PlaceContext& context) {
   return RunWalk(
       problem, settings, "placement",
-      [&](const BeforeEachPlacer&) -> StatusOr<std::vector<Placement>> {
+      [&](const PlacerProgress&) -> StatusOr<std::vector<Placement>> {
         return std::vector<Placement>{start};
       },
       context);

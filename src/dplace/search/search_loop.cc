@@ -181,11 +181,12 @@ SearchProgress SearchLoop::ProgressNow() const {
   return p;
 }
 
-BeforeEachPlacer SearchLoop::ReportStartPlacers() const {
-  return [this](int started, int num_placers, const std::string& name) {
+PlacerProgress SearchLoop::ReportStartPlacers() const {
+  return [this](int started, int num_placers,
+                const std::vector<std::string>& running) {
     if (!options_.progress) return;
     SearchProgress p = ProgressNow();
-    p.stage = StartPlacerStage(started, num_placers, name);
+    p.stage = StartPlacerStage(started, num_placers, running);
     options_.progress(p);
   };
 }

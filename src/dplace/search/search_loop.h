@@ -122,9 +122,9 @@ class SearchLoop {
   // Seconds of search, the runs before a resume included.
   double Wall() const;
   // For StartCandidates, before the first sample: tells the progress
-  // callback, when there is one, which start placer runs
+  // callback, when there is one, which start placers run
   // (SearchProgress::stage, StartPlacerStage).
-  BeforeEachPlacer ReportStartPlacers() const;
+  PlacerProgress ReportStartPlacers() const;
 
   const PlacementProblem& problem() const { return problem_; }
   Environment* environment() const { return environment_; }

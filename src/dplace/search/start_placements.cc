@@ -48,7 +48,7 @@ Status CheckStartMethod(const std::string& start) {
 
 StatusOr<std::vector<Placement>> StartCandidates(
     const PlacementProblem& problem, const std::string& start,
-    const BeforeEachPlacer& before_each) {
+    const PlacerProgress& progress) {
   std::vector<Placement> candidates;
   if (IsPlacementFile(start)) {
     StatusOr<Placement> read =
@@ -59,7 +59,7 @@ StatusOr<std::vector<Placement>> StartCandidates(
   }
   if (start != "auto") {
     DPLACE_ASSIGN_OR_RETURN(std::unique_ptr<Method> method, MakeMethod(start));
-    if (before_each) before_each(0, 1, start);
+    if (progress) progress(1, 1, {start});
     StatusOr<PlaceResult> placed = method->Place(problem);
     if (!placed.ok()) return placed.status().WithPrefix("start");
     candidates.push_back(std::move(placed->placement));
@@ -80,20 +80,30 @@ StatusOr<std::vector<Placement>> StartCandidates(
   }
   std::vector<StatusOr<PlaceResult>> placed(n, InternalError("not run"));
   std::mutex mu;
-  int started = 0;  // Guarded by mu.
-  // The first exception a placer or `before_each` threw (guarded by mu):
-  // the others stop, and it is thrown here once every thread is joined.
+  int started = 0;           // Guarded by mu.
+  std::vector<int> running;  // Guarded by mu; the latest started first.
+  // The first exception a placer or `progress` threw (guarded by mu): the
+  // others stop, and it is thrown here once every thread is joined.
   std::exception_ptr thrown;
+  // Tells `progress` what runs; mu held.
+  const auto report = [&] {
+    if (!progress || thrown) return;
+    std::vector<std::string> now;
+    for (int k : running) now.push_back(names[k]);
+    try {
+      progress(started, n, now);
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+  };
   const auto place = [&](int i) {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (thrown) return;
-      try {
-        if (before_each) before_each(started++, n, names[i]);
-      } catch (...) {
-        thrown = std::current_exception();
-        return;
-      }
+      ++started;
+      running.insert(running.begin(), i);
+      report();
+      if (thrown) return;
     }
     try {
       placed[i] = methods[i]->Place(problem);
@@ -101,6 +111,9 @@ StatusOr<std::vector<Placement>> StartCandidates(
       std::lock_guard<std::mutex> lock(mu);
       if (!thrown) thrown = std::current_exception();
     }
+    std::lock_guard<std::mutex> lock(mu);
+    running.erase(std::find(running.begin(), running.end(), i));
+    if (!running.empty()) report();
   };
   std::atomic<size_t> next{0};
   const auto place_beside = [&] {
@@ -138,9 +151,14 @@ StatusOr<std::vector<Placement>> StartCandidates(
 }
 
 std::string StartPlacerStage(int started, int num_placers,
-                             const std::string& name) {
-  return "one-shot placer " + std::to_string(started + 1) + " of " +
-         std::to_string(num_placers) + ": " + name;
+                             const std::vector<std::string>& running) {
+  std::string stage = "one-shot placer " + std::to_string(started) + " of " +
+                      std::to_string(num_placers) + ": ";
+  for (size_t i = 0; i < running.size(); ++i) {
+    if (i > 0) stage += i + 1 == running.size() ? " and " : ", ";
+    stage += running[i];
+  }
+  return stage;
 }
 
 }  // namespace dplace

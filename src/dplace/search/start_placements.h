@@ -38,19 +38,22 @@ Status CheckStartMethod(const std::string& start);
 // one's reason. The placers whose traits say thread_safe run on helper
 // threads (one fewer than the hardware's) beside the others; the result is
 // the same, in AutoStartMethods' order. An exception a placer or
-// `before_each` throws stops the others and is rethrown here once the
-// helpers are joined. `before_each`, for a method or "auto": called before
-// each placer runs, one call at a time, with how many started before it,
-// the number of placers and its name (progress).
-using BeforeEachPlacer =
-    std::function<void(int started, int num_placers, const std::string& name)>;
+// `progress` throws stops the others and is rethrown here once the
+// helpers are joined. `progress`, for a method or "auto": called one call
+// at a time when a placer starts, and when one ends while others still
+// run, with how many have started, the number of placers and the names of
+// those running, the latest started first.
+using PlacerProgress = std::function<void(
+    int started, int num_placers, const std::vector<std::string>& running)>;
 StatusOr<std::vector<Placement>> StartCandidates(
     const PlacementProblem& problem, const std::string& start,
-    const BeforeEachPlacer& before_each = {});
+    const PlacerProgress& progress = {});
 
-// The progress stage of a start placer: "one-shot placer 3 of 14: m-sct".
+// The progress stage while start placers run: "one-shot placer 3 of 14:
+// m-sct", or with two side by side "one-shot placer 4 of 14: mincut and
+// m-sct".
 std::string StartPlacerStage(int started, int num_placers,
-                             const std::string& name);
+                             const std::vector<std::string>& running);
 
 }  // namespace dplace
 

@@ -17,7 +17,6 @@
 
 #include <chrono>
 #include <csignal>
-#include <filesystem>
 #include <regex>
 #include <string>
 #include <thread>
@@ -25,6 +24,7 @@
 #include "dplace/io/file.h"
 #include "dplace/testing/cli_test_util.h"
 #include "dplace/testing/shell_run.h"
+#include "dplace/testing/temp_dir.h"
 
 namespace dplace {
 namespace {
@@ -40,7 +40,7 @@ class FullDiskTest : public CliDirTest {
  protected:
   void SetUp() override {
     CliDirTest::SetUp();
-    std::filesystem::create_directories(dir_ + "/full");
+    MakeDir(dir_ + "/full");
     const ShellRun probe = Shell(
         "unshare -rm sh -c 'mount -t tmpfs -o size=8k none " + dir_ + "/full'");
     if (probe.code != 0) {
@@ -112,8 +112,8 @@ class StopSignalTest : public CliDirTest {
  protected:
   void SetUp() override {
     CliDirTest::SetUp();
-    std::filesystem::create_directories(dir_ + "/whole");
-    std::filesystem::create_directories(dir_ + "/stopped");
+    MakeDir(dir_ + "/whole");
+    MakeDir(dir_ + "/stopped");
   }
 
   // Runs `search` in dir_/stopped (through sh, which execs dplace), sends
@@ -130,7 +130,7 @@ class StopSignalTest : public CliDirTest {
     }
     const std::string checkpoint = dir_ + "/stopped/C.ckpt";
     int status = 0;
-    while (!std::filesystem::exists(checkpoint)) {
+    while (::access(checkpoint.c_str(), F_OK) != 0) {
       if (waitpid(pid, &status, WNOHANG) == pid) return status;  // Done.
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }

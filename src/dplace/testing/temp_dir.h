@@ -29,6 +29,11 @@ inline void RemoveTree(const std::string& path) {
       16, FTW_DEPTH | FTW_PHYS);
 }
 
+// Makes the directory `path` (its parent must exist), as a test's step.
+inline void MakeDir(const std::string& path) {
+  EXPECT_EQ(::mkdir(path.c_str(), 0755), 0) << path << ": " << errno;
+}
+
 // A fresh, empty directory for the running test: the system's temporary
 // directory, `prefix`, this process and the test's name (a parameterised
 // test's '/' made '_').
@@ -39,7 +44,7 @@ inline std::string FreshTestDir(const std::string& prefix) {
   std::replace(name.begin(), name.end(), '/', '_');
   const std::string dir = ::testing::TempDir() + name;
   RemoveTree(dir);
-  EXPECT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir << ": " << errno;
+  MakeDir(dir);
   return dir;
 }
 

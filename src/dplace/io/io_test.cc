@@ -466,6 +466,13 @@ TEST_F(PlacementJsonTest, WrongFormat) {
                               "\"dplace.graph\"")));
 }
 
+TEST_F(PlacementJsonTest, MissingFormatSaysWhichOneIsExpected) {
+  const std::string message = Error([](json& r) { r.erase("format"); });
+  EXPECT_THAT(message, AllOf(StartsWith("bad.placement.json: "),
+                             HasSubstr("format: missing or empty, expected "
+                                       "\"dplace.placement\"")));
+}
+
 // ------------------------------------------------------------- profile JSON
 
 TEST(ProfileJsonTest, ParsesTimesAndOverridesTheRoofline) {

@@ -150,8 +150,11 @@ Status FieldReader::Finish() {
 }
 
 void CheckFormat(FieldReader& fields, const std::string& format) {
-  const std::string got = fields.String("format");
-  if (fields.status().ok() && got != format) {
+  const std::string got = fields.String("format", "");
+  if (fields.status().ok() && got.empty()) {
+    fields.Fail(fields.PathOf("format") + ": missing or empty, expected \"" +
+                format + "\"");
+  } else if (fields.status().ok() && got != format) {
     fields.Fail(fields.PathOf("format") + ": expected \"" + format +
                 "\", got \"" + got + "\"");
   }
